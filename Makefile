@@ -1,0 +1,34 @@
+# The README's quick start: `make serve` and `make test` on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test test-all bench install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/tritium serve --model-repository examples/model_repository \
+		--backend-directory examples/backends
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+# Everything, including the slow soak/fuzz runs that `make test` skips.
+test-all: $(STAMP)
+	$(BIN)/pytest -q -m ''
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

@@ -1,0 +1,121 @@
+"""The handles a backend is given: Backend, Model, ModelInstance (TRITONBACKEND_* objects).
+
+Each handle has a `state` slot the backend fills (TRITONBACKEND_*SetState) and the server never
+reads. Handles expose what Triton's backend API exposes and nothing of the server's internals.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..errors import TritonError
+
+
+class ExecutionPolicy(enum.Enum):
+    """TRITONBACKEND_ExecutionPolicy: how instances map to execution threads.
+
+    BLOCKING gives every instance its own thread; DEVICE_BLOCKING shares one thread among the
+    instances on the same device, for backends whose instances contend for one device anyway.
+    """
+
+    BLOCKING = "BLOCKING"
+    DEVICE_BLOCKING = "DEVICE_BLOCKING"
+
+
+class Backend:
+    """TRITONBACKEND_Backend: one per backend name, shared by every model that uses it."""
+
+    def __init__(self, name: str, directory: Path | None, config: dict[str, str]) -> None:
+        self.name = name
+        # Where the backend was found (a --backend-directory entry), None when built in.
+        self.directory = directory
+        # --backend-config=<name>,<key>=<value> settings (TRITONBACKEND_BackendConfig).
+        self.config = dict(config)
+        self.execution_policy = ExecutionPolicy.BLOCKING
+        self.state: Any = None
+
+
+class Model:
+    """TRITONBACKEND_Model: one loaded version of a model, as its backend sees it."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        config: mc.ModelConfig,
+        version: int,
+        repository_path: Path,
+        *,
+        auto_complete: bool,
+    ) -> None:
+        self.backend = backend
+        self.name = config.name
+        self.version = version
+        self._config = config
+        # The model's directory (TRITONBACKEND_ModelRepository); version files under str(version).
+        self.repository_path = repository_path
+        # TRITONBACKEND_ModelAutoCompleteConfig: may the backend fill in the configuration?
+        self.auto_complete = auto_complete
+        self._initializing = True
+        self.state: Any = None
+
+    @property
+    def config(self) -> mc.ModelConfig:
+        return self._config
+
+    @property
+    def version_path(self) -> Path:
+        return self.repository_path / str(self.version)
+
+    def set_config(self, config: mc.ModelConfig) -> None:
+        """TRITONBACKEND_ModelSetConfig: replace the configuration during model_initialize.
+
+        The server normalises and validates the new configuration before creating instances.
+        """
+        if not self._initializing:
+            raise TritonError.unsupported(
+                "model configuration can only be set during model initialization"
+            )
+        if config.name and config.name != self.name:
+            raise TritonError.invalid_arg(
+                f"model name '{config.name}' in the new configuration does not match "
+                f"model '{self.name}'"
+            )
+        new = mc.ModelConfig()
+        new.CopyFrom(config)
+        new.name = self.name
+        self._config = new
+
+    def _replace_config(self, config: mc.ModelConfig) -> None:
+        """Server side: install the normalised form of what the backend set."""
+        self._config = config
+
+    def _finish_initialization(self) -> None:
+        self._initializing = False
+
+
+class ModelInstance:
+    """TRITONBACKEND_ModelInstance: one execution instance of a model (one instance-group count)."""
+
+    def __init__(
+        self,
+        model: Model,
+        name: str,
+        kind: str,
+        device_id: int,
+        group: mc.ModelInstanceGroup,
+    ) -> None:
+        self.model = model
+        self.name = name
+        # "KIND_CPU", "KIND_GPU", "KIND_MODEL" (TRITONSERVER_InstanceGroupKind names).
+        self.kind = kind
+        self.device_id = device_id
+        self.group = group
+        self.is_passive = group.passive
+        self.state: Any = None
+
+    def __repr__(self) -> str:
+        return f"ModelInstance({self.name!r}, {self.kind}, device {self.device_id})"

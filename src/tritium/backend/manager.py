@@ -1,0 +1,176 @@
+"""BackendManager: finds a backend by name, loads it once, shares it, finalizes it last.
+
+Search order, as DESIGN.md section 2 lays out:
+1. `--backend-directory DIR`: `DIR/<name>/backend.py` (or a package `__init__.py`) with the entry
+   points; `DIR/<name>/model.py` is a Python-based backend run by the `python` backend.
+2. Installed packages registering an entry point named `<name>` in group `tritium.backends`.
+3. The built-in backends, `tritium.backends.<name>`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import logging
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from ..errors import TritonError
+from .api import BackendAttributes, BackendLibrary
+from .handles import Backend
+
+log = logging.getLogger("tritium.backend")
+
+ENTRY_POINT_GROUP = "tritium.backends"
+BUILTIN_PACKAGE = "tritium.backends"
+# Settings Triton passes to every backend along with the user's --backend-config.
+DEFAULT_BACKEND_CONFIG = {"default-max-batch-size": "4"}
+
+
+@dataclass
+class LoadedBackend:
+    """A backend that has been initialized, with the models currently using it."""
+
+    handle: Backend
+    library: BackendLibrary
+    attributes: BackendAttributes
+    users: int = 0
+
+
+class BackendManager:
+    def __init__(
+        self,
+        backend_directories: list[Path] | None = None,
+        backend_config: dict[str, dict[str, str]] | None = None,
+    ) -> None:
+        self._directories = [Path(d) for d in backend_directories or []]
+        # {backend name: {key: value}}; the "" entry applies to every backend.
+        self._config = backend_config or {}
+        self._loaded: dict[str, LoadedBackend] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, name: str) -> LoadedBackend:
+        """The backend `name`, loading and initializing it on first use."""
+        with self._lock:
+            loaded = self._loaded.get(name)
+            if loaded is None:
+                loaded = self._load(name)
+                self._loaded[name] = loaded
+            loaded.users += 1
+            return loaded
+
+    def release(self, loaded: LoadedBackend) -> None:
+        """Drop one user; the last one finalizes the backend (TRITONBACKEND_Finalize)."""
+        with self._lock:
+            loaded.users -= 1
+            if loaded.users > 0 or self._loaded.get(loaded.handle.name) is not loaded:
+                return
+            del self._loaded[loaded.handle.name]
+        self._finalize(loaded)
+
+    def finalize_all(self) -> None:
+        with self._lock:
+            remaining = list(self._loaded.values())
+            self._loaded.clear()
+        for loaded in remaining:
+            self._finalize(loaded)
+
+    def loaded_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._loaded)
+
+    def config_for(self, name: str) -> dict[str, str]:
+        merged = dict(DEFAULT_BACKEND_CONFIG)
+        merged.update(self._config.get("", {}))
+        merged.update(self._config.get(name, {}))
+        return merged
+
+    def _load(self, name: str) -> LoadedBackend:
+        implementation, directory, origin = self._find(name)
+        library = BackendLibrary(name, implementation, origin)
+        handle = Backend(name, directory, self.config_for(name))
+        library.initialize(handle)
+        attributes = BackendAttributes()
+        library.get_backend_attribute(handle, attributes)
+        log.info("loaded backend '%s' from %s", name, origin)
+        return LoadedBackend(handle, library, attributes)
+
+    def _finalize(self, loaded: LoadedBackend) -> None:
+        try:
+            loaded.library.finalize(loaded.handle)
+        except Exception:  # a failing finalize must not stop the others
+            log.exception("backend '%s' failed to finalize", loaded.handle.name)
+
+    def _find(self, name: str) -> tuple[object, Path | None, str]:
+        if not name or "/" in name or name.startswith("."):
+            raise TritonError.invalid_arg(f"invalid backend name '{name}'")
+        for base in self._directories:
+            found = self._find_in_directory(base / name, name)
+            if found is not None:
+                return found
+        for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if entry.name == name:
+                return entry.load(), None, f"entry point {entry.value}"
+        module = _import_builtin(name)
+        if module is not None:
+            return module, None, f"built-in {module.__name__}"
+        searched = ", ".join(str(d) for d in self._directories) or "no --backend-directory"
+        raise TritonError.invalid_arg(
+            f"unable to find backend '{name}' (searched {searched}, entry point group "
+            f"'{ENTRY_POINT_GROUP}' and the built-in backends)"
+        )
+
+    def _find_in_directory(self, folder: Path, name: str) -> tuple[object, Path, str] | None:
+        if not folder.is_dir():
+            return None
+        for filename in ("backend.py", "__init__.py"):
+            if (folder / filename).is_file():
+                return _import_file(folder / filename, name), folder, str(folder / filename)
+        if (folder / "model.py").is_file():
+            # A Python-based backend: the python backend runs this model.py for every model
+            # naming backend `name`; it reads the file from `Backend.directory`.
+            python = _import_builtin("python")
+            if python is None:
+                raise TritonError.unsupported(
+                    f"backend '{name}' is a Python-based backend ({folder / 'model.py'}), "
+                    "which needs the python backend"
+                )
+            return python, folder, f"python-based backend {folder / 'model.py'}"
+        if (folder / f"libtriton_{name}.so").is_file():
+            raise TritonError.unsupported(
+                f"backend '{name}' is a native shared library ({folder}/libtriton_{name}.so); "
+                "native backends are not supported yet"
+            )
+        return None
+
+
+def _import_file(path: Path, name: str) -> ModuleType:
+    module_name = f"tritium_backend_{name}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise TritonError.invalid_arg(f"cannot import backend '{name}' from {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise TritonError.invalid_arg(
+            f"failed to import backend '{name}' from {path}: {type(exc).__name__}: {exc}"
+        ) from exc
+    return module
+
+
+def _import_builtin(name: str) -> ModuleType | None:
+    if not name.isidentifier():
+        return None
+    try:
+        return importlib.import_module(f"{BUILTIN_PACKAGE}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name in (f"{BUILTIN_PACKAGE}.{name}",):
+            return None
+        raise

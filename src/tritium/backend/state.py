@@ -1,0 +1,146 @@
+"""Helpers for backend authors: ModelState and ModelInstanceState.
+
+`ModelInstanceState.process_requests` is the set-inputs -> execute -> read-outputs loop that
+Triton's framework backends each write by hand: it gathers the requests' inputs into one batch,
+calls `execute` once, splits the outputs back per request and sends each request its response
+(or its own error). A backend subclasses and writes only `execute`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..errors import TritonError, as_triton_error
+from ..request import InferenceRequest, InferenceResponse
+from ..tensor import Tensor, numpy_dtype, wire_datatype
+from .handles import Model, ModelInstance
+
+
+class ModelState:
+    """Backend-side state of one model version, attached as `model.state`."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.name = model.name
+        self.config: mc.ModelConfig = model.config
+        self.max_batch_size = model.config.max_batch_size
+        self.input_configs = {i.name: i for i in model.config.input}
+        self.output_configs = {o.name: o for o in model.config.output}
+
+    def parameter(self, key: str, default: str | None = None) -> str | None:
+        """A `parameters { key: ... value: { string_value: ... } }` entry of the config."""
+        entry = self.config.parameters.get(key)
+        return entry.string_value if entry is not None else default
+
+    @classmethod
+    def create(cls, model: Model) -> "ModelState":
+        state = cls(model)
+        model.state = state
+        return state
+
+
+class ModelInstanceState:
+    """Backend-side state of one instance, attached as `instance.state`."""
+
+    def __init__(self, instance: ModelInstance) -> None:
+        self.instance = instance
+        self.model_state: ModelState = instance.model.state
+
+    @classmethod
+    def create(cls, instance: ModelInstance) -> "ModelInstanceState":
+        state = cls(instance)
+        instance.state = state
+        return state
+
+    def execute(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the model on one batch; return every output by name."""
+        raise NotImplementedError
+
+    def process_requests(self, requests: Sequence[InferenceRequest]) -> None:
+        batching = self.model_state.max_batch_size > 0
+        groups = [list(requests)] if batching else [[r] for r in requests]
+        for group in groups:
+            self._process_batch(group)
+
+    def _process_batch(self, requests: list[InferenceRequest]) -> None:
+        requests = [r for r in requests if self._check_inputs(r)]
+        if not requests:
+            return
+        try:
+            inputs = self._gather_inputs(requests)
+        except Exception as exc:  # shapes that cannot be concatenated, etc.
+            self._fail(requests, as_triton_error(exc))
+            return
+        mark = time.perf_counter_ns()
+        for request in requests:
+            request.compute_input_end_ns = mark
+        try:
+            outputs = self.execute(inputs)
+        except Exception as exc:
+            self._fail(requests, as_triton_error(exc))
+            return
+        mark = time.perf_counter_ns()
+        for request in requests:
+            request.compute_output_start_ns = mark
+        self._scatter_outputs(requests, outputs)
+
+    def _check_inputs(self, request: InferenceRequest) -> bool:
+        missing = [n for n in self.model_state.input_configs if n not in request.inputs]
+        missing = [n for n in missing if not self.model_state.input_configs[n].optional]
+        if missing:
+            request.respond_error(
+                TritonError.invalid_arg(
+                    f"model '{self.model_state.name}' is missing input(s) {', '.join(missing)}"
+                )
+            )
+            return False
+        return True
+
+    def _gather_inputs(self, requests: list[InferenceRequest]) -> dict[str, np.ndarray]:
+        if len(requests) == 1:
+            return {name: t.data for name, t in requests[0].inputs.items()}
+        names = requests[0].inputs.keys()
+        return {name: np.concatenate([r.inputs[name].data for r in requests]) for name in names}
+
+    def _scatter_outputs(
+        self, requests: list[InferenceRequest], outputs: dict[str, np.ndarray]
+    ) -> None:
+        batching = self.model_state.max_batch_size > 0
+        offset = 0
+        for request in requests:
+            size = _batch_size(request) if batching else 0
+            wanted = request.requested_output_names or list(outputs)
+            response = InferenceResponse()
+            for name in wanted:
+                if name not in outputs:
+                    response = InferenceResponse(
+                        error=TritonError.internal(
+                            f"backend of model '{self.model_state.name}' produced no output '{name}'"
+                        )
+                    )
+                    break
+                data = outputs[name][offset : offset + size] if batching else outputs[name]
+                response.outputs.append(self._tensor(name, data))
+            offset += size
+            request.respond(response)
+
+    def _tensor(self, name: str, data: np.ndarray) -> Tensor:
+        config = self.model_state.output_configs.get(name)
+        if config is None:
+            return Tensor.from_numpy(name, np.asarray(data))
+        wire = wire_datatype(config.data_type)
+        return Tensor(name, wire, tuple(data.shape), np.asarray(data, dtype=numpy_dtype(wire)))
+
+    @staticmethod
+    def _fail(requests: list[InferenceRequest], error: TritonError) -> None:
+        for request in requests:
+            request.respond_error(error)
+
+
+def _batch_size(request: InferenceRequest) -> int:
+    first = next(iter(request.inputs.values()), None)
+    return first.shape[0] if first is not None and first.shape else 1

@@ -1,0 +1,1 @@
+"""Built-in backends, each written on the backend API (`tritium.backend`) alone."""

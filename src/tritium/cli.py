@@ -1,0 +1,144 @@
+"""`tritium serve` (tritonserver's flags) and `tritium check`.
+
+Flags keep tritonserver's names and meanings and accept both `--flag=value` and `--flag value`;
+booleans accept true/false/1/0 as tritonserver does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import TritonError
+from .server import InferenceServer, ServerOptions
+
+log = logging.getLogger("tritium")
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
+
+
+def _backend_config(text: str) -> tuple[str, str, str]:
+    """`<backend>,<key>=<value>`, or `<key>=<value>` for every backend."""
+    backend, _, setting = text.rpartition(",")
+    key, sep, value = setting.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(
+            f"--backend-config must be <backend>,<setting>=<value>, got '{text}'"
+        )
+    return backend, key, value
+
+
+def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
+    """A boolean flag that also works bare (`--allow-http` means true)."""
+    parser.add_argument(name, type=_bool, nargs="?", const=True, **kwargs)  # type: ignore[arg-type]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve model repositories (tritonserver's flags)")
+    serve.add_argument("--model-repository", "--model-store", action="append", default=[],
+                       dest="model_repository", required=True, help="repeatable")
+    serve.add_argument("--backend-directory", action="append", default=[])
+    serve.add_argument("--backend-config", action="append", default=[], type=_backend_config)
+    serve.add_argument("--http-port", type=int, default=8000)
+    serve.add_argument("--grpc-port", type=int, default=8001)
+    serve.add_argument("--metrics-port", type=int, default=8002)
+    serve.add_argument("--http-address", default="0.0.0.0")
+    serve.add_argument("--grpc-address", default="0.0.0.0")
+    serve.add_argument("--metrics-address", default=None)
+    _flag(serve, "--allow-http", default=True)
+    _flag(serve, "--allow-grpc", default=True)
+    _flag(serve, "--allow-metrics", default=True)
+    serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none")
+    serve.add_argument("--load-model", action="append", default=[])
+    _flag(serve, "--strict-readiness", default=True)
+    _flag(serve, "--exit-on-error", default=True)
+    _flag(serve, "--disable-auto-complete-config", default=False)
+    _flag(serve, "--strict-model-config", default=None,
+          help="deprecated: true means --disable-auto-complete-config")
+    serve.add_argument("--model-load-thread-count", type=int, default=4)
+    serve.add_argument("--exit-timeout-secs", type=float, default=30.0)
+    serve.add_argument("--log-verbose", type=int, default=0)
+    _flag(serve, "--log-info", default=True)
+    _flag(serve, "--log-warning", default=True)
+    _flag(serve, "--log-error", default=True)
+    serve.add_argument("--id", default="triton")
+
+    check = commands.add_parser("check", help="load and complete model configurations")
+    check.add_argument("repositories", nargs="+", type=Path)
+    check.add_argument("--json", action="store_true", help="print each completed config as JSON")
+    _flag(check, "--disable-auto-complete-config", default=False)
+    return parser
+
+
+def options_from_args(args: argparse.Namespace) -> ServerOptions:
+    backend_config: dict[str, dict[str, str]] = {}
+    for backend, key, value in args.backend_config:
+        backend_config.setdefault(backend, {})[key] = value
+    auto_complete = not args.disable_auto_complete_config
+    if args.strict_model_config is not None:
+        auto_complete = not args.strict_model_config
+    return ServerOptions(
+        model_repositories=[Path(p) for p in args.model_repository],
+        backend_directories=[Path(p) for p in args.backend_directory],
+        backend_config=backend_config,
+        model_control_mode=args.model_control_mode,
+        load_models=args.load_model,
+        strict_readiness=args.strict_readiness,
+        exit_on_error=args.exit_on_error,
+        auto_complete=auto_complete,
+        model_load_thread_count=args.model_load_thread_count,
+        exit_timeout_secs=args.exit_timeout_secs,
+        server_id=args.id,
+    )
+
+
+def configure_logging(verbose: int, info: bool = True) -> None:
+    level = logging.DEBUG if verbose > 0 else (logging.INFO if info else logging.WARNING)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname).1s %(name)s] %(message)s", stream=sys.stderr
+    )
+    if verbose == 0:
+        for noisy in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "check":
+        from .check import run_check
+
+        return run_check(args.repositories, as_json=args.json,
+                         auto_complete=not args.disable_auto_complete_config)
+    configure_logging(args.log_verbose, args.log_info)
+    return serve(args)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from .serving import run
+
+    coroutine = run(options_from_args(args), args)
+    try:
+        import uvloop
+    except ImportError:  # uvloop is optional off Linux/macOS
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The metrics endpoint: Prometheus text on --metrics-port with Triton's metric names.
+
+Counts are not kept twice: a collector reads the server's per model-version statistics at scrape
+time. Families are exposed "untyped" because prometheus-client renames counters to `*_total`,
+and dashboards built for Triton query the bare names (`nv_inference_count`, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Callable, Iterator
+
+from prometheus_client import start_http_server
+from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric, UntypedMetricFamily
+
+from ..server import InferenceServer
+
+_NS_PER_US = 1000
+
+# (metric name, help, value from a StatisticsSnapshot)
+_FAMILIES: list[tuple[str, str, Callable]] = [
+    ("nv_inference_request_success", "Number of successful inference requests, all batch sizes",
+     lambda s: s.success.count),
+    ("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
+     lambda s: s.fail.count),
+    ("nv_inference_count", "Number of inferences performed (does not include cached requests)",
+     lambda s: s.inference_count),
+    ("nv_inference_exec_count",
+     "Number of model executions performed (does not include cached requests)",
+     lambda s: s.execution_count),
+    ("nv_inference_request_duration_us",
+     "Cumulative inference request duration in microseconds (includes cached requests)",
+     lambda s: (s.success.ns + s.fail.ns) // _NS_PER_US),
+    ("nv_inference_queue_duration_us",
+     "Cumulative inference queuing duration in microseconds (includes cached requests)",
+     lambda s: s.queue.ns // _NS_PER_US),
+    ("nv_inference_compute_input_duration_us",
+     "Cumulative compute input duration in microseconds (does not include cached requests)",
+     lambda s: s.compute_input.ns // _NS_PER_US),
+    ("nv_inference_compute_infer_duration_us",
+     "Cumulative compute inference duration in microseconds (does not include cached requests)",
+     lambda s: s.compute_infer.ns // _NS_PER_US),
+    ("nv_inference_compute_output_duration_us",
+     "Cumulative inference compute output duration in microseconds (does not include cached "
+     "requests)",
+     lambda s: s.compute_output.ns // _NS_PER_US),
+]
+
+
+class ServerCollector:
+    """Turns InferenceServer.statistics() into metric families on every scrape."""
+
+    def __init__(self, server: InferenceServer) -> None:
+        self._server = server
+
+    def collect(self) -> Iterator[Metric]:
+        snapshots = self._server.statistics()
+        for name, help_text, value in _FAMILIES:
+            family = UntypedMetricFamily(name, help_text, labels=["model", "version"])
+            for snap in snapshots:
+                family.add_metric([snap.name, snap.version], value(snap))
+            yield family
+        pending = GaugeMetricFamily(
+            "nv_inference_pending_request_count",
+            "Instantaneous number of pending requests awaiting execution per-model.",
+            labels=["model", "version"],
+        )
+        for model_name, version, count in self._server.pending_requests():
+            pending.add_metric([model_name, version], count)
+        yield pending
+
+
+class MetricsFrontend:
+    def __init__(self, server: InferenceServer, address: str, port: int) -> None:
+        self.description = f"Metrics Service at {address}:{port}"
+        self._address = address
+        self._port = port
+        self._registry = CollectorRegistry(auto_describe=False)
+        self._registry.register(ServerCollector(server))
+        self._httpd = None
+        self._thread: threading.Thread | None = None
+
+    async def start(self) -> None:
+        # prometheus-client serves from its own thread; binding errors surface as OSError here.
+        self._httpd, self._thread = start_http_server(
+            self._port, addr=self._address, registry=self._registry
+        )
+
+    async def stop(self, grace: float) -> None:
+        if self._httpd is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._httpd.shutdown)
+            self._httpd.server_close()
+            self._httpd = None

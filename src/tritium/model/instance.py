@@ -1,0 +1,79 @@
+"""ModelInstance (server side): runs the backend's execute for one instance.
+
+Triton's TritonModelInstance: it owns the backend handle of one instance, stamps execution
+times, and guarantees that a request never goes unanswered: an exception from the backend, or a
+non-decoupled backend returning without responding, fails exactly the requests left open.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Sequence
+
+from ..backend.api import BackendLibrary
+from ..backend.handles import ModelInstance as InstanceHandle
+from ..errors import TritonError, as_triton_error
+from ..request import InferenceRequest
+from .statistics import ModelStatistics
+
+log = logging.getLogger("tritium.model")
+
+
+class ModelInstance:
+    def __init__(
+        self,
+        handle: InstanceHandle,
+        library: BackendLibrary,
+        statistics: ModelStatistics,
+        decoupled: bool,
+    ) -> None:
+        self.handle = handle
+        self.name = handle.name
+        self._library = library
+        self._statistics = statistics
+        self._decoupled = decoupled
+        # Guards the rule "execute never runs twice at once on one instance", whatever thread
+        # layout the scheduler picks.
+        self._busy = threading.Lock()
+
+    def initialize(self) -> None:
+        self._library.model_instance_initialize(self.handle)
+
+    def finalize(self) -> None:
+        try:
+            self._library.model_instance_finalize(self.handle)
+        except Exception:
+            log.exception("instance '%s' failed to finalize", self.name)
+
+    def execute(self, requests: Sequence[InferenceRequest]) -> None:
+        with self._busy:
+            start = time.perf_counter_ns()
+            for request in requests:
+                request.exec_start_ns = start
+            try:
+                self._library.model_instance_execute(self.handle, requests)
+            except Exception as exc:
+                log.debug("instance '%s' execute raised", self.name, exc_info=True)
+                self._fail_open(requests, as_triton_error(exc))
+            else:
+                if not self._decoupled:
+                    self._fail_open(
+                        requests,
+                        TritonError.internal(
+                            f"backend of model '{self.handle.model.name}' returned from execute "
+                            "without sending a response"
+                        ),
+                    )
+            end = time.perf_counter_ns()
+            for request in requests:
+                request.exec_end_ns = end
+            self._statistics.record_execution(list(requests))
+
+    @staticmethod
+    def _fail_open(requests: Sequence[InferenceRequest], error: TritonError) -> None:
+        for request in requests:
+            sender = request.response_sender
+            if sender is not None and not sender.is_completed:
+                request.respond_error(error)

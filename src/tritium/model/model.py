@@ -1,0 +1,211 @@
+"""Model: one loaded version of a model, with its instances, scheduler and statistics.
+
+`Model.load` is Triton's TritonModel::Create: acquire the backend, normalise instance groups with
+the backend's preferred groups, let the backend initialise (and possibly auto-complete) the model,
+re-validate, create one instance per instance-group count, then build the scheduler. `unload`
+undoes it in reverse, after the requests in flight have finished.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Callable
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..backend.handles import Model as ModelHandle
+from ..backend.handles import ModelInstance as InstanceHandle
+from ..backend.manager import BackendManager, LoadedBackend
+from ..config import normalize_instance_groups, normalize_model_config, validate_model_config
+from ..errors import TritonError
+from ..request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse, ResponseSender
+from ..scheduler import DefaultScheduler, Scheduler
+from .instance import ModelInstance
+from .request_normalizer import normalize_request
+from .statistics import ModelStatistics
+
+log = logging.getLogger("tritium.model")
+
+Deliver = Callable[[InferenceResponse | None, int], None]
+
+
+class Model:
+    def __init__(
+        self,
+        backends: BackendManager,
+        loaded_backend: LoadedBackend,
+        handle: ModelHandle,
+        statistics: ModelStatistics,
+    ) -> None:
+        self._backends = backends
+        self._backend = loaded_backend
+        self.handle = handle
+        self.name = handle.name
+        self.version = handle.version
+        self.statistics = statistics
+        self.instances: list[ModelInstance] = []
+        self.scheduler: Scheduler | None = None
+        self._inflight = 0
+        self._idle = threading.Condition()
+
+    @property
+    def config(self) -> mc.ModelConfig:
+        return self.handle.config
+
+    @property
+    def decoupled(self) -> bool:
+        return self.config.model_transaction_policy.decoupled
+
+    @classmethod
+    def load(
+        cls,
+        config: mc.ModelConfig,
+        version: int,
+        model_path: Path,
+        backends: BackendManager,
+        *,
+        auto_complete: bool,
+        gpu_count: int = 0,
+    ) -> "Model":
+        loaded = backends.acquire(config.backend)
+        try:
+            config = _copy(config)
+            normalize_instance_groups(config, loaded.attributes.preferred_groups, gpu_count)
+            handle = ModelHandle(
+                loaded.handle, config, version, model_path, auto_complete=auto_complete
+            )
+            loaded.library.model_initialize(handle)
+            handle._finish_initialization()
+        except BaseException:
+            backends.release(loaded)
+            raise
+        model = cls(backends, loaded, handle, ModelStatistics(config.name, str(version)))
+        try:
+            if handle.config is not config:  # the backend auto-completed the configuration
+                updated = _copy(handle.config)
+                normalize_model_config(updated, model_path, auto_complete=auto_complete)
+                normalize_instance_groups(updated, loaded.attributes.preferred_groups, gpu_count)
+                validate_model_config(updated, gpu_count=gpu_count)
+                handle._replace_config(updated)
+            model._create_instances(parallel=loaded.attributes.parallel_instance_loading)
+            model.scheduler = DefaultScheduler(
+                model.name, model.instances, loaded.handle.execution_policy
+            )
+            model.scheduler.start()
+        except BaseException:
+            model._teardown()
+            raise
+        return model
+
+    def _create_instances(self, *, parallel: bool) -> None:
+        decoupled = self.decoupled
+        for group in self.config.instance_group:
+            kind = mc.ModelInstanceGroup.Kind.Name(group.kind)
+            devices = list(group.gpus) if group.kind == mc.ModelInstanceGroup.KIND_GPU else [0]
+            for device in devices:
+                for index in range(group.count):
+                    name = f"{group.name}_{index}" if group.count > 1 else group.name
+                    handle = InstanceHandle(self.handle, name, kind, device, group)
+                    instance = ModelInstance(
+                        handle, self._backend.library, self.statistics, decoupled
+                    )
+                    self.instances.append(instance)
+        if parallel and len(self.instances) > 1:
+            errors: list[BaseException] = []
+            threads = [
+                threading.Thread(target=_collect(errors, i.initialize)) for i in self.instances
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if errors:
+                raise errors[0]
+        else:
+            for instance in self.instances:
+                instance.initialize()
+
+    def submit(self, request: InferenceRequest, deliver: Deliver) -> None:
+        """Validate `request` against the configuration and queue it.
+
+        Raises TritonError for a request the model cannot take; otherwise every response,
+        including the final one, reaches `deliver` (from an instance thread).
+        """
+        normalize_request(request, self.config)
+        assert self.scheduler is not None
+        failed = False
+
+        def on_response(response: InferenceResponse | None, flags: int) -> None:
+            nonlocal failed
+            if response is not None:
+                response.model_name = self.name
+                response.model_version = str(self.version)
+                response.id = request.id
+                failed = failed or response.error is not None
+            if flags & RESPONSE_COMPLETE_FINAL:
+                self.statistics.record_request(request, not failed)
+                self._finish_one()
+            deliver(response, flags)
+
+        request.response_sender = ResponseSender(on_response)
+        with self._idle:
+            self._inflight += 1
+        request.mark_queued()
+        self.scheduler.enqueue(request)
+
+    def _finish_one(self) -> None:
+        with self._idle:
+            self._inflight -= 1
+            if self._inflight == 0:
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no request is in flight; False if `timeout` passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._inflight == 0, timeout)
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    def unload(self, timeout: float | None = None) -> None:
+        """Finish in-flight requests (up to `timeout`), then finalize instances and model."""
+        if not self.wait_idle(timeout):
+            log.warning(
+                "model '%s' version %d unloading with %d request(s) still in flight",
+                self.name,
+                self.version,
+                self._inflight,
+            )
+        self._teardown()
+
+    def _teardown(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
+            self.scheduler = None
+        for instance in self.instances:
+            instance.finalize()
+        self.instances.clear()
+        try:
+            self._backend.library.model_finalize(self.handle)
+        except Exception:
+            log.exception("model '%s' failed to finalize", self.name)
+        self._backends.release(self._backend)
+
+
+def _copy(config: mc.ModelConfig) -> mc.ModelConfig:
+    out = mc.ModelConfig()
+    out.CopyFrom(config)
+    return out
+
+
+def _collect(errors: list[BaseException], fn: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # reported by the loading thread
+            errors.append(exc)
+
+    return run

@@ -1,0 +1,159 @@
+"""InferenceRequest, InferenceResponse and ResponseSender: what flows between layers.
+
+A frontend decodes its wire format into an `InferenceRequest`; the server routes it to a model,
+whose backend answers through the request's `ResponseSender`, once for an ordinary model or any
+number of times for a decoupled one. The sender is thread-safe because backends run on instance
+threads while frontends wait on the event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .errors import TritonError
+from .tensor import Tensor
+
+# TRITONSERVER_RESPONSE_COMPLETE_FINAL: the flag marking a request's last response.
+RESPONSE_COMPLETE_FINAL = 1
+# TRITONSERVER_REQUEST_FLAG_SEQUENCE_START / _END.
+SEQUENCE_START = 1
+SEQUENCE_END = 2
+
+
+@dataclass(slots=True)
+class RequestedOutput:
+    """An output the client asked for, with its per-output parameters (binary_data, ...)."""
+
+    name: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class InferenceResponse:
+    """One response: output tensors or an error. The server fills in model name/version/id."""
+
+    outputs: list[Tensor] = field(default_factory=list)
+    error: TritonError | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    model_name: str = ""
+    model_version: str = ""
+    id: str = ""
+
+    def output(self, name: str) -> Tensor | None:
+        for tensor in self.outputs:
+            if tensor.name == name:
+                return tensor
+        return None
+
+
+Deliver = Callable[["InferenceResponse | None", int], None]
+
+
+class ResponseSender:
+    """Sends a request's responses back toward the frontend, from any thread.
+
+    `send(response, flags)` with `flags=RESPONSE_COMPLETE_FINAL` ends the request; a final call
+    may carry no response (the decoupled "empty final"). Sending after the final response is an
+    error, as in Triton.
+    """
+
+    __slots__ = ("_deliver", "_completed")
+
+    def __init__(self, deliver: Deliver) -> None:
+        self._deliver = deliver
+        self._completed = False
+
+    @property
+    def is_completed(self) -> bool:
+        return self._completed
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        if self._completed:
+            raise TritonError.invalid_arg(
+                "Unable to send response. Response sender has been closed."
+            )
+        if flags & RESPONSE_COMPLETE_FINAL:
+            self._completed = True
+        self._deliver(response, flags)
+
+
+class InferenceRequest:
+    """A request after decoding: model, inputs, wanted outputs, parameters and timing.
+
+    Frontends fill the client-facing fields; the server sets `response_sender` and the
+    timestamps, which the model's statistics read when the final response is sent.
+    """
+
+    __slots__ = (
+        "model_name",
+        "model_version",
+        "id",
+        "inputs",
+        "requested_outputs",
+        "parameters",
+        "correlation_id",
+        "flags",
+        "priority",
+        "timeout_us",
+        "batch_size",
+        "response_sender",
+        "queue_start_ns",
+        "exec_start_ns",
+        "compute_input_end_ns",
+        "compute_output_start_ns",
+        "exec_end_ns",
+    )
+
+    def __init__(
+        self,
+        model_name: str,
+        model_version: int = -1,
+        *,
+        id: str = "",
+        inputs: dict[str, Tensor] | None = None,
+        requested_outputs: list[RequestedOutput] | None = None,
+        parameters: dict[str, Any] | None = None,
+        correlation_id: int | str = 0,
+        flags: int = 0,
+        priority: int = 0,
+        timeout_us: int = 0,
+    ) -> None:
+        self.model_name = model_name
+        # -1 means "the version the model's version policy serves" (the newest ready one).
+        self.model_version = model_version
+        self.id = id
+        self.inputs: dict[str, Tensor] = inputs if inputs is not None else {}
+        # Empty means "every output of the model", as in Triton.
+        self.requested_outputs: list[RequestedOutput] = requested_outputs or []
+        self.parameters: dict[str, Any] = parameters if parameters is not None else {}
+        self.correlation_id = correlation_id
+        self.flags = flags
+        self.priority = priority
+        self.timeout_us = timeout_us
+        self.batch_size = 0
+        self.response_sender: ResponseSender | None = None
+        self.queue_start_ns = 0
+        self.exec_start_ns = 0
+        self.compute_input_end_ns = 0
+        self.compute_output_start_ns = 0
+        self.exec_end_ns = 0
+
+    @property
+    def requested_output_names(self) -> list[str]:
+        return [out.name for out in self.requested_outputs]
+
+    def input(self, name: str) -> Tensor | None:
+        return self.inputs.get(name)
+
+    def respond(self, response: InferenceResponse) -> None:
+        """Send `response` as this request's one and final response."""
+        assert self.response_sender is not None, "request was never routed by the server"
+        self.response_sender.send(response, RESPONSE_COMPLETE_FINAL)
+
+    def respond_error(self, error: TritonError) -> None:
+        self.respond(InferenceResponse(error=error))
+
+    def mark_queued(self) -> None:
+        self.queue_start_ns = time.perf_counter_ns()

@@ -1,0 +1,70 @@
+"""The default scheduler: each request runs alone on the next free instance.
+
+One queue feeds one thread per execution slot. Under the BLOCKING policy every instance is its
+own slot; under DEVICE_BLOCKING the instances sharing a device share one thread, taking turns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections import defaultdict
+from typing import Sequence
+
+from ..backend.handles import ExecutionPolicy
+from ..model.instance import ModelInstance
+from ..request import InferenceRequest
+
+
+class DefaultScheduler:
+    def __init__(
+        self,
+        model_name: str,
+        instances: Sequence[ModelInstance],
+        policy: ExecutionPolicy = ExecutionPolicy.BLOCKING,
+    ) -> None:
+        self._model_name = model_name
+        self._queue: queue.SimpleQueue[InferenceRequest | None] = queue.SimpleQueue()
+        self._slots = _execution_slots(instances, policy)
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for index, slot in enumerate(self._slots):
+            thread = threading.Thread(
+                target=self._run,
+                args=(slot,),
+                name=f"{self._model_name}-exec-{index}",
+                daemon=True,
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def enqueue(self, request: InferenceRequest) -> None:
+        self._queue.put(request)
+
+    def stop(self) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join()
+        self._threads.clear()
+
+    def _run(self, slot: list[ModelInstance]) -> None:
+        turns = itertools.cycle(slot)
+        while True:
+            request = self._queue.get()
+            if request is None:
+                return
+            next(turns).execute([request])
+
+
+def _execution_slots(
+    instances: Sequence[ModelInstance], policy: ExecutionPolicy
+) -> list[list[ModelInstance]]:
+    if policy is ExecutionPolicy.BLOCKING:
+        return [[instance] for instance in instances]
+    by_device: dict[tuple[str, int], list[ModelInstance]] = defaultdict(list)
+    for instance in instances:
+        by_device[(instance.handle.kind, instance.handle.device_id)].append(instance)
+    return list(by_device.values())

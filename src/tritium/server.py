@@ -1,0 +1,232 @@
+"""InferenceServer: the one object frontends talk to.
+
+It owns the BackendManager, the ModelRepositoryManager and the ModelLifeCycle, routes each
+request to the model version that serves it, and answers health, metadata, configuration and
+statistics questions. Frontends see only this class, `request` and `errors`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from . import __version__
+from .backend.manager import BackendManager
+from .config import model_config_to_json
+from .errors import TritonError
+from .model import Model, StatisticsSnapshot
+from .repository import ModelLifeCycle, ModelReadyState, ModelRepositoryManager, VersionStatus
+from .request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse
+from .tensor import wire_datatype
+
+log = logging.getLogger("tritium.server")
+
+# The protocol extensions this server implements (reported by server metadata).
+EXTENSIONS = ["binary_tensor_data", "model_configuration", "parameters"]
+
+
+@dataclass
+class ServerOptions:
+    """What the server needs from the command line (tritonserver's flags of the same names)."""
+
+    model_repositories: list[Path]
+    backend_directories: list[Path] = field(default_factory=list)
+    backend_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    model_control_mode: str = "none"
+    load_models: list[str] = field(default_factory=list)
+    strict_readiness: bool = True
+    exit_on_error: bool = True
+    auto_complete: bool = True
+    model_load_thread_count: int = 4
+    exit_timeout_secs: float = 30.0
+    server_id: str = "triton"
+
+
+class InferenceServer:
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        self.id = options.server_id
+        self.version = __version__
+        self.backends = BackendManager(options.backend_directories, options.backend_config)
+        self.repository = ModelRepositoryManager(
+            options.model_repositories, auto_complete=options.auto_complete
+        )
+        self.lifecycle = ModelLifeCycle(
+            self.repository, self.backends, thread_count=options.model_load_thread_count
+        )
+        self._live = False
+        self._stopping = False
+
+    # -- life ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Load the models the control mode names; raise if --exit-on-error and any failed."""
+        self.repository.check_repositories()
+        mode = self.options.model_control_mode
+        if mode == "none":
+            self.lifecycle.load_models()
+        elif mode == "explicit":
+            names = self.options.load_models
+            if "*" in names:
+                if len(names) > 1:
+                    raise TritonError.invalid_arg(
+                        "Wildcard model name '*' must be the ONLY startup model if specified "
+                        "at all."
+                    )
+                self.lifecycle.load_models()
+            elif names:
+                self.lifecycle.load_models(names)
+        else:
+            raise TritonError.unsupported(f"model control mode '{mode}' is not supported yet")
+        self._live = True
+        if self.options.exit_on_error and self._any_failed():
+            raise TritonError.internal("failed to load all models")
+
+    def shutdown(self) -> None:
+        """Wait for in-flight requests (up to --exit-timeout-secs), then finalize everything:
+        instances and models (ModelLifeCycle), then backends (BackendManager)."""
+        self._stopping = True
+        self.lifecycle.unload_all(self.options.exit_timeout_secs)
+        self.backends.finalize_all()
+        self._live = False
+
+    def _any_failed(self) -> bool:
+        return any(
+            s.state is ModelReadyState.UNAVAILABLE
+            for versions in self.lifecycle.status().values()
+            for s in versions.values()
+        )
+
+    # -- health and metadata ---------------------------------------------------------------
+
+    def is_live(self) -> bool:
+        return self._live
+
+    def is_ready(self) -> bool:
+        if not self._live or self._stopping:
+            return False
+        if not self.options.strict_readiness:
+            return True
+        return all(
+            s.state is ModelReadyState.READY
+            for versions in self.lifecycle.status().values()
+            for s in versions.values()
+        )
+
+    def metadata(self) -> dict[str, Any]:
+        return {"name": self.id, "version": self.version, "extensions": list(EXTENSIONS)}
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        try:
+            self.lifecycle.get(name, parse_version(version))
+        except TritonError:
+            return False
+        return True
+
+    def model_metadata(self, name: str, version: str = "") -> dict[str, Any]:
+        model = self._model(name, version)
+        config = model.config
+        batch = [-1] if config.max_batch_size > 0 else []
+
+        def tensors(items: Any) -> list[dict[str, Any]]:
+            return [
+                {
+                    "name": t.name,
+                    "datatype": wire_datatype(t.data_type),
+                    "shape": batch + list(t.dims),
+                }
+                for t in items
+            ]
+
+        return {
+            "name": model.name,
+            "versions": self.ready_versions(name),
+            "platform": config.platform or config.backend,
+            "inputs": tensors(config.input),
+            "outputs": tensors(config.output),
+        }
+
+    def ready_versions(self, name: str) -> list[str]:
+        versions = self.lifecycle.status().get(name, {})
+        return [str(v) for v, s in sorted(versions.items()) if s.state is ModelReadyState.READY]
+
+    def model_config(self, name: str, version: str = "") -> mc.ModelConfig:
+        return self._model(name, version).config
+
+    def model_config_json(self, name: str, version: str = "") -> dict[str, Any]:
+        return model_config_to_json(self.model_config(name, version))
+
+    def model_states(self) -> dict[str, dict[int, VersionStatus]]:
+        return self.lifecycle.status()
+
+    def statistics(self) -> list[StatisticsSnapshot]:
+        return [
+            s.model.statistics.snapshot()
+            for versions in self.lifecycle.status().values()
+            for s in versions.values()
+            if s.model is not None and s.state is ModelReadyState.READY
+        ]
+
+    def pending_requests(self) -> list[tuple[str, str, int]]:
+        """(model, version, requests accepted but not yet answered) for each loaded version."""
+        return [
+            (name, str(v), s.model.inflight)
+            for name, versions in self.lifecycle.status().items()
+            for v, s in versions.items()
+            if s.model is not None and s.state is ModelReadyState.READY
+        ]
+
+    def _model(self, name: str, version: str) -> Model:
+        return self.lifecycle.get(name, parse_version(version))
+
+    # -- inference ---------------------------------------------------------------------------
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Run one request on a non-decoupled model and return its response.
+
+        Raises TritonError for a request that cannot be routed or validated, and for an error
+        response from the backend.
+        """
+        if self._stopping:
+            raise TritonError.unavailable("Server is stopping")
+        model = self.lifecycle.get(request.model_name, request.model_version)
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[InferenceResponse] = loop.create_future()
+        kept: list[InferenceResponse] = []
+
+        def settle(response: InferenceResponse | None, flags: int) -> None:
+            if response is not None:
+                kept.append(response)
+            if flags & RESPONSE_COMPLETE_FINAL and not done.done():
+                done.set_result(kept[-1] if kept else InferenceResponse(
+                    error=TritonError.internal("model sent no response")
+                ))
+
+        def deliver(response: InferenceResponse | None, flags: int) -> None:
+            loop.call_soon_threadsafe(settle, response, flags)
+
+        model.submit(request, deliver)
+        response = await done
+        if response.error is not None:
+            raise response.error
+        return response
+
+
+def parse_version(version: str | int) -> int:
+    """A request's model version: "" means -1 (the version policy picks)."""
+    if isinstance(version, int):
+        return version
+    if version == "":
+        return -1
+    try:
+        value = int(version)
+    except ValueError:
+        raise TritonError.invalid_arg(f"failed to parse model version '{version}'") from None
+    if value < 0:
+        raise TritonError.invalid_arg(f"invalid model version '{version}'")
+    return value

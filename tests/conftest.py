@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from models import standard_repository  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def standard_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return standard_repository(tmp_path_factory.mktemp("repo"))
+
+
+@pytest.fixture(scope="session")
+def server(standard_repo: Path):
+    """A server shared by the protocol tests (they must leave it as they found it)."""
+    with ServerProcess([standard_repo]) as process:
+        yield process

@@ -1,0 +1,115 @@
+"""Start `tritium serve` as a real process on free loopback ports, for tests and the benchmark."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_ports(count: int) -> list[int]:
+    sockets, ports = [], []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        sockets.append(s)
+        ports.append(s.getsockname()[1])
+    for s in sockets:
+        s.close()
+    return ports
+
+
+class ServerProcess:
+    """One `python -m tritium serve` process; `start()` returns once HTTP answers /v2/health/live."""
+
+    def __init__(self, repositories: Sequence[Path | str], *args: str, env: dict | None = None):
+        self.repositories = [str(r) for r in repositories]
+        self.args = list(args)
+        self.env = env
+        self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
+        self.process: subprocess.Popen | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="tritium-", suffix=".log", delete=False)
+
+    @property
+    def http_url(self) -> str:
+        return f"127.0.0.1:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "tritium", "serve"]
+        for repo in self.repositories:
+            cmd.append(f"--model-repository={repo}")
+        cmd += [
+            f"--http-port={self.http_port}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-port={self.metrics_port}",
+            "--http-address=127.0.0.1",
+            "--grpc-address=127.0.0.1",
+            *self.args,
+        ]
+        return cmd
+
+    def start(self, timeout: float = 60.0, wait_ready: bool = True) -> "ServerProcess":
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+        env.update(self.env or {})
+        self.process = subprocess.Popen(
+            self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env
+        )
+        if wait_ready:
+            self.wait_live(timeout)
+        return self
+
+    def wait_live(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        url = f"http://{self.http_url}/v2/health/live"
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"server did not become live in {timeout}s:\n{self.log()}")
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        assert self.process is not None
+        return self.process.wait(timeout)
+
+    def log(self) -> str:
+        return Path(self._log.name).read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
