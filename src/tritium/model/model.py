@@ -18,7 +18,13 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..backend.handles import Model as ModelHandle
 from ..backend.handles import ModelInstance as InstanceHandle
 from ..backend.manager import BackendManager, LoadedBackend
-from ..config import normalize_instance_groups, normalize_model_config, validate_model_config
+from ..config import (
+    normalize_instance_groups,
+    normalize_model_config,
+    validate_instance_groups,
+    validate_model_config,
+    validate_model_io_config,
+)
 from ..errors import TritonError
 from ..request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse, ResponseSender
 from ..scheduler import DefaultScheduler, Scheduler
@@ -71,10 +77,8 @@ class Model:
     ) -> "Model":
         loaded = backends.acquire(config.backend)
         try:
-            config = _copy(config)
-            normalize_instance_groups(config, loaded.attributes.preferred_groups, gpu_count)
             handle = ModelHandle(
-                loaded.handle, config, version, model_path, auto_complete=auto_complete
+                loaded.handle, _copy(config), version, model_path, auto_complete=auto_complete
             )
             loaded.library.model_initialize(handle)
             handle._finish_initialization()
@@ -83,12 +87,7 @@ class Model:
             raise
         model = cls(backends, loaded, handle, ModelStatistics(config.name, str(version)))
         try:
-            if handle.config is not config:  # the backend auto-completed the configuration
-                updated = _copy(handle.config)
-                normalize_model_config(updated, model_path, auto_complete=auto_complete)
-                normalize_instance_groups(updated, loaded.attributes.preferred_groups, gpu_count)
-                validate_model_config(updated, gpu_count=gpu_count)
-                handle._replace_config(updated)
+            model._complete_config(loaded, gpu_count)
             model._create_instances(parallel=loaded.attributes.parallel_instance_loading)
             model.scheduler = DefaultScheduler(
                 model.name, model.instances, loaded.handle.execution_policy
@@ -98,6 +97,17 @@ class Model:
             model._teardown()
             raise
         return model
+
+    def _complete_config(self, loaded: LoadedBackend, gpu_count: int) -> None:
+        """After the backend's model_initialize (which may have auto-completed the
+        configuration), normalise and validate what instances will be built from."""
+        config = _copy(self.handle.config)
+        normalize_model_config(config, self.handle.repository_path)
+        validate_model_config(config)
+        normalize_instance_groups(config, loaded.attributes.preferred_groups, gpu_count)
+        validate_instance_groups(config, gpu_count=gpu_count)
+        validate_model_io_config(config)
+        self.handle._replace_config(config)
 
     def _create_instances(self, *, parallel: bool) -> None:
         decoupled = self.decoupled

@@ -12,7 +12,12 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from ..config import normalize_model_config, read_model_config, validate_model_config
+from ..config import (
+    normalize_model_config,
+    read_model_config,
+    validate_model_config,
+    validate_model_io_config,
+)
 from ..errors import TritonError
 
 
@@ -69,8 +74,10 @@ class ModelRepositoryManager:
     def model_config(self, source: ModelSource) -> mc.ModelConfig:
         """The model's configuration, normalised and validated as Triton does before loading."""
         config = read_model_config(source.path, auto_complete=self.auto_complete)
-        normalize_model_config(config, source.path, auto_complete=self.auto_complete)
-        validate_model_config(config, gpu_count=self.gpu_count)
+        normalize_model_config(config, source.path)
+        validate_model_config(config)
+        if not self.auto_complete:  # otherwise the backend may still fill inputs and outputs
+            validate_model_io_config(config)
         return config
 
     @staticmethod
