@@ -209,7 +209,7 @@ def test_check_prints_completed_config_and_succeeds(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "fine: OK" in result.stdout
     assert '"name": "fine"' in result.stdout
-    assert '"fine_0"' in result.stdout  # the completed instance group
+    assert '"kind": "KIND_CPU"' in result.stdout  # the completed instance group
 
 
 def test_check_reports_syntax_error_with_file_and_line(tmp_path: Path) -> None:

@@ -18,9 +18,12 @@ from .repository import ModelReadyState
 from .server import InferenceServer, ServerOptions
 
 
-def run_check(repositories: list[Path], *, as_json: bool, auto_complete: bool) -> int:
+def run_check(
+    repositories: list[Path], backend_directories: list[Path], *, as_json: bool, auto_complete: bool
+) -> int:
     options = ServerOptions(
         model_repositories=repositories,
+        backend_directories=backend_directories,
         exit_on_error=False,
         auto_complete=auto_complete,
         strict_readiness=False,

@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="load and complete model configurations")
     check.add_argument("repositories", nargs="+", type=Path)
     check.add_argument("--json", action="store_true", help="print each completed config as JSON")
+    check.add_argument("--backend-directory", action="append", default=[], type=Path)
     _flag(check, "--disable-auto-complete-config", default=False)
     return parser
 
@@ -123,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         from .check import run_check
 
-        return run_check(args.repositories, as_json=args.json,
+        return run_check(args.repositories, args.backend_directory, as_json=args.json,
                          auto_complete=not args.disable_auto_complete_config)
     configure_logging(args.log_verbose, args.log_info)
     return serve(args)
