@@ -1,0 +1,1 @@
+"""Frontends: the HTTP/REST, gRPC and metrics endpoints in front of an InferenceServer."""

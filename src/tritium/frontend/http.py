@@ -1,0 +1,328 @@
+"""The HTTP/REST frontend: KServe v2 with Triton's extensions, served by uvicorn.
+
+A raw ASGI application with a small explicit router (the routes and answers of Triton's
+http_server.cc: the same paths, the same status codes, `{"error": "..."}` bodies, empty 200/400
+for health and readiness). The body codec lives in `http_codec`. uvicorn runs inside the
+server's event loop on a socket bound by `start()`, so a taken port fails there as an OSError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+from typing import Any, Awaitable, Callable
+from urllib.parse import unquote_to_bytes
+
+import uvicorn
+
+from ..errors import TritonError
+from ..server import InferenceServer
+from . import http_codec
+
+log = logging.getLogger("tritium.http")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+_JSON = b"application/json"
+_TEXT = b"text/plain"
+_OCTET = b"application/octet-stream"
+_MODELS_PREFIX = "/v2/models/"
+# Below this total size a binary response goes out as one joined buffer; above it, the header
+# and each tensor are written as they are (no copy of large tensors).
+_JOIN_LIMIT = 64 * 1024
+
+
+def _headers(content_type: bytes | None, length: int, extra: list | None = None) -> list:
+    headers = [(b"content-length", str(length).encode())]
+    if content_type is not None:
+        headers.append((b"content-type", content_type))
+    if extra:
+        headers.extend(extra)
+    return headers
+
+
+async def _reply(send: Send, status: int, body: bytes = b"",
+                 content_type: bytes | None = _TEXT, extra: list | None = None) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": _headers(content_type, len(body), extra)})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _reply_json(send: Send, document: Any, status: int = 200) -> None:
+    body = json.dumps(document, separators=(",", ":")).encode()
+    await _reply(send, status, body, _JSON)
+
+
+async def _reply_error(send: Send, status: int, message: str,
+                       content_type: bytes | None = _JSON, extra: list | None = None) -> None:
+    body = json.dumps({"error": message}, ensure_ascii=False, separators=(",", ":"))
+    await _reply(send, status, http_codec.utf8(body), content_type, extra)
+
+
+async def _method_not_allowed(send: Send) -> None:
+    await _reply_error(send, 405, "Method Not Allowed", _TEXT)
+
+
+async def _not_found(send: Send) -> None:
+    await _reply_error(send, 404, "Not Found", _TEXT)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    message = await receive()
+    body = message.get("body", b"")
+    if not message.get("more_body", False):
+        return body
+    chunks = [body]
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ConnectionError("client disconnected")
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+class HttpApp:
+    """The ASGI application: routes each request to the InferenceServer."""
+
+    def __init__(self, server: InferenceServer) -> None:
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        try:
+            await self._route(scope, receive, send)
+        except ConnectionError:
+            pass
+        except Exception as exc:  # a bug here must not take the server down
+            log.exception("HTTP %s %s failed", scope.get("method"), scope.get("path"))
+            try:
+                await _reply_error(send, 500, str(exc) or type(exc).__name__)
+            except Exception:
+                pass
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path.startswith(_MODELS_PREFIX):
+            raw = scope.get("raw_path") or path.encode("utf-8")
+            await self._model_route(raw.split(b"/")[3:], method, scope, receive, send)
+        elif path == "/v2":
+            if method != "GET":
+                return await _method_not_allowed(send)
+            await _reply_json(send, self.server.metadata())
+        elif path == "/v2/health/live" or path == "/v2/health/ready":
+            if method != "GET":
+                return await _method_not_allowed(send)
+            if path.endswith("live"):
+                ok = self.server.is_live()
+            else:
+                ok = self.server.is_ready()
+            await _reply(send, 200 if ok else 400)
+        else:
+            await _not_found(send)
+
+    async def _model_route(self, parts: list[bytes], method: str, scope: Scope,
+                           receive: Receive, send: Send) -> None:
+        # /v2/models/{name}[/versions/{digits}][/ready|/infer|/config]
+        if not parts or not parts[0]:
+            return await _not_found(send)
+        name = unquote_to_bytes(parts[0]).decode("utf-8", "replace")
+        rest = parts[1:]
+        version = ""
+        if len(rest) >= 2 and rest[0] == b"versions" and rest[1].isdigit():
+            version = rest[1].decode()
+            rest = rest[2:]
+        if not rest:
+            if method != "GET":
+                return await _method_not_allowed(send)
+            return await self._guard(send, self._metadata(name, version, send))
+        if len(rest) != 1:
+            return await _not_found(send)
+        kind = rest[0]
+        if kind == b"infer":
+            if method != "POST":
+                return await _method_not_allowed(send)
+            return await self._guard(send, self._infer(name, version, scope, receive, send))
+        if kind == b"ready":
+            if method != "GET":
+                return await _method_not_allowed(send)
+            if self.server.model_ready(name, version):
+                return await _reply(send, 200)
+            return await _reply_error(send, 400, "Model version not ready", _TEXT)
+        if kind == b"config":
+            if method != "GET":
+                return await _method_not_allowed(send)
+            return await self._guard(send, self._config(name, version, send))
+        await _not_found(send)
+
+    @staticmethod
+    async def _guard(send: Send, handler: Awaitable[None]) -> None:
+        """Run a handler; a TritonError becomes `{"error": ...}` with its HTTP status."""
+        try:
+            await handler
+        except TritonError as exc:
+            await _reply_error(send, exc.http_status, exc.message)
+
+    async def _metadata(self, name: str, version: str, send: Send) -> None:
+        await _reply_json(send, self.server.model_metadata(name, version))
+
+    async def _config(self, name: str, version: str, send: Send) -> None:
+        await _reply_json(send, self.server.model_config_json(name, version))
+
+    async def _infer(self, name: str, version: str, scope: Scope,
+                     receive: Receive, send: Send) -> None:
+        model_version = int(version) if version else -1
+        header_length_text = None
+        content_encoding = None
+        accept_encoding = None
+        for key, value in scope["headers"]:
+            if key == b"inference-header-content-length":
+                header_length_text = value.decode("latin-1")
+            elif key == b"content-encoding":
+                content_encoding = value.decode("latin-1")
+            elif key == b"accept-encoding":
+                accept_encoding = value.decode("latin-1")
+        # Like Triton: unknown and decoupled models are refused before the body is parsed, and
+        # errors before parsing (and after inference) come as text/plain, the others as JSON.
+        try:
+            config = self.server.model_config(name, version)
+            if config.model_transaction_policy.decoupled:
+                raise TritonError.unsupported(
+                    "HTTP end point doesn't support models with decoupled transaction policy"
+                )
+            if content_encoding and content_encoding not in ("identity", "gzip", "deflate"):
+                return await _reply_error(
+                    send, 501, "Unsupported compression type", _TEXT,
+                    [(b"accept-encoding", b"gzip, deflate")],
+                )
+            body = await _read_body(receive)
+            if content_encoding in ("gzip", "deflate"):
+                body = http_codec.decompress(body, content_encoding)
+            header_length = http_codec.parse_header_length(header_length_text, len(body))
+        except TritonError as exc:
+            return await _reply_error(send, exc.http_status, exc.message, _TEXT)
+
+        request, plan = http_codec.decode_infer_request(
+            name, model_version, body, header_length, config
+        )
+        response = await self.server.infer(request)
+        try:
+            header, blobs = http_codec.encode_infer_response(response, request, plan, config)
+        except TritonError as exc:
+            return await _reply_error(send, exc.http_status, exc.message, _TEXT)
+
+        extra = []
+        if blobs:
+            content_type = _OCTET
+            extra.append((b"inference-header-content-length", str(len(header)).encode()))
+        else:
+            content_type = _JSON
+        if accept_encoding:
+            encoding = http_codec.accepted_encoding(accept_encoding)
+            if encoding != "identity":
+                payload = http_codec.compress(b"".join([header, *blobs]), encoding)
+                extra.append((b"content-encoding", encoding.encode()))
+                return await _reply(send, 200, payload, content_type, extra)
+        if not blobs:
+            return await _reply(send, 200, header, content_type, extra)
+        total = len(header) + sum(len(b) for b in blobs)
+        if total <= _JOIN_LIMIT:
+            return await _reply(send, 200, b"".join([header, *blobs]), content_type, extra)
+        # Large tensors go out as they are, after the header: no joined copy.
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": _headers(content_type, total, extra)})
+        await send({"type": "http.response.body", "body": header, "more_body": True})
+        last = len(blobs) - 1
+        for index, blob in enumerate(blobs):
+            await send({"type": "http.response.body", "body": blob, "more_body": index < last})
+
+
+class HttpFrontend:
+    """Serves the HTTP/REST protocol for one InferenceServer on address:port."""
+
+    def __init__(self, server: InferenceServer, address: str, port: int) -> None:
+        self.server = server
+        self.address = address
+        self.port = port
+        self.description = f"HTTPService at {address}:{port}"
+        self.app = HttpApp(server)
+        self._uvicorn: uvicorn.Server | None = None
+        self._socket: socket.socket | None = None
+        self._main: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        """Bind and listen; returns once connections are accepted. OSError if the port is taken."""
+        sock = _bind(self.address, self.port)
+        self.port = sock.getsockname()[1]
+        self.description = f"HTTPService at {self.address}:{self.port}"
+        config = uvicorn.Config(
+            self.app,
+            host=self.address,
+            port=self.port,
+            loop="none",
+            http="httptools",
+            ws="none",
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            server_header=False,
+            date_header=False,
+            # Triton keeps idle connections open; clients with pooled connections rely on it.
+            timeout_keep_alive=3600,
+        )
+        config.load()
+        server = uvicorn.Server(config)
+        # uvicorn's serve() would install its own signal handlers; the process owner handles
+        # signals, so run the same steps without them.
+        server.lifespan = config.lifespan_class(config)
+        try:
+            await server.startup(sockets=[sock])
+        except BaseException:
+            sock.close()
+            raise
+        self._uvicorn, self._socket = server, sock
+        self._main = asyncio.create_task(server.main_loop(), name="tritium-http")
+
+    async def stop(self, grace: float) -> None:
+        """Stop accepting; let in-flight requests finish for up to `grace` seconds."""
+        server = self._uvicorn
+        if server is None:
+            return
+        self._uvicorn = None
+        server.should_exit = True
+        if self._main is not None:  # the tick loop only refreshes headers: no need to wait
+            self._main.cancel()
+            try:
+                await self._main
+            except asyncio.CancelledError:
+                pass
+        server.config.timeout_graceful_shutdown = max(grace, 0.0)
+        await server.shutdown(sockets=[self._socket] if self._socket else None)
+        for connection in list(server.server_state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is not None:
+                transport.close()
+
+
+def _bind(address: str, port: int) -> socket.socket:
+    host = address.strip("[]") or None
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, sockaddr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(sockaddr)
+        sock.listen(1024)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
