@@ -27,7 +27,7 @@ from .tensor import wire_datatype
 log = logging.getLogger("tritium.server")
 
 # The protocol extensions this server implements (reported by server metadata).
-EXTENSIONS = ["binary_tensor_data", "model_configuration", "parameters"]
+EXTENSIONS = ["classification", "binary_tensor_data", "model_configuration", "parameters"]
 
 
 @dataclass
@@ -145,7 +145,8 @@ class InferenceServer:
 
         return {
             "name": model.name,
-            "versions": self.ready_versions(name),
+            # Triton lists only the asked-for version when the request names one.
+            "versions": [str(model.version)] if version else self.ready_versions(name),
             "platform": config.platform or config.backend,
             "inputs": tensors(config.input),
             "outputs": tensors(config.output),
@@ -218,15 +219,23 @@ class InferenceServer:
 
 
 def parse_version(version: str | int) -> int:
-    """A request's model version: "" means -1 (the version policy picks)."""
+    """Triton's GetModelVersionFromString: "" means -1 (the version policy picks)."""
     if isinstance(version, int):
         return version
     if version == "":
         return -1
     try:
-        value = int(version)
+        value = int(version.strip()) if version.strip().lstrip("+-").isdigit() else None
     except ValueError:
-        raise TritonError.invalid_arg(f"failed to parse model version '{version}'") from None
+        value = None
+    if value is None:
+        raise TritonError.invalid_arg(
+            f"failed to get model version from specified version string '{version}' "
+            "(details: stol), version should be an integral value > 0"
+        )
     if value < 0:
-        raise TritonError.invalid_arg(f"invalid model version '{version}'")
+        raise TritonError.invalid_arg(
+            f"invalid model version specified '{version}' , version should be an integral "
+            "value > 0"
+        )
     return value

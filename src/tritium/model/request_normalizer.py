@@ -23,9 +23,8 @@ def normalize_request(request: InferenceRequest, config: mc.ModelConfig) -> None
 
     for name in request.inputs:
         if name not in inputs:
-            allowed = ", ".join(inputs)
             raise TritonError.invalid_arg(
-                f"{prefix}unexpected inference input '{name}', allowed inputs are: {allowed}"
+                f"unexpected inference input '{name}' for model '{model}'"
             )
     required = [n for n, i in inputs.items() if not i.optional]
     missing = [n for n in required if n not in request.inputs]
@@ -39,7 +38,7 @@ def normalize_request(request: InferenceRequest, config: mc.ModelConfig) -> None
     for name in request.requested_output_names:
         if name not in outputs:
             raise TritonError.invalid_arg(
-                f"{prefix}unexpected inference output '{name}' for model '{model}'"
+                f"unexpected inference output '{name}' for model '{model}'"
             )
 
     batching = config.max_batch_size > 0
@@ -56,8 +55,8 @@ def normalize_request(request: InferenceRequest, config: mc.ModelConfig) -> None
         if batching:
             if not shape:
                 raise TritonError.invalid_arg(
-                    f"{prefix}input '{name}' has no batch dimension, but model '{model}' "
-                    f"supports batching (max_batch_size {config.max_batch_size})"
+                    f"{prefix}input '{name}' has no shape but model requires batch dimension "
+                    f"for '{model}'"
                 )
             if batch_size == 0:
                 batch_size = shape[0]
@@ -70,7 +69,8 @@ def normalize_request(request: InferenceRequest, config: mc.ModelConfig) -> None
             expected = [-1, *spec.dims] if batching else list(spec.dims)
             raise TritonError.invalid_arg(
                 f"{prefix}unexpected shape for input '{name}' for model '{model}'. "
-                f"Expected {_dims(expected)}, got {_dims(tensor.shape)}. "
+                f"Expected {_dims(expected)}, got {_dims(tensor.shape)}."
+                + (_BATCH_NOTE if batching else "")
             )
         if spec.HasField("reshape"):
             new_shape = ((batch_size,) if batching else ()) + tuple(spec.reshape.shape)
@@ -84,6 +84,14 @@ def normalize_request(request: InferenceRequest, config: mc.ModelConfig) -> None
                 f"for '{model}'"
             )
     request.batch_size = batch_size if batching else 1
+
+
+_BATCH_NOTE = (
+    " NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to"
+    " be prepended to each input shape. If you want to specify the full shape including the"
+    " batch dim in your input dims config, try setting max_batch_size to zero. See the model"
+    " configuration docs for more info on max_batch_size."
+)
 
 
 def _matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
