@@ -116,8 +116,11 @@ def test_backend_errors_reach_the_client_and_server_keeps_serving(autofill_setup
             call([7, 0, 0])
         assert "without sending a response" in info.value.message()
         np.testing.assert_array_equal(call([1, 1, 1]), [[2, 2, 2]])
-        stats = urlopen_json(f"http://{server.http_url}/v2/models/doubler/config")
-        assert stats["name"] == "doubler"
+        import urllib.request
+
+        metrics = urllib.request.urlopen(server.metrics_url).read().decode()
+        assert 'nv_inference_request_failure{model="doubler",version="1"} 3.0' in metrics
+        assert 'nv_inference_request_success{model="doubler",version="1"} 1.0' in metrics
 
 
 def test_check_shows_backend_completion(autofill_setup) -> None:
@@ -132,13 +135,6 @@ def test_check_shows_backend_completion(autofill_setup) -> None:
     assert completed["max_batch_size"] == 4
     assert completed["output"][0]["name"] == "Y"
     assert completed["instance_group"][0]["count"] == 3
-
-
-def urlopen_json(url: str) -> dict:
-    import urllib.request
-
-    with urllib.request.urlopen(url) as response:
-        return json.load(response)
 
 
 def test_device_blocking_shares_one_thread_per_device() -> None:

@@ -10,11 +10,13 @@ import itertools
 import queue
 import threading
 from collections import defaultdict
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..backend.handles import ExecutionPolicy
-from ..model.instance import ModelInstance
 from ..request import InferenceRequest
+
+if TYPE_CHECKING:  # the model package builds schedulers, so it imports this module first
+    from ..model.instance import ModelInstance
 
 
 class DefaultScheduler:
