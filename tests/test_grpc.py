@@ -478,9 +478,17 @@ BAD_REQUESTS = {
                  "'identity_bytes', got 2",
     ),
     "BYTES length prefix beyond the data": (
+        infer_request("identity_bytes", [tensor("INPUT0", "BYTES", [1, 1])],
+                      [struct.pack("<I", 5) + b"ab"]),
+        INVALID, "incomplete string data for inference input 'INPUT0', expecting string of "
+                 "length 5 but only 2 bytes available",
+    ),
+    "BYTES length prefix beyond the data, elements short": (
+        # Triton's core counts the truncated element, then finds too few.
         infer_request("identity_bytes", [tensor("INPUT0", "BYTES", [1, 2])],
                       [struct.pack("<I", 5) + b"ab"]),
-        INVALID, "incomplete string data for inference input 'INPUT0'",
+        INVALID, "expected 2 string elements for inference input 'INPUT0' for model "
+                 "'identity_bytes', got 1",
     ),
     "BYTES fewer elements than the shape": (
         infer_request("identity_bytes", [tensor("INPUT0", "BYTES", [1, 2])], [bytes_wire(b"ab")]),
@@ -496,7 +504,8 @@ BAD_REQUESTS = {
     "BYTES trailing partial length": (
         infer_request("identity_bytes", [tensor("INPUT0", "BYTES", [1, 1])],
                       [bytes_wire(b"ab") + b"\x01\x00"]),
-        INVALID, "element byte size indicator exceeds the end of the buffer",
+        INVALID, "incomplete string length indicator for inference input 'INPUT0' for model "
+                 "'identity_bytes', expecting 4 bytes but only 2 bytes available",
     ),
     "negative dimension": (
         infer_request("identity_fp32", [_f4_input(shape=[1, -4])], [F4.tobytes()]),

@@ -157,3 +157,39 @@ class InferenceRequest:
 
     def mark_queued(self) -> None:
         self.queue_start_ns = time.perf_counter_ns()
+
+
+_NO_ID_PREFIX = "[request id: <id_unknown>] "
+
+
+def log_prefix(request_id: str) -> str:
+    """How Triton's core starts its messages about a request (InferenceRequest::LogRequest).
+
+    Frontends take it once per request; most clients send no id, and then it costs nothing.
+    """
+    return f"[request id: {request_id}] " if request_id else _NO_ID_PREFIX
+
+
+def apply_parameters(request: InferenceRequest, parameters: dict[str, Any]) -> None:
+    """Request parameters as Triton's core reads them, onto `request`.
+
+    sequence_id, sequence_start, sequence_end, priority and timeout set the request's fields;
+    every other key is a parameter the model sees. The frontend has already checked the values
+    and taken out its own options: Triton checks them against each protocol's wire types
+    (protobuf kinds for gRPC, JSON types for HTTP) and words those errors per protocol.
+    """
+    for key, value in parameters.items():
+        if key == "sequence_id":
+            request.correlation_id = value
+        elif key == "sequence_start":
+            if value:
+                request.flags |= SEQUENCE_START
+        elif key == "sequence_end":
+            if value:
+                request.flags |= SEQUENCE_END
+        elif key == "priority":
+            request.priority = value
+        elif key == "timeout":
+            request.timeout_us = value
+        else:
+            request.parameters[key] = value

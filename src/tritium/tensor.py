@@ -7,9 +7,10 @@ its bytes, as Triton serialises them.
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -86,15 +87,11 @@ def wire_from_numpy(dtype: np.dtype) -> str:
 
 
 def element_count(shape: Sequence[int]) -> int:
-    count = 1
-    for dim in shape:
-        count *= dim
-    return count
+    """Elements in a tensor of `shape` (exact: dimensions may be huge; [] is a scalar)."""
+    return math.prod(shape)
 
 
-def element_size(wire: str) -> int:
-    """Bytes per element of a fixed-size datatype (0 for BYTES)."""
-    return 0 if wire == "BYTES" else numpy_dtype(wire).itemsize
+_U32 = struct.Struct("<I")  # a BYTES element's little-endian length prefix
 
 
 def serialize_bytes(array: np.ndarray) -> bytes:
@@ -105,65 +102,126 @@ def serialize_bytes(array: np.ndarray) -> bytes:
             item = item.encode("utf-8")
         elif not isinstance(item, (bytes, bytearray, memoryview)):
             item = str(item).encode("utf-8")
-        parts.append(struct.pack("<I", len(item)))
+        parts.append(_U32.pack(len(item)))
         parts.append(bytes(item))
     return b"".join(parts)
 
 
-def deserialize_bytes(buffer: bytes | memoryview, count: int | None = None) -> np.ndarray:
-    """Triton's length-prefixed wire form -> 1-D object array of `bytes`.
+# Triton's messages for an input whose data does not fill its shape (`input_data_error`).
+BYTE_SIZE_MISMATCH = (
+    "input byte size mismatch for input '{name}' for model '{model}'. Expected {expected}, "
+    "got {got}"
+)
+STRING_COUNT_MISMATCH = (
+    "expected {expected} string elements for inference input '{name}' for model '{model}', "
+    "got {got}"
+)
+# `got` is the first element too many: Triton stops counting there.
+STRING_COUNT_EXCEEDED = (
+    "unexpected number of string elements {got} for inference input '{name}' for model "
+    "'{model}', expecting {expected}"
+)
 
-    With `count`, exactly that many elements must fill the buffer exactly; a short or long buffer
-    is an INVALID_ARG rather than an IndexError deep in a backend.
+
+def input_data_error(
+    template: str, name: str, model: str, expected: int, got: int, prefix: str
+) -> TritonError:
+    """Triton's INVALID_ARG for an input whose data does not fill its shape, worded by
+    `template` (one of the messages above) and started with the request's `prefix`."""
+    return TritonError.invalid_arg(
+        prefix + template.format(name=name, model=model, expected=expected, got=got)
+    )
+
+
+def bytes_from_wire(
+    buffer: bytes | memoryview, count: int | None, name: str, model: str, prefix: str
+) -> np.ndarray:
+    """Length-prefixed BYTES elements -> 1-D object array, checked as Triton checks them.
+
+    The checks and messages are those of Triton's core (InferenceRequest::ValidateBytesInputs)
+    and, for a truncated last element, of its backends, so both frontends answer as Triton does.
+    `name`/`model` name the input in messages, `prefix` is the request's `log_prefix`; `count`
+    None accepts any number of elements.
     """
-    view = memoryview(buffer)
     items: list[bytes] = []
-    offset, size = 0, len(view)
-    while offset < size:
-        if offset + 4 > size:
-            raise TritonError.invalid_arg("unexpected end of BYTES tensor data")
-        (length,) = struct.unpack_from("<I", view, offset)
+    offset, size = 0, len(buffer)
+    limit = size if count is None else count  # size: more elements than that cannot fit
+    unpack = _U32.unpack_from
+    while size - offset >= 4:
+        if len(items) >= limit:
+            raise input_data_error(
+                STRING_COUNT_EXCEEDED, name, model, limit, len(items) + 1, prefix
+            )
+        (length,) = unpack(buffer, offset)
         offset += 4
-        if offset + length > size:
-            raise TritonError.invalid_arg("unexpected end of BYTES tensor data")
-        items.append(bytes(view[offset : offset + length]))
+        if length > size - offset:
+            # Triton's core counts the truncated element; with the right count the backend
+            # then finds the data short.
+            if count is not None and len(items) + 1 != count:
+                raise input_data_error(
+                    STRING_COUNT_MISMATCH, name, model, count, len(items) + 1, prefix
+                )
+            raise TritonError.invalid_arg(
+                f"incomplete string data for inference input '{name}', expecting string of "
+                f"length {length} but only {size - offset} bytes available"
+            )
+        items.append(bytes(buffer[offset : offset + length]))
         offset += length
-    if count is not None and len(items) != count:
+    if offset != size:
         raise TritonError.invalid_arg(
-            f"expected {count} BYTES elements, the data holds {len(items)}"
+            f"{prefix}incomplete string length indicator for inference input '{name}' for "
+            f"model '{model}', expecting 4 bytes but only {size - offset} bytes available. "
+            "Please make sure the string length indicator is in one buffer."
         )
+    if count is not None and len(items) != count:
+        raise input_data_error(STRING_COUNT_MISMATCH, name, model, count, len(items), prefix)
     out = np.empty(len(items), dtype=np.object_)
     out[:] = items
     return out
 
 
-def bytes_array(values: Iterable[Any], shape: Sequence[int] | None = None) -> np.ndarray:
-    """Build a BYTES (object) array from str/bytes values."""
-    items = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
-    out = np.empty(len(items), dtype=np.object_)
-    out[:] = items
-    return out.reshape(shape) if shape is not None else out
+def input_from_wire(
+    buffer: bytes | memoryview,
+    datatype: str,
+    shape: Sequence[int],
+    name: str,
+    model: str,
+    prefix: str,
+) -> np.ndarray:
+    """An input's raw bytes (binary HTTP data, gRPC raw_input_contents) -> array of `shape`.
 
-
-def to_wire_bytes(wire: str, array: np.ndarray) -> bytes:
-    """A tensor's raw wire bytes (row-major, little-endian), for binary HTTP and gRPC raw data."""
-    if wire == "BYTES":
-        return serialize_bytes(array)
-    return np.ascontiguousarray(array, dtype=numpy_dtype(wire)).tobytes()
-
-
-def from_wire_bytes(wire: str, shape: Sequence[int], buffer: bytes | memoryview) -> np.ndarray:
-    """Raw wire bytes -> array of `shape`, checking that the size matches exactly."""
+    Fixed-size data becomes a view of `buffer` (no copy); its size, and BYTES elements, are
+    checked with Triton's messages (`name`/`model` name the input, `prefix` is the request's
+    `log_prefix`).
+    """
     count = element_count(shape)
-    if wire == "BYTES":
-        return deserialize_bytes(buffer, count).reshape(shape)
-    dtype = numpy_dtype(wire)
-    expected = count * dtype.itemsize
-    if len(buffer) != expected:
-        raise TritonError.invalid_arg(
-            f"unexpected total byte size {len(buffer)} for input, expecting {expected}"
-        )
-    return np.frombuffer(buffer, dtype=dtype).reshape(shape)
+    if datatype == "BYTES":
+        flat = bytes_from_wire(buffer, count, name, model, prefix)
+    else:
+        dtype = numpy_dtype(datatype)
+        expected = count * dtype.itemsize
+        if len(buffer) != expected:
+            raise input_data_error(
+                BYTE_SIZE_MISMATCH, name, model, expected, len(buffer), prefix
+            )
+        flat = np.frombuffer(buffer, dtype=dtype)
+    if count == 0:
+        return empty_input(datatype, shape)
+    return flat.reshape(shape)
+
+
+def empty_input(datatype: str, shape: Sequence[int]) -> np.ndarray:
+    """An input of no elements. numpy refuses some such shapes (a dimension beyond what an
+    array may hold, beside a 0): that is the client's INVALID_ARG, not a crash."""
+    try:
+        return np.empty(shape, dtype=numpy_dtype(datatype))
+    except (ValueError, MemoryError):
+        raise TritonError.invalid_arg(f"invalid shape {list(shape)} for input") from None
+
+
+def dims_string(shape: Sequence[int]) -> str:
+    """A shape as Triton's messages print it: [1,-1,3] (DimsListToString)."""
+    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 @dataclass(slots=True)

@@ -2,8 +2,9 @@
 
 A raw ASGI application with a small explicit router (the routes and answers of Triton's
 http_server.cc: the same paths, the same status codes, `{"error": "..."}` bodies, empty 200/400
-for health and readiness). The body codec lives in `http_codec`. uvicorn runs inside the
-server's event loop on a socket bound by `start()`, so a taken port fails there as an OSError.
+for health and readiness). Infer bodies are decoded in `http_request` and encoded in
+`http_response`. uvicorn runs inside the server's event loop on a socket bound by `start()`, so a
+taken port fails there as an OSError.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import uvicorn
 
 from ..errors import TritonError
 from ..server import InferenceServer
-from . import http_codec
+from .compression import accepted_encoding, compress, decompress
+from .http_json import dumps
+from .http_request import decode_infer_request, parse_header_length
+from .http_response import encode_infer_response
 
 log = logging.getLogger("tritium.http")
 
@@ -59,8 +63,7 @@ async def _reply_json(send: Send, document: Any, status: int = 200) -> None:
 
 async def _reply_error(send: Send, status: int, message: str,
                        content_type: bytes | None = _JSON, extra: list | None = None) -> None:
-    body = json.dumps({"error": message}, ensure_ascii=False, separators=(",", ":"))
-    await _reply(send, status, http_codec.utf8(body), content_type, extra)
+    await _reply(send, status, dumps({"error": message}), content_type, extra)
 
 
 async def _method_not_allowed(send: Send) -> None:
@@ -203,17 +206,15 @@ class HttpApp:
                 )
             body = await _read_body(receive)
             if content_encoding in ("gzip", "deflate"):
-                body = http_codec.decompress(body, content_encoding)
-            header_length = http_codec.parse_header_length(header_length_text, len(body))
+                body = decompress(body, content_encoding)
+            header_length = parse_header_length(header_length_text, len(body))
         except TritonError as exc:
             return await _reply_error(send, exc.http_status, exc.message, _TEXT)
 
-        request, plan = http_codec.decode_infer_request(
-            name, model_version, body, header_length, config
-        )
+        request, plan = decode_infer_request(name, model_version, body, header_length, config)
         response = await self.server.infer(request)
         try:
-            header, blobs = http_codec.encode_infer_response(response, request, plan, config)
+            header, blobs = encode_infer_response(response, request, plan, config)
         except TritonError as exc:
             return await _reply_error(send, exc.http_status, exc.message, _TEXT)
 
@@ -224,9 +225,9 @@ class HttpApp:
         else:
             content_type = _JSON
         if accept_encoding:
-            encoding = http_codec.accepted_encoding(accept_encoding)
+            encoding = accepted_encoding(accept_encoding)
             if encoding != "identity":
-                payload = http_codec.compress(b"".join([header, *blobs]), encoding)
+                payload = compress(b"".join([header, *blobs]), encoding)
                 extra.append((b"content-encoding", encoding.encode()))
                 return await _reply(send, 200, payload, content_type, extra)
         if not blobs:

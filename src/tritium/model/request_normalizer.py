@@ -12,12 +12,12 @@ from typing import Sequence
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
-from ..request import InferenceRequest
-from ..tensor import wire_datatype
+from ..request import InferenceRequest, log_prefix
+from ..tensor import dims_string, wire_datatype
 
 
 def normalize_request(request: InferenceRequest, config: mc.ModelConfig) -> None:
-    prefix = f"[request id: {request.id or '<id_unknown>'}] "
+    prefix = log_prefix(request.id)
     model = config.name
     inputs = {i.name: i for i in config.input}
 
@@ -69,7 +69,7 @@ def normalize_request(request: InferenceRequest, config: mc.ModelConfig) -> None
             expected = [-1, *spec.dims] if batching else list(spec.dims)
             raise TritonError.invalid_arg(
                 f"{prefix}unexpected shape for input '{name}' for model '{model}'. "
-                f"Expected {_dims(expected)}, got {_dims(tensor.shape)}."
+                f"Expected {dims_string(expected)}, got {dims_string(tensor.shape)}."
                 + (_BATCH_NOTE if batching else "")
             )
         if spec.HasField("reshape"):
@@ -98,10 +98,6 @@ def _matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
     if len(shape) != len(dims):
         return False
     return all(d == -1 or d == s for s, d in zip(shape, dims))
-
-
-def _dims(shape: Sequence[int]) -> str:
-    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def _names(names: object) -> str:

@@ -1,0 +1,80 @@
+"""The KServe-v2 HTTP infer response body: a JSON header, then the raw bytes of binary outputs.
+
+Each output goes out as the request asked (`OutputPlan`): as JSON `data`, as raw bytes after the
+header (`binary_data_size` tells how many), or as its top classes (classification extension).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..request import InferenceRequest, InferenceResponse
+from ..tensor import numpy_dtype, serialize_bytes
+from .classification import classify
+from .http_json import dumps
+from .http_json_data import json_from_array
+from .http_request import OutputPlan
+
+
+def encode_infer_response(
+    response: InferenceResponse,
+    request: InferenceRequest,
+    plan: OutputPlan,
+    config: Any,
+) -> tuple[bytes, list[Any]]:
+    """The JSON header and the binary parts (bytes-like) that follow it, in output order.
+
+    `config` (the model's ModelConfig) is read for classification only: batching and labels.
+    """
+    outputs_json: list[dict[str, Any]] = []
+    blobs: list[Any] = []
+    requested = plan.requested
+    for tensor in response.outputs:
+        if requested:
+            choice = requested.get(tensor.name)
+            if choice is None:
+                continue
+            binary, classes = choice
+        else:
+            binary, classes = plan.default_binary, 0
+        datatype, shape, array = tensor.datatype, list(tensor.shape), tensor.data
+        if classes > 0:
+            datatype, shape, array = classify(tensor, classes, config)
+        entry: dict[str, Any] = {"name": tensor.name, "datatype": datatype, "shape": shape}
+        if binary:
+            raw = _raw_bytes(datatype, array)
+            entry["parameters"] = {"binary_data_size": len(raw)}
+            if len(raw):
+                blobs.append(raw)
+        else:
+            entry["data"] = json_from_array(datatype, array)
+        outputs_json.append(entry)
+
+    document: dict[str, Any] = {}
+    if response.id:
+        document["id"] = response.id
+    document["model_name"] = response.model_name or request.model_name
+    document["model_version"] = str(response.model_version)
+    if response.parameters:
+        document["parameters"] = response.parameters
+    document["outputs"] = outputs_json
+    return dumps(document), blobs
+
+
+def _raw_bytes(datatype: str, array: np.ndarray) -> Any:
+    """An output's wire bytes; a zero-copy view when the array already has the wire layout."""
+    if datatype == "BYTES":
+        return serialize_bytes(np.asarray(array))
+    dtype = numpy_dtype(datatype)
+    array = np.asarray(array)
+    if array.dtype != dtype:
+        array = array.astype(dtype)
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    if array.size == 0:
+        return b""
+    return memoryview(array).cast("B")
