@@ -3,23 +3,19 @@
 A raw ASGI application with a small explicit router (the routes and answers of Triton's
 http_server.cc: the same paths, the same status codes, `{"error": "..."}` bodies, empty 200/400
 for health and readiness). Infer bodies are decoded in `http_request` and encoded in
-`http_response`. uvicorn runs inside the server's event loop on a socket bound by `start()`, so a
-taken port fails there as an OSError.
+`http_response`; `asgi_endpoint` serves it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import socket
 from typing import Any, Awaitable, Callable
 from urllib.parse import unquote_to_bytes
 
-import uvicorn
-
 from ..errors import TritonError
 from ..server import InferenceServer
+from .asgi_endpoint import AsgiEndpoint
 from .compression import accepted_encoding, compress, decompress
 from .http_json import dumps
 from .http_request import decode_infer_request, parse_header_length
@@ -244,86 +240,8 @@ class HttpApp:
             await send({"type": "http.response.body", "body": blob, "more_body": index < last})
 
 
-class HttpFrontend:
-    """Serves the HTTP/REST protocol for one InferenceServer on address:port."""
+class HttpFrontend(AsgiEndpoint):
+    """The HTTP/REST protocol for one InferenceServer on address:port."""
 
     def __init__(self, server: InferenceServer, address: str, port: int) -> None:
-        self.server = server
-        self.address = address
-        self.port = port
-        self.description = f"HTTPService at {address}:{port}"
-        self.app = HttpApp(server)
-        self._uvicorn: uvicorn.Server | None = None
-        self._socket: socket.socket | None = None
-        self._main: asyncio.Task | None = None
-
-    async def start(self) -> None:
-        """Bind and listen; returns once connections are accepted. OSError if the port is taken."""
-        sock = _bind(self.address, self.port)
-        self.port = sock.getsockname()[1]
-        self.description = f"HTTPService at {self.address}:{self.port}"
-        config = uvicorn.Config(
-            self.app,
-            host=self.address,
-            port=self.port,
-            loop="none",
-            http="httptools",
-            ws="none",
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            server_header=False,
-            date_header=False,
-            # Triton keeps idle connections open; clients with pooled connections rely on it.
-            timeout_keep_alive=3600,
-        )
-        config.load()
-        server = uvicorn.Server(config)
-        # uvicorn's serve() would install its own signal handlers; the process owner handles
-        # signals, so run the same steps without them.
-        server.lifespan = config.lifespan_class(config)
-        try:
-            await server.startup(sockets=[sock])
-        except BaseException:
-            sock.close()
-            raise
-        self._uvicorn, self._socket = server, sock
-        self._main = asyncio.create_task(server.main_loop(), name="tritium-http")
-
-    async def stop(self, grace: float) -> None:
-        """Stop accepting; let in-flight requests finish for up to `grace` seconds."""
-        server = self._uvicorn
-        if server is None:
-            return
-        self._uvicorn = None
-        server.should_exit = True
-        if self._main is not None:  # the tick loop only refreshes headers: no need to wait
-            self._main.cancel()
-            try:
-                await self._main
-            except asyncio.CancelledError:
-                pass
-        server.config.timeout_graceful_shutdown = max(grace, 0.0)
-        await server.shutdown(sockets=[self._socket] if self._socket else None)
-        for connection in list(server.server_state.connections):
-            transport = getattr(connection, "transport", None)
-            if transport is not None:
-                transport.close()
-
-
-def _bind(address: str, port: int) -> socket.socket:
-    host = address.strip("[]") or None
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, kind, proto, _, sockaddr = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind(sockaddr)
-        sock.listen(1024)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
+        super().__init__(HttpApp(server), address, port, "HTTPService")

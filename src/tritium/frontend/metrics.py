@@ -7,14 +7,13 @@ and dashboards built for Triton query the bare names (`nv_inference_count`, ...)
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from typing import Callable, Iterator
 
-from prometheus_client import start_http_server
+from prometheus_client import make_asgi_app
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric, UntypedMetricFamily
 
 from ..server import InferenceServer
+from .asgi_endpoint import AsgiEndpoint
 
 _NS_PER_US = 1000
 
@@ -71,24 +70,10 @@ class ServerCollector:
         yield pending
 
 
-class MetricsFrontend:
+class MetricsFrontend(AsgiEndpoint):
+    """Prometheus text for one InferenceServer on address:port, served like the HTTP frontend."""
+
     def __init__(self, server: InferenceServer, address: str, port: int) -> None:
-        self.description = f"Metrics Service at {address}:{port}"
-        self._address = address
-        self._port = port
-        self._registry = CollectorRegistry(auto_describe=False)
-        self._registry.register(ServerCollector(server))
-        self._httpd = None
-        self._thread: threading.Thread | None = None
-
-    async def start(self) -> None:
-        # prometheus-client serves from its own thread; binding errors surface as OSError here.
-        self._httpd, self._thread = start_http_server(
-            self._port, addr=self._address, registry=self._registry
-        )
-
-    async def stop(self, grace: float) -> None:
-        if self._httpd is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self._httpd.shutdown)
-            self._httpd.server_close()
-            self._httpd = None
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(ServerCollector(server))
+        super().__init__(make_asgi_app(registry), address, port, "Metrics Service")
