@@ -104,6 +104,7 @@ class InferenceRequest:
         "compute_input_end_ns",
         "compute_output_start_ns",
         "exec_end_ns",
+        "cancelled",
     )
 
     def __init__(
@@ -139,6 +140,8 @@ class InferenceRequest:
         self.compute_input_end_ns = 0
         self.compute_output_start_ns = 0
         self.exec_end_ns = 0
+        # Set when the client went away or cancelled; backends may stop early (is_cancelled).
+        self.cancelled = False
 
     @property
     def requested_output_names(self) -> list[str]:

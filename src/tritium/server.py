@@ -11,17 +11,18 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from . import __version__
 from .backend.manager import BackendManager
 from .config import model_config_to_json
+from .custom_metrics import MetricRegistry
 from .errors import TritonError
 from .model import Model, StatisticsSnapshot
 from .repository import ModelLifeCycle, ModelReadyState, ModelRepositoryManager, VersionStatus
-from .request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse
+from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
 from .tensor import wire_datatype
 
 log = logging.getLogger("tritium.server")
@@ -52,7 +53,10 @@ class InferenceServer:
         self.options = options
         self.id = options.server_id
         self.version = __version__
-        self.backends = BackendManager(options.backend_directories, options.backend_config)
+        self.metrics = MetricRegistry()
+        self.backends = BackendManager(
+            options.backend_directories, options.backend_config, server=self
+        )
         self.repository = ModelRepositoryManager(
             options.model_repositories, auto_complete=options.auto_complete
         )
@@ -121,7 +125,7 @@ class InferenceServer:
     def metadata(self) -> dict[str, Any]:
         return {"name": self.id, "version": self.version, "extensions": list(EXTENSIONS)}
 
-    def model_ready(self, name: str, version: str = "") -> bool:
+    def model_ready(self, name: str, version: str | int = "") -> bool:
         try:
             self.lifecycle.get(name, parse_version(version))
         except TritonError:
@@ -187,15 +191,23 @@ class InferenceServer:
 
     # -- inference ---------------------------------------------------------------------------
 
+    def infer_async(self, request: InferenceRequest, deliver: Deliver) -> None:
+        """Route `request` to its model; every response reaches `deliver`, from any thread.
+
+        The one way in for every caller: frontends (through `infer`/`infer_stream`) and
+        backends making their own requests (BLS, through `model.server`).
+        """
+        if self._stopping:
+            raise TritonError.unavailable("Server is stopping")
+        model = self.lifecycle.get(request.model_name, request.model_version)
+        model.submit(request, deliver)
+
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Run one request on a non-decoupled model and return its response.
 
         Raises TritonError for a request that cannot be routed or validated, and for an error
         response from the backend.
         """
-        if self._stopping:
-            raise TritonError.unavailable("Server is stopping")
-        model = self.lifecycle.get(request.model_name, request.model_version)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[InferenceResponse] = loop.create_future()
         kept: list[InferenceResponse] = []
@@ -211,11 +223,40 @@ class InferenceServer:
         def deliver(response: InferenceResponse | None, flags: int) -> None:
             loop.call_soon_threadsafe(settle, response, flags)
 
-        model.submit(request, deliver)
-        response = await done
+        self.infer_async(request, deliver)
+        try:
+            response = await done
+        except asyncio.CancelledError:
+            request.cancelled = True
+            raise
         if response.error is not None:
             raise response.error
         return response
+
+    async def infer_stream(
+        self, request: InferenceRequest
+    ) -> AsyncIterator[tuple[InferenceResponse | None, bool]]:
+        """Every response of `request` as it comes, with whether it is the final one.
+
+        For decoupled models (any number of responses, possibly an empty final) and ordinary
+        ones alike. Closing the iterator early marks the request cancelled.
+        """
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[InferenceResponse | None, int]] = asyncio.Queue()
+
+        def deliver(response: InferenceResponse | None, flags: int) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, (response, flags))
+
+        self.infer_async(request, deliver)
+        final = False
+        try:
+            while not final:
+                response, flags = await queue.get()
+                final = bool(flags & RESPONSE_COMPLETE_FINAL)
+                yield response, final
+        finally:
+            if not final:
+                request.cancelled = True
 
 
 def parse_version(version: str | int) -> int:

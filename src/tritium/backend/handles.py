@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
+
+if TYPE_CHECKING:
+    from .api import ServerApi
 
 
 class ExecutionPolicy(enum.Enum):
@@ -50,8 +53,11 @@ class Model:
         repository_path: Path,
         *,
         auto_complete: bool,
+        server: "ServerApi",
     ) -> None:
         self.backend = backend
+        # TRITONBACKEND_ModelServer: the server, for requests the model makes itself (BLS).
+        self.server = server
         self.name = config.name
         self.version = version
         self._config = config

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import TritonError
-from .api import BackendAttributes, BackendLibrary
+from .api import BackendAttributes, BackendLibrary, ServerApi
 from .handles import Backend
 
 log = logging.getLogger("tritium.backend")
@@ -46,7 +46,10 @@ class BackendManager:
         self,
         backend_directories: list[Path] | None = None,
         backend_config: dict[str, dict[str, str]] | None = None,
+        server: ServerApi | None = None,
     ) -> None:
+        # Handed to every model (`model.server`); None only in unit tests without a server.
+        self.server = server
         self._directories = [Path(d) for d in backend_directories or []]
         # {backend name: {key: value}}; the "" entry applies to every backend.
         self._config = backend_config or {}

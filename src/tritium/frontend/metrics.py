@@ -10,7 +10,13 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from prometheus_client import make_asgi_app
-from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric, UntypedMetricFamily
+from prometheus_client.core import (
+    CollectorRegistry,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    UntypedMetricFamily,
+)
 
 from ..server import InferenceServer
 from .asgi_endpoint import AsgiEndpoint
@@ -68,6 +74,28 @@ class ServerCollector:
         for model_name, version, count in self._server.pending_requests():
             pending.add_metric([model_name, version], count)
         yield pending
+        yield from self._custom()
+
+    def _custom(self) -> Iterator[Metric]:
+        """Families backends created (pb_utils.MetricFamily), with their own labels."""
+        for family in self._server.metrics.families():
+            metrics = family.metrics()
+            labels = sorted({k for m in metrics for k in m.labels})
+            if family.kind.value == "histogram":
+                out: Metric = HistogramMetricFamily(family.name, family.description, labels=labels)
+                for m in metrics:
+                    bounds = [*(str(b) for b in m.buckets or []), "+Inf"]
+                    cumulative, running = [], 0
+                    for bound, count in zip(bounds, m.bucket_counts):
+                        running += count
+                        cumulative.append((bound, running))
+                    out.add_metric([m.labels.get(k, "") for k in labels], cumulative, m.sum)
+            else:
+                kind = GaugeMetricFamily if family.kind.value == "gauge" else UntypedMetricFamily
+                out = kind(family.name, family.description, labels=labels)
+                for m in metrics:
+                    out.add_metric([m.labels.get(k, "") for k in labels], m.value)
+            yield out
 
 
 class MetricsFrontend(AsgiEndpoint):

@@ -26,7 +26,13 @@ from ..config import (
     validate_model_io_config,
 )
 from ..errors import TritonError
-from ..request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse, ResponseSender
+from ..request import (
+    RESPONSE_COMPLETE_FINAL,
+    Deliver,
+    InferenceRequest,
+    InferenceResponse,
+    ResponseSender,
+)
 from ..scheduler import DefaultScheduler, Scheduler
 from .instance import ModelInstance
 from .request_normalizer import normalize_request
@@ -34,7 +40,6 @@ from .statistics import ModelStatistics
 
 log = logging.getLogger("tritium.model")
 
-Deliver = Callable[[InferenceResponse | None, int], None]
 
 
 class Model:
@@ -78,7 +83,12 @@ class Model:
         loaded = backends.acquire(config.backend)
         try:
             handle = ModelHandle(
-                loaded.handle, _copy(config), version, model_path, auto_complete=auto_complete
+                loaded.handle,
+                _copy(config),
+                version,
+                model_path,
+                auto_complete=auto_complete,
+                server=backends.server,  # type: ignore[arg-type]
             )
             loaded.library.model_initialize(handle)
             handle._finish_initialization()
