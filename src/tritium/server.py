@@ -127,10 +127,10 @@ class InferenceServer:
 
     def model_ready(self, name: str, version: str | int = "") -> bool:
         try:
-            self.lifecycle.get(name, parse_version(version))
+            model = self.lifecycle.get(name, parse_version(version))
         except TritonError:
             return False
-        return True
+        return model.is_ready()
 
     def model_metadata(self, name: str, version: str = "") -> dict[str, Any]:
         model = self._model(name, version)

@@ -27,6 +27,7 @@ ENTRY_POINTS: dict[str, str] = {
     "model_instance_initialize": "TRITONBACKEND_ModelInstanceInitialize",
     "model_instance_finalize": "TRITONBACKEND_ModelInstanceFinalize",
     "model_instance_execute": "TRITONBACKEND_ModelInstanceExecute",
+    "model_instance_ready": "TRITONBACKEND_ModelInstanceReady",
 }
 REQUIRED = ("model_instance_execute",)
 
@@ -73,6 +74,10 @@ def _noop(*_args: Any) -> None:
     return None
 
 
+def _always_ready(_instance: ModelInstance) -> bool:
+    return True
+
+
 class BackendLibrary:
     """The resolved entry points of one backend implementation (a module or object)."""
 
@@ -86,6 +91,8 @@ class BackendLibrary:
                 f"backend '{name}' ({origin}) does not define {', '.join(missing)} ({symbols})"
             )
         entry = {n: getattr(implementation, n, None) or _noop for n in ENTRY_POINTS}
+        if entry["model_instance_ready"] is _noop:
+            entry["model_instance_ready"] = _always_ready
         self.initialize: Callable[[Backend], None] = entry["initialize"]
         self.finalize: Callable[[Backend], None] = entry["finalize"]
         self.get_backend_attribute: Callable[[Backend, BackendAttributes], None] = entry[
@@ -102,3 +109,6 @@ class BackendLibrary:
         self.model_instance_execute: Callable[
             [ModelInstance, Sequence[InferenceRequest]], None
         ] = entry["model_instance_execute"]
+        # Asked when a client asks whether the model is ready: False (or an error) means the
+        # instance cannot serve now (e.g. its process died and is restarting).
+        self.model_instance_ready: Callable[[ModelInstance], bool] = entry["model_instance_ready"]

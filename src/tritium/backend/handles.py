@@ -7,11 +7,13 @@ reads. Handles expose what Triton's backend API exposes and nothing of the serve
 from __future__ import annotations
 
 import enum
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from ..config import model_config_from_json, model_config_to_json
 from ..errors import TritonError
 
 if TYPE_CHECKING:
@@ -71,6 +73,14 @@ class Model:
     @property
     def config(self) -> mc.ModelConfig:
         return self._config
+
+    def config_json(self) -> str:
+        """TRITONBACKEND_ModelConfig: the configuration as Triton's JSON text."""
+        return json.dumps(model_config_to_json(self._config))
+
+    def set_config_json(self, text: str) -> None:
+        """TRITONBACKEND_ModelSetConfig from Triton's JSON form (what auto-complete returns)."""
+        self.set_config(model_config_from_json(text))
 
     @property
     def version_path(self) -> Path:

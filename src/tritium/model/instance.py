@@ -41,6 +41,13 @@ class ModelInstance:
     def initialize(self) -> None:
         self._library.model_instance_initialize(self.handle)
 
+    def is_ready(self) -> bool:
+        try:
+            return bool(self._library.model_instance_ready(self.handle))
+        except Exception:
+            log.debug("instance '%s' readiness check raised", self.name, exc_info=True)
+            return False
+
     def finalize(self) -> None:
         try:
             self._library.model_instance_finalize(self.handle)

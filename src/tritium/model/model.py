@@ -65,6 +65,10 @@ class Model:
     def config(self) -> mc.ModelConfig:
         return self.handle.config
 
+    def is_ready(self) -> bool:
+        """Every instance can serve (backends report it through model_instance_ready)."""
+        return all(instance.is_ready() for instance in self.instances)
+
     @property
     def decoupled(self) -> bool:
         return self.config.model_transaction_policy.decoupled
