@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import time
 from dataclasses import dataclass
 
@@ -37,21 +36,29 @@ class Result:
         return float(np.percentile(self.latencies_us, q))
 
 
-def http_request_bytes(host: str, model: str, data: np.ndarray) -> bytes:
+Inputs = list[tuple[str, np.ndarray]]
+
+
+def _datatype(array: np.ndarray) -> str:
+    return {np.float32: "FP32", np.int32: "INT32", np.int64: "INT64"}[array.dtype.type]
+
+
+def http_request_bytes(host: str, model: str, inputs: Inputs, outputs: list[str]) -> bytes:
     header = json.dumps(
         {
             "inputs": [
                 {
-                    "name": "INPUT0",
-                    "datatype": "FP32",
+                    "name": name,
+                    "datatype": _datatype(data),
                     "shape": list(data.shape),
                     "parameters": {"binary_data_size": data.nbytes},
                 }
+                for name, data in inputs
             ],
-            "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+            "outputs": [{"name": name, "parameters": {"binary_data": True}} for name in outputs],
         }
     ).encode()
-    body = header + data.tobytes()
+    body = header + b"".join(data.tobytes() for _, data in inputs)
     head = (
         f"POST /v2/models/{model}/infer HTTP/1.1\r\nHost: {host}\r\n"
         f"Content-Type: application/octet-stream\r\n"
@@ -59,6 +66,16 @@ def http_request_bytes(host: str, model: str, data: np.ndarray) -> bytes:
         f"Content-Length: {len(body)}\r\n\r\n"
     ).encode()
     return head + body
+
+
+def grpc_request(model: str, inputs: Inputs, outputs: list[str]) -> service_pb2.ModelInferRequest:
+    request = service_pb2.ModelInferRequest(model_name=model)
+    for name, data in inputs:
+        request.inputs.add(name=name, datatype=_datatype(data), shape=list(data.shape))
+        request.raw_input_contents.append(data.tobytes())
+    for name in outputs:
+        request.outputs.add(name=name)
+    return request
 
 
 async def _http_worker(host: str, port: int, payload: bytes, stop: float, out: list, errors: list):
@@ -98,29 +115,28 @@ async def _grpc_worker(stub, request, stop: float, out: list, errors: list) -> N
 
 async def run_load(
     protocol: str, host: str, port: int, model: str, concurrency: int, seconds: float,
-    warmup: float = 1.0, shape: tuple[int, ...] = (1, 16),
+    inputs: Inputs, outputs: list[str], warmup: float = 1.0,
 ) -> Result:
-    data = np.random.default_rng(0).random(shape, dtype=np.float32)
+    """Closed loop: `concurrency` workers each send the same request back to back."""
     channel = None
     if protocol == "http":
-        payload = http_request_bytes(f"{host}:{port}", model, data)
+        payload = http_request_bytes(f"{host}:{port}", model, inputs, outputs)
 
         def worker(stop: float, out: list, errors: list):
             return _http_worker(host, port, payload, stop, out, errors)
     else:
         channel = grpc.aio.insecure_channel(f"{host}:{port}")
         stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
-        request = service_pb2.ModelInferRequest(model_name=model)
-        tensor = request.inputs.add(name="INPUT0", datatype="FP32", shape=list(shape))
-        del tensor
-        request.raw_input_contents.append(data.tobytes())
+        request = grpc_request(model, inputs, outputs)
 
         def worker(stop: float, out: list, errors: list):
             return _grpc_worker(stub, request, stop, out, errors)
 
     try:
         sink: list = []
-        await asyncio.gather(*(worker(time.perf_counter() + warmup, sink, []) for _ in range(concurrency)))
+        await asyncio.gather(
+            *(worker(time.perf_counter() + warmup, sink, []) for _ in range(concurrency))
+        )
         latencies: list[float] = []
         errors: list = []
         begin = time.perf_counter()
@@ -132,7 +148,3 @@ async def run_load(
         if channel is not None:
             await channel.close()
     return Result(protocol, concurrency, len(latencies), len(errors), elapsed, latencies)
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")

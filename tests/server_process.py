@@ -31,10 +31,13 @@ def free_ports(count: int) -> list[int]:
 class ServerProcess:
     """One `python -m tritium serve` process; `start()` returns once HTTP answers /v2/health/live."""
 
-    def __init__(self, repositories: Sequence[Path | str], *args: str, env: dict | None = None):
+    def __init__(self, repositories: Sequence[Path | str], *args: str, env: dict | None = None,
+                 prefix: Sequence[str] = ()):
         self.repositories = [str(r) for r in repositories]
         self.args = list(args)
         self.env = env
+        # Run the server under another command, e.g. ("taskset", "-c", "0") in the benchmark.
+        self.prefix = list(prefix)
         self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
         self.process: subprocess.Popen | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="tritium-", suffix=".log", delete=False)
@@ -52,7 +55,7 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "tritium", "serve"]
+        cmd = [*self.prefix, sys.executable, "-m", "tritium", "serve"]
         for repo in self.repositories:
             cmd.append(f"--model-repository={repo}")
         cmd += [
@@ -65,10 +68,14 @@ class ServerProcess:
         ]
         return cmd
 
-    def start(self, timeout: float = 60.0, wait_ready: bool = True) -> "ServerProcess":
+    def environment(self) -> dict[str, str]:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
         env.update(self.env or {})
+        return env
+
+    def start(self, timeout: float = 60.0, wait_ready: bool = True) -> "ServerProcess":
+        env = self.environment()
         self.process = subprocess.Popen(
             self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env
         )
@@ -76,9 +83,9 @@ class ServerProcess:
             self.wait_live(timeout)
         return self
 
-    def wait_live(self, timeout: float = 60.0) -> None:
+    def wait_live(self, timeout: float = 60.0, endpoint: str = "live") -> None:
         deadline = time.monotonic() + timeout
-        url = f"http://{self.http_url}/v2/health/live"
+        url = f"http://{self.http_url}/v2/health/{endpoint}"
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log()}")
