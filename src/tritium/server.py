@@ -220,8 +220,7 @@ class InferenceServer:
                     error=TritonError.internal("model sent no response")
                 ))
 
-        def deliver(response: InferenceResponse | None, flags: int) -> None:
-            loop.call_soon_threadsafe(settle, response, flags)
+        deliver = _on_loop(loop, settle)
 
         self.infer_async(request, deliver)
         try:
@@ -244,8 +243,7 @@ class InferenceServer:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[InferenceResponse | None, int]] = asyncio.Queue()
 
-        def deliver(response: InferenceResponse | None, flags: int) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, (response, flags))
+        deliver = _on_loop(loop, lambda response, flags: queue.put_nowait((response, flags)))
 
         self.infer_async(request, deliver)
         final = False
@@ -257,6 +255,22 @@ class InferenceServer:
         finally:
             if not final:
                 request.cancelled = True
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, callback: Deliver) -> Deliver:
+    """A Deliver for backend threads that runs `callback` on `loop`.
+
+    A response that arrives after the loop closed (a backend thread finishing during shutdown)
+    has nobody left to read it and is dropped.
+    """
+
+    def deliver(response: InferenceResponse | None, flags: int) -> None:
+        try:
+            loop.call_soon_threadsafe(callback, response, flags)
+        except RuntimeError:
+            pass
+
+    return deliver
 
 
 def parse_version(version: str | int) -> int:

@@ -3,7 +3,8 @@
 It runs on `grpc.aio` inside the server's event loop (uvloop or the default loop; both work), and
 uses Triton's own protobuf stubs from `tritonclient.grpc`, so the real `tritonclient` talks to it
 unmodified. A ModelInfer request is decoded into an `InferenceRequest` (`grpc_codec`), handed to
-`InferenceServer.infer`, and the response is encoded back the way Triton does.
+`InferenceServer.infer`, and the response is encoded back the way Triton does. ModelStreamInfer
+(bidirectional streaming, the one way to decoupled models) lives in `grpc_stream`.
 
 Errors carry Triton's status codes and messages (src/grpc/infer_handler.cc), and the status
 details are the message, as Triton sends them.
@@ -25,6 +26,7 @@ from .grpc_codec import (
     encode_infer_response,
     parse_infer_request,
 )
+from .grpc_stream import StreamInferHandler
 
 log = logging.getLogger("tritium.frontend.grpc")
 
@@ -111,6 +113,7 @@ class _InferenceService:
 
     def __init__(self, server: InferenceServer) -> None:
         self.server = server
+        self.stream = StreamInferHandler(server)
 
     def method_handlers(self) -> dict[str, grpc.RpcMethodHandler]:
         handlers: dict[str, grpc.RpcMethodHandler] = {
@@ -131,6 +134,9 @@ class _InferenceService:
             # Requests and responses are (de)serialised here, not by protobuf objects.
             "ModelInfer": grpc.unary_unary_rpc_method_handler(
                 self.model_infer, request_deserializer=_parse_or_none, response_serializer=None
+            ),
+            "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(
+                self.stream.handle, request_deserializer=_parse_or_none, response_serializer=None
             ),
         }
         for method in pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods:

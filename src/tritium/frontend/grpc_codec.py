@@ -7,6 +7,8 @@ straight from their numpy buffers (one copy, into the message), every output as
 `raw_output_contents` as Triton sends them.
 
 Errors carry Triton's messages (src/grpc/infer_handler.cc and the core's input validation).
+ModelStreamInfer reuses all of it; its ModelStreamInferResponse wrappers (stream_infer_handler.cc)
+are at the end.
 """
 
 from __future__ import annotations
@@ -289,18 +291,23 @@ def _plain(params: Any) -> dict[str, Any]:
 _RAW_OUTPUT_TAG = b"\x32"  # field 6 (raw_output_contents), wire type 2
 
 
-def encode_infer_response(response: InferenceResponse, request: InferenceRequest) -> bytes:
+def encode_infer_response(
+    response: InferenceResponse, request: InferenceRequest, *, final: bool | None = None
+) -> bytes:
     """InferenceResponse -> ModelInferResponse wire bytes, every output as raw contents.
 
     The small part (names, shapes, parameters) is a protobuf message; the tensors are appended
     as raw_output_contents fields straight from their buffers (a protobuf message may list its
-    fields in any order, and repeated fields concatenate).
+    fields in any order, and repeated fields concatenate). `final` (ModelStreamInfer only) adds
+    the `triton_final_response` parameter.
     """
     head = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
     )
     if response.parameters:
         _set_parameters(head.parameters, response.parameters)
+    if final is not None:
+        head.parameters[FINAL_RESPONSE].bool_param = final
     outputs = response.outputs
     if request.requested_outputs:
         wanted = set(request.requested_output_names)
@@ -359,3 +366,48 @@ def _set_parameters(target: Any, values: dict[str, Any]) -> None:
             param.string_param = bytes(value).decode("utf-8", "replace")
         else:
             param.string_param = str(value)
+
+
+# -- ModelStreamInferResponse ------------------------------------------------------------------
+
+# The response parameter telling a ModelStreamInfer client whether a response is its request's
+# last (stream_infer_handler.cc sets it on every response it writes).
+FINAL_RESPONSE = "triton_final_response"
+_STREAM_ERROR_TAG = b"\x0a"  # ModelStreamInferResponse.error_message: field 1, wire type 2
+_STREAM_RESPONSE_TAG = b"\x12"  # ModelStreamInferResponse.infer_response: field 2, wire type 2
+
+
+def enable_empty_final_response(message: pb.ModelInferRequest) -> bool:
+    """The request's `triton_enable_empty_final_response` (its kind was checked by decoding)."""
+    param = message.parameters.get(_STREAM_OPTION)
+    return param is not None and param.bool_param
+
+
+def encode_stream_response(infer_response: bytes, error_message: str = "") -> bytes:
+    """ModelStreamInferResponse wire bytes around encoded ModelInferResponse bytes.
+
+    Built by hand so the (possibly large) inner message is not parsed or copied through protobuf.
+    """
+    parts: list[bytes] = []
+    if error_message:
+        text = error_message.encode("utf-8", "replace")
+        parts += (_STREAM_ERROR_TAG, _varint(len(text)), text)
+    parts += (_STREAM_RESPONSE_TAG, _varint(len(infer_response)), infer_response)
+    return b"".join(parts)
+
+
+def encode_stream_head(
+    message: pb.ModelInferRequest, final: bool | None, error_message: str = ""
+) -> bytes:
+    """A ModelStreamInferResponse that carries no tensors: the request's id, model name and
+    version as the client sent them, and the final flag when `final` is not None.
+
+    Triton writes these for an error response (with error_message) and for the empty final
+    response; errors that stop a request before it runs carry only the id (final None).
+    """
+    head = pb.ModelInferResponse(id=message.id)
+    if final is not None:
+        head.model_name = message.model_name
+        head.model_version = message.model_version
+        head.parameters[FINAL_RESPONSE].bool_param = final
+    return encode_stream_response(head.SerializeToString(), error_message)
