@@ -27,7 +27,10 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(BIN)/pytest -q -m ''
 
+# Load comes from wrk (HTTP) and h2load (gRPC), installed from Debian when missing.
 bench: $(STAMP)
+	command -v wrk >/dev/null && command -v h2load >/dev/null || \
+		(apt-get update && apt-get install -y wrk nghttp2-client)
 	$(BIN)/python bench/bench.py
 
 clean:

@@ -5,14 +5,14 @@ Suites:
 - python: Triton's add_sub python-backend model (FP32 [16], max_batch_size 8, one instance)
   served by Tritium and by real Triton 2.51, measured in alternation in the same run.
 
-The server runs pinned to core 0 (`taskset`) and this load generator to core 1, so each side
-has one core. Results print as Markdown tables and are written to bench/results.md.
+The server runs pinned to core 0 (`taskset`) and the load generators (wrk for HTTP, h2load for
+gRPC; see loadgen.py) on core 1, so each side has one core. Results print as Markdown tables
+and are written to bench/results.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
 import sys
@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE))
 
 import numpy as np  # noqa: E402
 import reference_triton  # noqa: E402
-from loadgen import Inputs, Result, run_load  # noqa: E402
+from loadgen import Inputs, Result, missing_tools, run_load  # noqa: E402
 from models import identity_config, write_model  # noqa: E402
 from server_process import ServerProcess  # noqa: E402
 
@@ -46,11 +46,11 @@ class TritonProcess(ServerProcess):
         super().wait_live(timeout, endpoint)
 
 
-def cell(server: ServerProcess, protocol: str, model: str, concurrency: int, seconds: float,
-         inputs: Inputs, outputs: list[str]) -> Result:
+def cell(server: ServerProcess, protocol: str, model: str, concurrency: int, seconds: int,
+         inputs: Inputs, outputs: list[str], client_pin: list[str]) -> Result:
     port = server.http_port if protocol == "http" else server.grpc_port
-    return asyncio.run(run_load(protocol, "127.0.0.1", port, model, concurrency, seconds,
-                                inputs, outputs))
+    return run_load(protocol, "127.0.0.1", port, model, concurrency, seconds, inputs, outputs,
+                    prefix=client_pin)
 
 
 def single_table(title: str, results: list[Result]) -> str:
@@ -59,7 +59,7 @@ def single_table(title: str, results: list[Result]) -> str:
              "|---|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(f"| {r.protocol} | {r.concurrency} | {r.throughput:,.0f} | "
-                     f"{r.percentile(50):,.0f} | {r.percentile(99):,.0f} | {r.errors} |")
+                     f"{r.p50_us:,.0f} | {r.p99_us:,.0f} | {r.errors} |")
     return "\n".join(lines)
 
 
@@ -72,13 +72,12 @@ def comparison_table(title: str, pairs: list[tuple[Result, Result]]) -> str:
         ratio = ours.throughput / theirs.throughput if theirs.throughput else float("nan")
         lines.append(
             f"| {ours.protocol} | {ours.concurrency} | {ours.throughput:,.0f} | "
-            f"{theirs.throughput:,.0f} | {ratio:.2f}x | {ours.percentile(50):,.0f} / "
-            f"{ours.percentile(99):,.0f} | {theirs.percentile(50):,.0f} / "
-            f"{theirs.percentile(99):,.0f} | {ours.errors}/{theirs.errors} |")
+            f"{theirs.throughput:,.0f} | {ratio:.2f}x | {ours.p50_us:,.0f} / {ours.p99_us:,.0f} | "
+            f"{theirs.p50_us:,.0f} / {theirs.p99_us:,.0f} | {ours.errors}/{theirs.errors} |")
     return "\n".join(lines)
 
 
-def identity_suite(args: argparse.Namespace, pin: list[str]) -> str:
+def identity_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]) -> str:
     inputs = [("INPUT0", np.random.default_rng(0).random((1, 16), dtype=np.float32))]
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp)
@@ -88,13 +87,13 @@ def identity_suite(args: argparse.Namespace, pin: list[str]) -> str:
             for protocol in ("http", "grpc"):
                 for concurrency in args.concurrency:
                     r = cell(server, protocol, "identity_fp32", concurrency, args.seconds,
-                             inputs, ["OUTPUT0"])
+                             inputs, ["OUTPUT0"], client_pin)
                     print(f"identity {protocol} c={concurrency}: {r.throughput:,.0f}/s", flush=True)
                     results.append(r)
     return single_table("Tritium, identity backend, FP32 [1,16], one instance", results)
 
 
-def python_suite(args: argparse.Namespace, pin: list[str]) -> str:
+def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]) -> str:
     rng = np.random.default_rng(0)
     inputs = [("INPUT0", rng.random((1, 16), dtype=np.float32)),
               ("INPUT1", rng.random((1, 16), dtype=np.float32))]
@@ -109,13 +108,13 @@ def python_suite(args: argparse.Namespace, pin: list[str]) -> str:
             for protocol in ("http", "grpc"):
                 for concurrency in args.concurrency:
                     ours = cell(tritium, protocol, "add_sub", concurrency, args.seconds,
-                                inputs, outputs)
+                                inputs, outputs, client_pin)
                     line = f"add_sub {protocol} c={concurrency}: tritium {ours.throughput:,.0f}/s"
                     if triton is None:
                         alone.append(ours)
                     else:
                         theirs = cell(triton, protocol, "add_sub", concurrency, args.seconds,
-                                      inputs, outputs)
+                                      inputs, outputs, client_pin)
                         pairs.append((ours, theirs))
                         line += f", triton {theirs.throughput:,.0f}/s"
                     print(line, flush=True)
@@ -133,25 +132,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["identity", "python", "all"], default="all")
-    parser.add_argument("--seconds", type=float, default=5.0, help="measured time per cell")
+    parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--no-triton", action="store_true", help="skip real Triton")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and client")
     parser.add_argument("--output", type=Path, default=HERE / "results.md")
     args = parser.parse_args()
+    missing = missing_tools()
+    if missing:
+        parser.error(f"{' and '.join(missing)} not found: apt-get install wrk nghttp2-client "
+                     "(`make bench` does)")
 
     pin: list[str] = []
+    client_pin: list[str] = []
     if not args.no_pin and shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1:
         pin = ["taskset", "-c", SERVER_CORE]
+        client_pin = ["taskset", "-c", str(CLIENT_CORE)]
         os.sched_setaffinity(0, {CLIENT_CORE})
     tables = []
     if args.suite in ("identity", "all"):
-        tables.append(identity_suite(args, pin))
+        tables.append(identity_suite(args, pin, client_pin))
     if args.suite in ("python", "all"):
-        tables.append(python_suite(args, pin))
+        tables.append(python_suite(args, pin, client_pin))
     text = "\n\n".join(tables)
-    pinning = "server on core 0, load generator on core 1" if pin else "unpinned"
-    text += f"\n\n({args.seconds:g} s per cell, {pinning})\n"
+    pinning = "server on core 0, wrk/h2load on core 1" if pin else "unpinned"
+    text += f"\n\n({args.seconds} s per cell, {pinning})\n"
     print("\n" + text)
     args.output.write_text(text)
     return 0

@@ -4,6 +4,7 @@ Backends import from here (plus `tritium.tensor` and `tritium.errors`), as Trito
 include only `tritonbackend.h`.
 """
 
+from ..custom_metrics import MetricKind
 from ..errors import Code, TritonError
 from ..request import (
     RESPONSE_COMPLETE_FINAL,
@@ -29,6 +30,7 @@ __all__ = [
     "ExecutionPolicy",
     "InferenceRequest",
     "InferenceResponse",
+    "MetricKind",
     "Model",
     "ModelInstance",
     "ModelInstanceState",
