@@ -160,7 +160,8 @@ def _http_load(host: str, port: int, model: str, concurrency: int, seconds: int,
         script = Path(tmp) / "infer.lua"
         script.write_text(_wrk_script(headers, body))
         command = [*prefix, "wrk", "-t1", f"-c{concurrency}", "-s", str(script)]
-        _run([*command, f"-d{warmup}s", url])
+        if warmup:
+            _run([*command, f"-d{warmup}s", url])
         out = _run([*command, f"-d{seconds}s", url])
     line = next(line for line in out.splitlines() if line.startswith("wrk-result "))
     requests, duration_us, bad_status, socket_errors = (int(v) for v in line.split()[1:5])
@@ -182,7 +183,8 @@ def _grpc_load(host: str, port: int, model: str, concurrency: int, seconds: int,
         data.write_bytes(b"\0" + len(message).to_bytes(4, "big") + message)
         command = [*prefix, "h2load", "-c1", f"-m{concurrency}", f"--data={data}",
                    "--header=content-type: application/grpc", "--header=te: trailers"]
-        _run([*command, f"--duration={warmup}", url])
+        if warmup:
+            _run([*command, f"--duration={warmup}", url])
         out = _run([*command, f"--duration={seconds}", f"--log-file={log}", url])
         # One row per finished request: start (us since epoch), HTTP status (-1: stream
         # failed), microseconds until the end of the response.
@@ -206,7 +208,7 @@ def run_load(protocol: str, host: str, port: int, model: str, concurrency: int, 
     """Closed loop: `concurrency` requests always in flight, each resent as soon as answered.
 
     `prefix` runs the load generator under another command, e.g. ("taskset", "-c", "1").
-    wrk takes whole seconds, so `seconds` and `warmup` are integers.
+    wrk takes whole seconds, so `seconds` and `warmup` (0: none) are integers.
     """
     load = _http_load if protocol == "http" else _grpc_load
     return load(host, port, model, concurrency, seconds, inputs, outputs, warmup, list(prefix))
