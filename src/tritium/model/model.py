@@ -130,7 +130,8 @@ class Model:
             devices = list(group.gpus) if group.kind == mc.ModelInstanceGroup.KIND_GPU else [0]
             for device in devices:
                 for index in range(group.count):
-                    name = f"{group.name}_{index}" if group.count > 1 else group.name
+                    # Triton's TritonModelInstance name: "<group>_<index>", even alone.
+                    name = f"{group.name}_{index}"
                     handle = InstanceHandle(self.handle, name, kind, device, group)
                     instance = ModelInstance(
                         handle, self._backend.library, self.statistics, decoupled
