@@ -1,10 +1,19 @@
 """The python backend: Triton Python-backend models (`model.py` with `TritonPythonModel`).
 
-Each model instance runs in its own process, a *stub* (`stub_main.py`), as Triton does: the
-model's imports, crashes and GIL stay out of the server. The server side (`backend.py`) starts
-the stubs, hands them batches and routes what they send back: responses, BLS requests, log
-lines and custom metrics. The wire between them is in `_ipc.py`: control frames on two unix
-sockets per instance, tensors in shared memory.
+Each model instance runs in its own process, a *stub*, as Triton does: the model's imports,
+crashes and GIL stay out of the server. The wire between them: control messages on two unix
+sockets per instance (`messages.py`), tensors in shared memory (`shm_ring.py`,
+`shm_tensors.py`).
+
+Server side: `backend.py` (the entry points), `model_state.py` (a model's model.py and
+auto-complete) with `pb_env.py` (its interpreter), `instance_state.py` (an instance's stub,
+restarted when it dies), `stub_launcher.py` (one stub process), `process_requests.py` (the
+execute path), `async_channel.py` (what a stub sends on its own) with `request_executor.py`
+(BLS) and `custom_metrics.py`.
+
+Stub side: `stub_main.py` (the process's entry point), `pb_stub.py` (the model's main loop and
+execute), `stub_runtime.py` (pb_utils' runtime: what the model asks of the server) with
+`bls_call.py` and `pb_wire.py`.
 
 This package's `__init__` stays import-light: the stub process imports
 `tritium.backends.python.stub_main` under whatever interpreter runs the model (an execution

@@ -1,0 +1,92 @@
+"""One BLS request in flight, stub side: its responses as the server sends them back, handed
+to `exec` (blocking), `async_exec` (a future of the caller's event loop) or, for decoupled
+calls, a response iterator (Triton's ResponseIterator).
+
+Runs in the stub process: standard library only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+from typing import Any
+
+
+class BlsCall:
+    """The responses of one BLS request, as they come back from the server. `pb` is the
+    pb_utils module, for the responses made when the server sent none."""
+
+    def __init__(self, pb: Any, decoupled: bool) -> None:
+        self.pb = pb
+        self.decoupled = decoupled
+        self.cond = threading.Condition()
+        self.queue: collections.deque = collections.deque()
+        self.final = False
+        self.last: Any = None
+        # For async_exec: (loop, future), resolved from the reader thread.
+        self.waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
+
+    def put(self, response: Any, final: bool) -> None:
+        """A response (or None with only the final flag) from the reader thread."""
+        with self.cond:
+            self.queue.append((response, final))
+            if final:
+                self.final = True
+            if response is not None:
+                self.last = response
+            self.cond.notify_all()
+            waiting = self.waiting
+        if waiting is not None and (self.decoupled or final):
+            loop, future = waiting
+            self.waiting = None
+            value = ResponseIterator(self) if self.decoupled else self.result()
+            loop.call_soon_threadsafe(_resolve, future, value)
+
+    def wait_final(self) -> Any:
+        """Block until the final flag; the call's response."""
+        with self.cond:
+            while not self.final:
+                self.cond.wait()
+        return self.result()
+
+    def result(self) -> Any:
+        if self.last is not None:
+            return self.last
+        return self.pb.InferenceResponse(
+            error=self.pb.TritonError("BLS request received no response")
+        )
+
+
+def _resolve(future: asyncio.Future, value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+class ResponseIterator:
+    """What `exec(decoupled=True)` returns: each response as it comes; the last one carries
+    the final flag (an empty response when the model sent the flag alone)."""
+
+    def __init__(self, call: BlsCall) -> None:
+        self._call = call
+        self._done = False
+
+    def __iter__(self) -> ResponseIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        call = self._call
+        with call.cond:
+            while not call.queue:
+                call.cond.wait()
+            response, final = call.queue.popleft()
+        if final:
+            self._done = True
+            if response is None:
+                response = call.pb.InferenceResponse()
+        return response
+
+    def cancel(self) -> None:
+        """Triton's ResponseIterator.cancel(): the server is not told (not supported yet)."""

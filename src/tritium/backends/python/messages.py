@@ -1,0 +1,156 @@
+"""The control messages between the server and a stub, and the socket that frames them.
+
+Control messages are tuples of plain values (str, int, float, bytes, lists, dicts), pickled and
+sent as length-prefixed frames on an AF_UNIX stream socket, with any file descriptors a message
+needs (one-off tensor segments, see `shm_tensors`) sent alongside it. Each instance has two
+sockets: *exec* (the server's commands, answered in order) and *async* (everything either side
+sends on its own).
+
+Both sides import this module, and the stub may run under another interpreter (an execution
+environment), so it uses only the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import struct
+import threading
+from collections import deque
+from typing import Sequence
+
+# -- message kinds ---------------------------------------------------------------------------
+# server -> stub, on the exec socket (each answered on the same socket, in order)
+INIT = 1  # (INIT, settings dict) -> (DONE, error, info dict)
+EXECUTE = 2  # (EXECUTE, requests, block) -> (DONE, error, responses, async_seq, block)
+FINALIZE = 3  # (FINALIZE,) -> (DONE, error, None) and the stub exits
+AUTO_COMPLETE = 4  # (AUTO_COMPLETE, settings dict) -> (DONE, error, config json)
+DONE = 5
+
+# stub -> server, on the async socket
+RESPONSE = 10  # (RESPONSE, handle, response | None, flags, block)
+BLS = 11  # (BLS, bls_id, BLS request, decoupled, block)
+LOG = 13  # (LOG, level, message, filename, line)
+CALL = 14  # (CALL, call_id, name, args) -> (REPLY, call_id, error, value)
+READY_REPLY = 15  # (READY_REPLY, query_id, ready)
+
+# server -> stub, on the async socket
+BLS_RESPONSE = 20  # (BLS_RESPONSE, bls_id, response | None, flags, block)
+REPLY = 21  # (REPLY, call_id, error, value)
+READY_QUERY = 22  # (READY_QUERY, query_id)
+
+# A response on the wire: (outputs, error, parameters json | None), error (code name, message)
+# or None. A request of an EXECUTE: (handle, id, correlation_id, flags, timeout_us,
+# parameters json, requested output names, inputs). A BLS request: (model_name,
+# model_version, id, correlation_id, flags, timeout_us, parameters json, requested output
+# names, inputs). Outputs and inputs are tensor descriptors (`shm_tensors`).
+
+# Triton's response flag (TRITONSERVER_RESPONSE_COMPLETE_FINAL).
+FINAL = 1
+
+_LEN = struct.Struct("<I")
+_RECV_SIZE = 256 * 1024
+_MAX_FDS = 16
+
+
+class Connection:
+    """One end of a socket carrying pickled frames, each with the fds sent alongside it.
+
+    `send` may be called from any thread. `recv` from one thread at a time.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._send_lock = threading.Lock()
+        # Received bytes land in one reused buffer: frames are unpickled straight from it.
+        self._buffer = bytearray(_RECV_SIZE)
+        self._view = memoryview(self._buffer)
+        self._start = 0
+        self._end = 0
+        self.fds: deque[int] = deque()
+        self.closed = False
+        # Frames sent so far: the peer counts the frames it has handled, so a later message
+        # on another socket can say "after the first N of these".
+        self.sent = 0
+        self._ancillary = socket.CMSG_SPACE(_MAX_FDS * 4)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def send(self, message: tuple, fds: Sequence[int] = ()) -> None:
+        """Send one message, and `fds` with it (the caller still owns and closes them)."""
+        data = pickle.dumps(message, 5)
+        frame = _LEN.pack(len(data)) + data
+        with self._send_lock:
+            self.sent += 1
+            if fds:
+                sent = self.sock.sendmsg(
+                    [frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(
+                        f"{len(fds)}i", *fds))]
+                )
+                if sent < len(frame):
+                    self.sock.sendall(frame[sent:])
+            else:
+                self.sock.sendall(frame)
+
+    def recv(self) -> tuple:
+        """The next message; EOFError when the peer has gone. Fds that came with it are
+        queued on `fds`, in order, for whoever opens the message's block."""
+        unpack = _LEN.unpack_from
+        while True:
+            start, end = self._start, self._end
+            available = end - start
+            needed = 4
+            if available >= 4:
+                (size,) = unpack(self._buffer, start)
+                needed = 4 + size
+                if available >= needed:
+                    self._start = start + needed
+                    return pickle.loads(self._view[start + 4 : start + needed])
+            self._make_room(needed)
+            count, ancillary, _flags, _addr = self.sock.recvmsg_into(
+                [self._view[self._end :]], self._ancillary
+            )
+            if not count:
+                self.closed = True
+                raise EOFError("connection closed")
+            self._end += count
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fd_count = len(payload) // 4
+                    self.fds.extend(struct.unpack(f"{fd_count}i", payload[: fd_count * 4]))
+
+    def _make_room(self, needed: int) -> None:
+        """Room after the unread bytes for a frame of `needed` bytes (and then some)."""
+        start, end = self._start, self._end
+        if start == end:
+            self._start = self._end = 0
+            start = end = 0
+        capacity = len(self._buffer)
+        if capacity - start >= needed and capacity - end >= 4096:
+            return
+        pending = end - start
+        if pending + max(needed - pending, 4096) > capacity or start == 0:
+            size = max(capacity, needed + _RECV_SIZE)
+            buffer = bytearray(size)
+            buffer[:pending] = self._view[start:end]
+            self._view.release()
+            self._buffer, self._view = buffer, memoryview(buffer)
+        else:
+            self._view[:pending] = self._view[start:end]
+        self._start, self._end = 0, pending
+
+    def close(self) -> None:
+        """Shut the socket (the peer sees EOF) and close any fds nobody took."""
+        self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        while self.fds:
+            try:
+                os.close(self.fds.popleft())
+            except OSError:
+                pass
