@@ -16,7 +16,7 @@ from ..request import (
 from ..tensor import Tensor
 from .api import ENTRY_POINTS, BackendAttributes
 from .handles import Backend, ExecutionPolicy, Model, ModelInstance
-from .state import ModelInstanceState, ModelState
+from .state import DecoupledInstanceState, ModelInstanceState, ModelState
 
 Request = InferenceRequest
 Response = InferenceResponse
@@ -27,6 +27,7 @@ __all__ = [
     "Backend",
     "BackendAttributes",
     "Code",
+    "DecoupledInstanceState",
     "ExecutionPolicy",
     "InferenceRequest",
     "InferenceResponse",

@@ -8,16 +8,20 @@ calls `execute` once, splits the outputs back per request and sends each request
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError, as_triton_error
-from ..request import InferenceRequest, InferenceResponse
+from ..request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse
 from ..tensor import Tensor, numpy_dtype, wire_datatype
 from .handles import Model, ModelInstance
+
+log = logging.getLogger("tritium.backend")
 
 
 class ModelState:
@@ -139,6 +143,53 @@ class ModelInstanceState:
     def _fail(requests: list[InferenceRequest], error: TritonError) -> None:
         for request in requests:
             request.respond_error(error)
+
+
+class DecoupledInstanceState(ModelInstanceState):
+    """For decoupled backends: each request is answered by a thread of its own.
+
+    `stream(request, responses)` runs the `responses` generator on a new thread, sends what it
+    yields, then the final flag on its own (TRITONBACKEND_ResponseFactorySendFlags), so execute
+    returns at once; `finalize` waits for the threads still answering, as Triton's example
+    backends do in their destructors.
+    """
+
+    def __init__(self, instance: ModelInstance) -> None:
+        super().__init__(instance)
+        self._threads: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+
+    def stream(
+        self, request: InferenceRequest, responses: Callable[[], Iterator[InferenceResponse]]
+    ) -> None:
+        thread = threading.Thread(
+            target=self._send_all, args=(request, responses),
+            name=f"{self.instance.name}-responses", daemon=True,
+        )
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+
+    def _send_all(
+        self, request: InferenceRequest, responses: Callable[[], Iterator[InferenceResponse]]
+    ) -> None:
+        sender = request.response_sender
+        assert sender is not None
+        try:
+            for response in responses():
+                sender.send(response, 0)
+            sender.send(None, RESPONSE_COMPLETE_FINAL)
+        except Exception:  # the server went away under us (shutdown): nothing left to tell
+            log.debug("%s: sending a response failed", self.instance.name, exc_info=True)
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+
+    def finalize(self) -> None:
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join()
 
 
 def _batch_size(request: InferenceRequest) -> int:

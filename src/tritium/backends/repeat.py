@@ -19,19 +19,16 @@ as zero (Triton's backend always reads all three).
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from tritium.backend import (
-    RESPONSE_COMPLETE_FINAL,
+    DecoupledInstanceState,
     InferenceResponse,
     Model,
     ModelInstance,
-    ModelInstanceState,
     ModelState,
     Request,
     Tensor,
@@ -39,7 +36,6 @@ from tritium.backend import (
 )
 from tritium.tensor import dims_string, wire_datatype
 
-log = logging.getLogger("tritium.backends.repeat")
 
 # How often a waiting response thread looks at whether its request was cancelled.
 _CANCEL_POLL_S = 0.02
@@ -102,13 +98,8 @@ class RepeatModelState(ModelState):
                 )
 
 
-class RepeatInstanceState(ModelInstanceState):
+class RepeatInstanceState(DecoupledInstanceState):
     model_state: RepeatModelState
-
-    def __init__(self, instance: ModelInstance) -> None:
-        super().__init__(instance)
-        self._threads: set[threading.Thread] = set()
-        self._lock = threading.Lock()
 
     def process(self, request: Request) -> int:
         """Check the request and start the thread that answers it; return WAIT (ms)."""
@@ -142,46 +133,23 @@ class RepeatInstanceState(ModelInstanceState):
         else:
             delays = np.array(delay.data, dtype=np.uint32).reshape(-1)
 
-        thread = threading.Thread(
-            target=self._respond,
-            args=(request, values, delays),
-            name=f"{self.instance.name}-repeat",
-            daemon=True,
-        )
-        with self._lock:
-            self._threads.add(thread)
-        thread.start()
+        self.stream(request, lambda: _responses(request, values, delays))
         return wait_ms
 
-    def _respond(self, request: Request, values: np.ndarray, delays: np.ndarray) -> None:
-        sender = request.response_sender
-        assert sender is not None
-        try:
-            for index in range(values.size):
-                if not _sleep_unless_cancelled(request, int(delays[index]) / 1000.0):
-                    break
-                response = InferenceResponse(
-                    outputs=[
-                        Tensor("OUT", "INT32", (1,), values[index : index + 1].copy()),
-                        Tensor("IDX", "UINT32", (1,), np.array([index], dtype=np.uint32)),
-                    ]
-                )
-                sender.send(response, 0)
-            # All responses sent: the final flag goes on its own, as Triton's example sends it
-            # (TRITONBACKEND_ResponseFactorySendFlags).
-            sender.send(None, RESPONSE_COMPLETE_FINAL)
-        except Exception:  # the server went away under us (shutdown): nothing left to tell
-            log.debug("%s: sending a response failed", self.instance.name, exc_info=True)
-        finally:
-            with self._lock:
-                self._threads.discard(threading.current_thread())
 
-    def finalize(self) -> None:
-        """Wait for the response threads this instance started (Triton's destructor does)."""
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            thread.join()
+def _responses(
+    request: Request, values: np.ndarray, delays: np.ndarray
+) -> Iterator[InferenceResponse]:
+    """One response per IN element, each after its DELAY, until the request is cancelled."""
+    for index in range(values.size):
+        if not _sleep_unless_cancelled(request, int(delays[index]) / 1000.0):
+            return
+        yield InferenceResponse(
+            outputs=[
+                Tensor("OUT", "INT32", (1,), values[index : index + 1].copy()),
+                Tensor("IDX", "UINT32", (1,), np.array([index], dtype=np.uint32)),
+            ]
+        )
 
 
 def _sleep_unless_cancelled(request: Request, seconds: float) -> bool:

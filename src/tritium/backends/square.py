@@ -17,28 +17,23 @@ CUSTOM_FAIL_COUNT before them are errors ("simulated failure").
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from tritium.backend import (
-    RESPONSE_COMPLETE_FINAL,
+    DecoupledInstanceState,
     Code,
     InferenceResponse,
     Model,
     ModelInstance,
-    ModelInstanceState,
     ModelState,
     Request,
     Tensor,
     TritonError,
 )
 from tritium.tensor import dims_string, wire_datatype
-
-log = logging.getLogger("tritium.backends.square")
 
 
 class SquareModelState(ModelState):
@@ -88,13 +83,8 @@ class SquareModelState(ModelState):
             time.sleep(delay_ns / 1e9)
 
 
-class SquareInstanceState(ModelInstanceState):
+class SquareInstanceState(DecoupledInstanceState):
     model_state: SquareModelState
-
-    def __init__(self, instance: ModelInstance) -> None:
-        super().__init__(instance)
-        self._threads: set[threading.Thread] = set()
-        self._lock = threading.Lock()
 
     def process(self, request: Request) -> None:
         """Check the request, then start the thread that answers it."""
@@ -111,51 +101,24 @@ class SquareInstanceState(ModelInstanceState):
             request.respond_error(TritonError.invalid_arg("unexpected size for IN input"))
             return
         count = max(int(values[0]), 0)
-        thread = threading.Thread(
-            target=self._respond,
-            args=(request, count, len(shape)),
-            name=f"{self.instance.name}-square",
-            daemon=True,
-        )
-        with self._lock:
-            self._threads.add(thread)
-        thread.start()
+        self.stream(request, lambda: self._responses(request, count, len(shape)))
 
-    def _respond(self, request: Request, count: int, dims_count: int) -> None:
+    def _responses(self, request: Request, count: int, dims_count: int) -> Iterator[InferenceResponse]:
+        """`count` responses carrying `count`, shaped by the CUSTOM_* test parameters."""
         state = self.model_state
-        sender = request.response_sender
-        assert sender is not None
-        try:
-            output_shape = (1,) * dims_count
-            for index in range(count):
-                if request.cancelled:
-                    break
-                state.sleep_ns(state.infer_delay_ns)
-                if index + state.empty_count >= count:  # the last CUSTOM_EMPTY_COUNT: nothing
-                    continue
-                data = np.full(output_shape, count, dtype=np.int32)
-                response = InferenceResponse(outputs=[Tensor("OUT", "INT32", output_shape, data)])
-                state.sleep_ns(state.output_delay_ns)
-                if index + state.fail_count + state.empty_count >= count:
-                    response = InferenceResponse(
-                        error=TritonError(Code.UNKNOWN, "simulated failure")
-                    )
-                sender.send(response, 0)
-            # All responses sent: the final flag goes on its own, as Triton's example sends it
-            # (TRITONBACKEND_ResponseFactorySendFlags).
-            sender.send(None, RESPONSE_COMPLETE_FINAL)
-        except Exception:  # the server went away under us (shutdown): nothing left to tell
-            log.debug("%s: sending a response failed", self.instance.name, exc_info=True)
-        finally:
-            with self._lock:
-                self._threads.discard(threading.current_thread())
-
-    def finalize(self) -> None:
-        """Wait for the response threads this instance started (Triton's destructor does)."""
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            thread.join()
+        output_shape = (1,) * dims_count
+        for index in range(count):
+            if request.cancelled:
+                return
+            state.sleep_ns(state.infer_delay_ns)
+            if index + state.empty_count >= count:  # the last CUSTOM_EMPTY_COUNT: nothing
+                continue
+            data = np.full(output_shape, count, dtype=np.int32)
+            response = InferenceResponse(outputs=[Tensor("OUT", "INT32", output_shape, data)])
+            state.sleep_ns(state.output_delay_ns)
+            if index + state.fail_count + state.empty_count >= count:
+                response = InferenceResponse(error=TritonError(Code.UNKNOWN, "simulated failure"))
+            yield response
 
 
 def _config_type_name(data_type: int) -> str:
