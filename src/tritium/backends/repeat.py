@@ -23,6 +23,7 @@ import time
 from typing import Iterator, Sequence
 
 import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
 
 from tritium.backend import (
     DecoupledInstanceState,
@@ -94,7 +95,7 @@ class RepeatModelState(ModelState):
             if wire_datatype(tensor.data_type) != expected:
                 raise TritonError.invalid_arg(
                     f"expected {label} datatype to be {expected}, got "
-                    f"{_config_type_name(tensor.data_type)}"
+                    f"{mc.DataType.Name(tensor.data_type)}"
                 )
 
 
@@ -161,12 +162,6 @@ def _sleep_unless_cancelled(request: Request, seconds: float) -> bool:
             return True
         time.sleep(min(left, _CANCEL_POLL_S))
     return False
-
-
-def _config_type_name(data_type: int) -> str:
-    """The configuration's name of a datatype (TYPE_FP32), as Triton's messages print it."""
-    wire = wire_datatype(data_type)
-    return "TYPE_STRING" if wire == "BYTES" else f"TYPE_{wire}"
 
 
 def model_initialize(model: Model) -> None:

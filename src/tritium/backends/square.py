@@ -21,6 +21,7 @@ import time
 from typing import Iterator, Sequence
 
 import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
 
 from tritium.backend import (
     DecoupledInstanceState,
@@ -75,7 +76,7 @@ class SquareModelState(ModelState):
             if wire_datatype(tensor.data_type) != "INT32":
                 raise TritonError.invalid_arg(
                     f"expected {label} datatype to be INT32, got "
-                    f"{_config_type_name(tensor.data_type)}"
+                    f"{mc.DataType.Name(tensor.data_type)}"
                 )
 
     def sleep_ns(self, delay_ns: int) -> None:
@@ -119,12 +120,6 @@ class SquareInstanceState(DecoupledInstanceState):
             if index + state.fail_count + state.empty_count >= count:
                 response = InferenceResponse(error=TritonError(Code.UNKNOWN, "simulated failure"))
             yield response
-
-
-def _config_type_name(data_type: int) -> str:
-    """The configuration's name of a datatype (TYPE_FP32), as Triton's messages print it."""
-    wire = wire_datatype(data_type)
-    return "TYPE_STRING" if wire == "BYTES" else f"TYPE_{wire}"
 
 
 def model_initialize(model: Model) -> None:
