@@ -750,6 +750,7 @@ class StandInServer:
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
         self.ready = True
+        self.tasks: set[asyncio.Task] = set()
 
     def is_live(self) -> bool:
         return True
@@ -768,6 +769,13 @@ class StandInServer:
         t = request.inputs["INPUT0"]
         return InferenceResponse(outputs=[Tensor("OUTPUT0", t.datatype, t.shape, t.data)],
                                  model_name="m", model_version="1")
+
+    def infer_nowait(self, request, callback):
+        # InferenceServer.infer_nowait: the response reaches `callback` later, on the loop.
+        async def answer():
+            callback(await self.infer(request))
+
+        self.tasks.add(asyncio.get_running_loop().create_task(answer()))
 
 
 async def _http(port: int, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:

@@ -62,7 +62,7 @@ class ResponseSender:
     __slots__ = ("_deliver", "_completed")
 
     def __init__(self, deliver: Deliver) -> None:
-        self._deliver = deliver
+        self._deliver: Deliver | None = deliver
         self._completed = False
 
     @property
@@ -70,13 +70,18 @@ class ResponseSender:
         return self._completed
 
     def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
-        if self._completed:
+        deliver = self._deliver
+        if self._completed or deliver is None:
             raise TritonError.invalid_arg(
                 "Unable to send response. Response sender has been closed."
             )
         if flags & RESPONSE_COMPLETE_FINAL:
             self._completed = True
-        self._deliver(response, flags)
+            # The delivery chain usually refers back to the request (which refers to this
+            # sender): let go of it, so a finished request is freed by reference counting
+            # rather than left for the cyclic garbage collector.
+            self._deliver = None
+        deliver(response, flags)
 
 
 class InferenceRequest:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -202,27 +203,38 @@ class InferenceServer:
         model = self.lifecycle.get(request.model_name, request.model_version)
         model.submit(request, deliver)
 
+    def infer_nowait(
+        self, request: InferenceRequest, callback: Callable[[InferenceResponse], None]
+    ) -> None:
+        """Start one request on a non-decoupled model; `callback(response)` runs later on the
+        running event loop, with the response (its `error` set when the request failed).
+
+        Raises TritonError at once for a request that cannot be routed or validated. The
+        backend's thread wakes the loop once per request, for the final response.
+        """
+        loop = asyncio.get_running_loop()
+        kept: list[InferenceResponse] = []
+
+        def deliver(response: InferenceResponse | None, flags: int) -> None:
+            # On the backend's thread: keep the responses, wake the loop once, for the final one.
+            if response is not None:
+                kept.append(response)
+            if flags & RESPONSE_COMPLETE_FINAL:
+                try:
+                    loop.call_soon_threadsafe(_finish, callback, kept)
+                except RuntimeError:
+                    pass  # the loop has closed: nobody is left to read the response
+
+        self.infer_async(request, deliver)
+
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Run one request on a non-decoupled model and return its response.
 
         Raises TritonError for a request that cannot be routed or validated, and for an error
         response from the backend.
         """
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[InferenceResponse] = loop.create_future()
-        kept: list[InferenceResponse] = []
-
-        def settle(response: InferenceResponse | None, flags: int) -> None:
-            if response is not None:
-                kept.append(response)
-            if flags & RESPONSE_COMPLETE_FINAL and not done.done():
-                done.set_result(kept[-1] if kept else InferenceResponse(
-                    error=TritonError.internal("model sent no response")
-                ))
-
-        deliver = _on_loop(loop, settle)
-
-        self.infer_async(request, deliver)
+        done: asyncio.Future[InferenceResponse] = asyncio.get_running_loop().create_future()
+        self.infer_nowait(request, partial(_resolve, done))
         try:
             response = await done
         except asyncio.CancelledError:
@@ -255,6 +267,18 @@ class InferenceServer:
         finally:
             if not final:
                 request.cancelled = True
+
+
+def _finish(callback: Callable[[InferenceResponse], None], kept: list[InferenceResponse]) -> None:
+    """An `infer_nowait` request's final response (the last one a decoupled model sent)."""
+    callback(kept[-1] if kept else InferenceResponse(
+        error=TritonError.internal("model sent no response")
+    ))
+
+
+def _resolve(done: asyncio.Future, response: InferenceResponse) -> None:
+    if not done.done():
+        done.set_result(response)
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop, callback: Deliver) -> Deliver:

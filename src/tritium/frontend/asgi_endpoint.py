@@ -1,7 +1,8 @@
-"""Serving an ASGI app (the HTTP/REST frontend, the metrics endpoint) with uvicorn.
+"""Serving an ASGI app (the metrics endpoint) with uvicorn.
 
 uvicorn runs inside the process's one event loop rather than through `uvicorn.run`, so it never
-installs signal handlers of its own: the process owner (serving.py) decides when to stop.
+installs signal handlers of its own: the process owner (serving.py) decides when to stop. (The
+HTTP/REST frontend, where every request counts, has its own lean server: `http_server`.)
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import socket
 from typing import Any, Awaitable, Callable
 
 import uvicorn
+
+from .http_server import bind
 
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 
@@ -30,7 +33,7 @@ class AsgiEndpoint:
 
     async def start(self) -> None:
         """Bind and listen; returns once connections are accepted. OSError if the port is taken."""
-        sock = _bind(self.address, self.port)
+        sock = bind(self.address, self.port)
         self.port = sock.getsockname()[1]
         self.description = f"{self.service} at {self.address}:{self.port}"
         config = uvicorn.Config(
@@ -80,21 +83,3 @@ class AsgiEndpoint:
             transport = getattr(connection, "transport", None)
             if transport is not None:
                 transport.close()
-
-
-def _bind(address: str, port: int) -> socket.socket:
-    host = address.strip("[]") or None
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, kind, proto, _, sockaddr = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind(sockaddr)
-        sock.listen(1024)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock

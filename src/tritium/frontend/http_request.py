@@ -175,20 +175,25 @@ def _decode_inputs(
     if type(inputs) is not list:
         raise parse_error("inputs", NOT_ARRAY)
     end = len(view)
+    tensors = request.inputs
     for item in inputs:
         item, params = _entry(item)
-        _check_content_fields(item, params)
-        name = _member_string(item, "name")
-        datatype = _member_string(item, "datatype")
+        binary = "binary_data_size" in params
+        if ("data" in item) + binary + ("shared_memory_region" in params) != 1:
+            _check_content_fields(item, params)
+        name = item.get("name")
+        if type(name) is not str:
+            name = _member_string(item, "name")
+        datatype = item.get("datatype")
+        if type(datatype) is not str:
+            datatype = _member_string(item, "datatype")
         shape = _shape(item)
-        if name in request.inputs:
+        if name in tensors:
             raise TritonError.invalid_arg(f"{prefix}input '{name}' already exists in request")
-        if datatype not in DATATYPES and (
-            "binary_data_size" in params or element_count(shape) == 0
-        ):
+        if datatype not in DATATYPES and (binary or element_count(shape) == 0):
             raise _invalid_datatype(name, model_name, prefix, config)
 
-        if "binary_data_size" in params:
+        if binary:
             size = params["binary_data_size"]
             if not is_uint(size):
                 raise parse_error("binary_data_size", NOT_UINT)
@@ -206,7 +211,7 @@ def _decode_inputs(
             raise _region_error(params)
         else:
             data = array_from_json(name, datatype, shape, item["data"], model_name, prefix)
-        request.inputs[name] = Tensor(name, datatype, shape, data)
+        tensors[name] = Tensor(name, datatype, shape, data)
     return offset
 
 
@@ -294,7 +299,9 @@ def _decode_outputs(outputs: Any, request: InferenceRequest, plan: OutputPlan) -
                 raise TritonError.invalid_arg(
                     "Output can't set both 'shared_memory_region' and 'binary_data'"
                 )
-        name = _member_string(item, "name")
+        name = item.get("name")
+        if type(name) is not str:
+            name = _member_string(item, "name")
         classes = params.get("classification", 0)
         if not is_uint(classes):
             raise TritonError.invalid_arg(f"Unable to set 'classification': {NOT_UINT}")

@@ -6,6 +6,7 @@ header (`binary_data_size` tells how many), or as its top classes (classificatio
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring as _quote
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from ..request import InferenceRequest, InferenceResponse
 from ..tensor import numpy_dtype, serialize_bytes
 from .classification import classify
-from .http_json import dumps
+from .http_json import dumps, utf8
 from .http_json_data import json_from_array
 from .http_request import OutputPlan
 
@@ -30,6 +31,9 @@ def encode_infer_response(
     """
     outputs_json: list[dict[str, Any]] = []
     blobs: list[Any] = []
+    # While every output goes out binary, the header is also written directly as text (the
+    # same bytes the JSON encoder would make, at a fraction of its cost).
+    texts: list[str] | None = None if response.parameters else []
     requested = plan.requested
     for tensor in response.outputs:
         if requested:
@@ -45,22 +49,42 @@ def encode_infer_response(
         entry: dict[str, Any] = {"name": tensor.name, "datatype": datatype, "shape": shape}
         if binary:
             raw = _raw_bytes(datatype, array)
-            entry["parameters"] = {"binary_data_size": len(raw)}
-            if len(raw):
+            size = len(raw)
+            entry["parameters"] = {"binary_data_size": size}
+            if size:
                 blobs.append(raw)
+            if texts is not None:
+                texts.append(_BINARY_ENTRY % (
+                    _quote(tensor.name), _quote(datatype), ",".join([str(d) for d in shape]), size
+                ))
         else:
             entry["data"] = json_from_array(datatype, array)
+            texts = None
         outputs_json.append(entry)
+
+    model_name = response.model_name or request.model_name
+    model_version = str(response.model_version)
+    if texts is not None and all(type(d) is int for e in outputs_json for d in e["shape"]):
+        text = _HEADER % (_quote(model_name), _quote(model_version), ",".join(texts))
+        if response.id:
+            text = '{"id":' + _quote(response.id) + "," + text[1:]
+        return utf8(text), blobs
 
     document: dict[str, Any] = {}
     if response.id:
         document["id"] = response.id
-    document["model_name"] = response.model_name or request.model_name
-    document["model_version"] = str(response.model_version)
+    document["model_name"] = model_name
+    document["model_version"] = model_version
     if response.parameters:
         document["parameters"] = response.parameters
     document["outputs"] = outputs_json
     return dumps(document), blobs
+
+
+# How the JSON encoder (compact separators, non-ASCII kept) writes a header whose outputs are
+# all binary.
+_HEADER = '{"model_name":%s,"model_version":%s,"outputs":[%s]}'
+_BINARY_ENTRY = '{"name":%s,"datatype":%s,"shape":[%s],"parameters":{"binary_data_size":%d}}'
 
 
 def _raw_bytes(datatype: str, array: np.ndarray) -> Any:

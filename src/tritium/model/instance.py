@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
+from time import perf_counter_ns
 from typing import Sequence
 
 from ..backend.api import BackendLibrary
@@ -56,7 +56,7 @@ class ModelInstance:
 
     def execute(self, requests: Sequence[InferenceRequest]) -> None:
         with self._busy:
-            start = time.perf_counter_ns()
+            start = perf_counter_ns()
             for request in requests:
                 request.exec_start_ns = start
             try:
@@ -66,17 +66,18 @@ class ModelInstance:
                 self._fail_open(requests, as_triton_error(exc))
             else:
                 if not self._decoupled:
-                    self._fail_open(
-                        requests,
-                        TritonError.internal(
-                            f"backend of model '{self.handle.model.name}' returned from execute "
-                            "without sending a response"
-                        ),
-                    )
-            end = time.perf_counter_ns()
+                    for request in requests:
+                        sender = request.response_sender
+                        if sender is not None and not sender.is_completed:
+                            self._fail_open(requests, TritonError.internal(
+                                f"backend of model '{self.handle.model.name}' returned from "
+                                "execute without sending a response"
+                            ))
+                            break
+            end = perf_counter_ns()
             for request in requests:
                 request.exec_end_ns = end
-            self._statistics.record_execution(list(requests))
+            self._statistics.record_execution(requests)
 
     @staticmethod
     def _fail_open(requests: Sequence[InferenceRequest], error: TritonError) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from time import perf_counter_ns
 from typing import Callable
 
 from tritonclient.grpc import model_config_pb2 as mc
@@ -35,7 +36,7 @@ from ..request import (
 )
 from ..scheduler import DefaultScheduler, Scheduler
 from .instance import ModelInstance
-from .request_normalizer import normalize_request
+from .request_normalizer import RequestSpec, normalize_request
 from .statistics import ModelStatistics
 
 log = logging.getLogger("tritium.model")
@@ -58,8 +59,13 @@ class Model:
         self.statistics = statistics
         self.instances: list[ModelInstance] = []
         self.scheduler: Scheduler | None = None
+        self._version_text = str(handle.version)
+        # What normalize_request reads from the configuration (built once it is final).
+        self._spec: RequestSpec | None = None
         self._inflight = 0
-        self._idle = threading.Condition()
+        self._waiters = 0
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
 
     @property
     def config(self) -> mc.ModelConfig:
@@ -158,38 +164,51 @@ class Model:
         Raises TritonError for a request the model cannot take; otherwise every response,
         including the final one, reaches `deliver` (from an instance thread).
         """
-        normalize_request(request, self.config)
-        assert self.scheduler is not None
+        spec = self._spec
+        if spec is None:
+            spec = self._spec = RequestSpec(self.config)
+        normalize_request(request, spec)
+        scheduler = self.scheduler
+        assert scheduler is not None
+        name = self.name
+        version = self._version_text
+        record_request = self.statistics.record_request
+        finish_one = self._finish_one
         failed = False
 
         def on_response(response: InferenceResponse | None, flags: int) -> None:
             nonlocal failed
             if response is not None:
-                response.model_name = self.name
-                response.model_version = str(self.version)
+                response.model_name = name
+                response.model_version = version
                 response.id = request.id
-                failed = failed or response.error is not None
+                if response.error is not None:
+                    failed = True
             if flags & RESPONSE_COMPLETE_FINAL:
-                self.statistics.record_request(request, not failed)
-                self._finish_one()
+                record_request(request, not failed)
+                finish_one()
             deliver(response, flags)
 
         request.response_sender = ResponseSender(on_response)
-        with self._idle:
+        with self._lock:
             self._inflight += 1
-        request.mark_queued()
-        self.scheduler.enqueue(request)
+        request.queue_start_ns = perf_counter_ns()
+        scheduler.enqueue(request)
 
     def _finish_one(self) -> None:
-        with self._idle:
+        with self._lock:
             self._inflight -= 1
-            if self._inflight == 0:
+            if self._inflight == 0 and self._waiters:
                 self._idle.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until no request is in flight; False if `timeout` passed first."""
         with self._idle:
-            return self._idle.wait_for(lambda: self._inflight == 0, timeout)
+            self._waiters += 1
+            try:
+                return self._idle.wait_for(lambda: self._inflight == 0, timeout)
+            finally:
+                self._waiters -= 1
 
     @property
     def inflight(self) -> int:

@@ -3,6 +3,9 @@
 Triton's InferenceRequest::Normalize: required inputs present, no unknown inputs or outputs,
 datatypes and shapes as configured, one batch size within max_batch_size, reshape applied. The
 messages follow Triton's wording, prefixed with the request id as Triton does.
+
+What the checks read from the configuration is gathered once per model (`RequestSpec`): reading
+protobuf fields costs more than the checks themselves.
 """
 
 from __future__ import annotations
@@ -16,74 +19,108 @@ from ..request import InferenceRequest, log_prefix
 from ..tensor import dims_string, wire_datatype
 
 
-def normalize_request(request: InferenceRequest, config: mc.ModelConfig) -> None:
-    prefix = log_prefix(request.id)
-    model = config.name
-    inputs = {i.name: i for i in config.input}
+class InputSpec:
+    """One configured input: its wire datatype, dims (without the batch dimension) and its
+    reshape (None without one)."""
 
-    for name in request.inputs:
+    __slots__ = ("datatype", "dims", "reshape")
+
+    def __init__(self, spec: mc.ModelInput) -> None:
+        self.datatype = wire_datatype(spec.data_type)
+        self.dims = tuple(spec.dims)
+        self.reshape = tuple(spec.reshape.shape) if spec.HasField("reshape") else None
+
+
+class RequestSpec:
+    """What normalization needs from a model configuration."""
+
+    __slots__ = ("model", "inputs", "required", "outputs", "max_batch_size")
+
+    def __init__(self, config: mc.ModelConfig) -> None:
+        self.model = config.name
+        self.inputs = {i.name: InputSpec(i) for i in config.input}
+        self.required = [i.name for i in config.input if not i.optional]
+        self.outputs = frozenset(o.name for o in config.output)
+        self.max_batch_size = config.max_batch_size
+
+
+def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelConfig) -> None:
+    if not isinstance(spec, RequestSpec):
+        spec = RequestSpec(spec)
+    model = spec.model
+    inputs = spec.inputs
+    given = request.inputs
+
+    for name in given:
         if name not in inputs:
             raise TritonError.invalid_arg(
                 f"unexpected inference input '{name}' for model '{model}'"
             )
-    required = [n for n, i in inputs.items() if not i.optional]
-    missing = [n for n in required if n not in request.inputs]
-    if missing:
-        raise TritonError.invalid_arg(
-            f"{prefix}expected {len(required)} inputs but got {len(request.inputs)} inputs for "
-            f"model '{model}'. Got input(s) {_names(request.inputs)}, but missing required "
-            f"input(s) {_names(missing)}. Please provide all required input(s)."
-        )
-    outputs = {o.name for o in config.output}
-    for name in request.requested_output_names:
-        if name not in outputs:
+    required = spec.required
+    if len(given) < len(required) or any(n not in given for n in required):
+        missing = [n for n in required if n not in given]
+        if missing:
+            prefix = log_prefix(request.id)
             raise TritonError.invalid_arg(
-                f"unexpected inference output '{name}' for model '{model}'"
+                f"{prefix}expected {len(required)} inputs but got {len(given)} inputs for "
+                f"model '{model}'. Got input(s) {_names(given)}, but missing required "
+                f"input(s) {_names(missing)}. Please provide all required input(s)."
             )
+    if request.requested_outputs:
+        outputs = spec.outputs
+        for out in request.requested_outputs:
+            if out.name not in outputs:
+                raise TritonError.invalid_arg(
+                    f"unexpected inference output '{out.name}' for model '{model}'"
+                )
 
-    batching = config.max_batch_size > 0
+    max_batch_size = spec.max_batch_size
+    batching = max_batch_size > 0
     batch_size = 0
-    for name, tensor in request.inputs.items():
-        spec = inputs[name]
-        expected_type = wire_datatype(spec.data_type)
-        if tensor.datatype != expected_type:
+    for name, tensor in given.items():
+        input_spec = inputs[name]
+        if tensor.datatype != input_spec.datatype:
             raise TritonError.invalid_arg(
-                f"{prefix}inference input '{name}' data-type is '{tensor.datatype}', but model "
-                f"'{model}' expects '{expected_type}'"
+                f"{log_prefix(request.id)}inference input '{name}' data-type is "
+                f"'{tensor.datatype}', but model '{model}' expects '{input_spec.datatype}'"
             )
         shape = tensor.shape
         if batching:
             if not shape:
                 raise TritonError.invalid_arg(
-                    f"{prefix}input '{name}' has no shape but model requires batch dimension "
-                    f"for '{model}'"
+                    f"{log_prefix(request.id)}input '{name}' has no shape but model requires "
+                    f"batch dimension for '{model}'"
                 )
             if batch_size == 0:
                 batch_size = shape[0]
             elif shape[0] != batch_size:
                 raise TritonError.invalid_arg(
-                    f"{prefix}input '{name}' batch size does not match other inputs for '{model}'"
+                    f"{log_prefix(request.id)}input '{name}' batch size does not match other "
+                    f"inputs for '{model}'"
                 )
             shape = shape[1:]
-        if not _matches(shape, spec.dims):
-            expected = [-1, *spec.dims] if batching else list(spec.dims)
+        dims = input_spec.dims
+        if shape != dims and not _matches(shape, dims):
+            expected = [-1, *dims] if batching else list(dims)
             raise TritonError.invalid_arg(
-                f"{prefix}unexpected shape for input '{name}' for model '{model}'. "
-                f"Expected {dims_string(expected)}, got {dims_string(tensor.shape)}."
+                f"{log_prefix(request.id)}unexpected shape for input '{name}' for model "
+                f"'{model}'. Expected {dims_string(expected)}, got {dims_string(tensor.shape)}."
                 + (_BATCH_NOTE if batching else "")
             )
-        if spec.HasField("reshape"):
-            new_shape = ((batch_size,) if batching else ()) + tuple(spec.reshape.shape)
+        if input_spec.reshape is not None:
+            new_shape = ((batch_size,) if batching else ()) + input_spec.reshape
             tensor.data = tensor.data.reshape(new_shape)
             tensor.shape = tuple(tensor.data.shape)
 
     if batching:
-        if batch_size < 1 or batch_size > config.max_batch_size:
+        if batch_size < 1 or batch_size > max_batch_size:
             raise TritonError.invalid_arg(
-                f"{prefix}inference request batch-size must be <= {config.max_batch_size} "
-                f"for '{model}'"
+                f"{log_prefix(request.id)}inference request batch-size must be <= "
+                f"{max_batch_size} for '{model}'"
             )
-    request.batch_size = batch_size if batching else 1
+        request.batch_size = batch_size
+    else:
+        request.batch_size = 1
 
 
 _BATCH_NOTE = (

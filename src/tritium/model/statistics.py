@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from ..request import InferenceRequest
 
@@ -49,6 +50,9 @@ class StatisticsSnapshot:
 
 
 class ModelStatistics:
+    """Counters kept as plain integers (two per duration: count, ns) under one lock: this runs
+    for every request and every execution."""
+
     def __init__(self, name: str, version: str) -> None:
         self.name = name
         self.version = version
@@ -56,66 +60,92 @@ class ModelStatistics:
         self._last_inference_ms = 0
         self._inference_count = 0
         self._execution_count = 0
-        self._success = Duration()
-        self._fail = Duration()
-        self._queue = Duration()
-        self._compute_input = Duration()
-        self._compute_infer = Duration()
-        self._compute_output = Duration()
-        self._batch_stats: dict[int, BatchStats] = {}
+        self._success_count = self._success_ns = 0
+        self._fail_count = self._fail_ns = 0
+        # Queue and compute durations count the successful requests (Triton's rule).
+        self._queue_ns = 0
+        self._compute_input_ns = 0
+        self._compute_infer_ns = 0
+        self._compute_output_ns = 0
+        # batch size -> [executions, compute input ns, compute infer ns, compute output ns]
+        self._batch_stats: dict[int, list[int]] = {}
 
     def record_request(self, request: InferenceRequest, success: bool) -> None:
         """Called once per request, when its final response is sent."""
         end = time.perf_counter_ns()
+        now_ms = int(time.time() * 1000)
+        queued = request.queue_start_ns
+        exec_start = request.exec_start_ns
+        if not success or not exec_start:
+            total = end - queued
+            with self._lock:
+                self._last_inference_ms = now_ms
+                self._fail_count += 1
+                self._fail_ns += total if total > 0 else 0
+            return
+        exec_end = request.exec_end_ns or end
+        input_end = request.compute_input_end_ns or exec_start
+        output_start = request.compute_output_start_ns or exec_end
+        total = end - queued
+        queue = exec_start - queued
+        compute_input = input_end - exec_start
+        compute_infer = output_start - input_end
+        compute_output = exec_end - output_start
+        batch = request.batch_size
         with self._lock:
-            self._last_inference_ms = int(time.time() * 1000)
-            if not success or not request.exec_start_ns:
-                self._fail.add(end - request.queue_start_ns)
-                return
-            exec_end = request.exec_end_ns or end
-            input_end = request.compute_input_end_ns or request.exec_start_ns
-            output_start = request.compute_output_start_ns or exec_end
-            self._success.add(end - request.queue_start_ns)
-            self._queue.add(request.exec_start_ns - request.queue_start_ns)
-            self._compute_input.add(input_end - request.exec_start_ns)
-            self._compute_infer.add(output_start - input_end)
-            self._compute_output.add(exec_end - output_start)
-            self._inference_count += max(request.batch_size, 1)
+            self._last_inference_ms = now_ms
+            self._success_count += 1
+            self._success_ns += total if total > 0 else 0
+            self._queue_ns += queue if queue > 0 else 0
+            self._compute_input_ns += compute_input if compute_input > 0 else 0
+            self._compute_infer_ns += compute_infer if compute_infer > 0 else 0
+            self._compute_output_ns += compute_output if compute_output > 0 else 0
+            self._inference_count += batch if batch > 1 else 1
 
-    def record_execution(self, requests: list[InferenceRequest]) -> None:
+    def record_execution(self, requests: Sequence[InferenceRequest]) -> None:
         """Called once per backend execute, after it returned (batch_stats, execution_count)."""
         if not requests:
             return
         first = requests[0]
-        input_end = first.compute_input_end_ns or first.exec_start_ns
-        output_start = first.compute_output_start_ns or first.exec_end_ns
-        batch = sum(max(r.batch_size, 1) for r in requests)
+        exec_start = first.exec_start_ns
+        exec_end = first.exec_end_ns
+        input_end = first.compute_input_end_ns or exec_start
+        output_start = first.compute_output_start_ns or exec_end
+        if len(requests) == 1:
+            batch = first.batch_size if first.batch_size > 1 else 1
+        else:
+            batch = sum(max(r.batch_size, 1) for r in requests)
+        compute_input = input_end - exec_start
+        compute_infer = output_start - input_end
+        compute_output = exec_end - output_start
         with self._lock:
             self._execution_count += 1
-            stats = self._batch_stats.setdefault(batch, BatchStats())
-            stats.compute_input.add(input_end - first.exec_start_ns)
-            stats.compute_infer.add(output_start - input_end)
-            stats.compute_output.add(first.exec_end_ns - output_start)
+            stats = self._batch_stats.get(batch)
+            if stats is None:
+                stats = self._batch_stats[batch] = [0, 0, 0, 0]
+            stats[0] += 1
+            stats[1] += compute_input if compute_input > 0 else 0
+            stats[2] += compute_infer if compute_infer > 0 else 0
+            stats[3] += compute_output if compute_output > 0 else 0
 
     def snapshot(self) -> StatisticsSnapshot:
-        def copy(d: Duration) -> Duration:
-            return Duration(d.count, d.ns)
-
         with self._lock:
+            success = self._success_count
             return StatisticsSnapshot(
                 name=self.name,
                 version=self.version,
                 last_inference_ms=self._last_inference_ms,
                 inference_count=self._inference_count,
                 execution_count=self._execution_count,
-                success=copy(self._success),
-                fail=copy(self._fail),
-                queue=copy(self._queue),
-                compute_input=copy(self._compute_input),
-                compute_infer=copy(self._compute_infer),
-                compute_output=copy(self._compute_output),
+                success=Duration(success, self._success_ns),
+                fail=Duration(self._fail_count, self._fail_ns),
+                queue=Duration(success, self._queue_ns),
+                compute_input=Duration(success, self._compute_input_ns),
+                compute_infer=Duration(success, self._compute_infer_ns),
+                compute_output=Duration(success, self._compute_output_ns),
                 batch_stats={
-                    size: BatchStats(copy(b.compute_input), copy(b.compute_infer), copy(b.compute_output))
+                    size: BatchStats(Duration(b[0], b[1]), Duration(b[0], b[2]),
+                                     Duration(b[0], b[3]))
                     for size, b in self._batch_stats.items()
                 },
             )

@@ -1,0 +1,370 @@
+"""HTTP/1.1 for the HTTP/REST frontend: a lean asyncio Protocol on httptools, in the server's loop.
+
+The frontend's routes are few and its bodies are read whole before they are answered, so an ASGI
+server's generality (scope dicts, receive/send messages, a task per request, per-request timers)
+is per-request work this server does not need. A connection here parses with httptools (the
+parser uvicorn uses), hands each complete request to the handler, and writes its answer in one
+`transport.write`. What clients see is what uvicorn gave them: the same status lines and
+lowercase headers, keep-alive by default (`Connection: close` and HTTP/1.0 close after the
+answer), pipelined requests answered in order, `100 Continue` for `Expect: 100-continue`, a 400
+for a request that does not parse, and on stop: refuse new connections, close idle ones, let
+requests in flight finish within the grace period, then cancel what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import logging
+import socket
+from collections import deque
+from typing import Any, Protocol
+from urllib.parse import unquote
+
+import httptools
+
+log = logging.getLogger("tritium.http")
+
+# Idle keep-alive connections are closed after this long (Triton keeps them open; clients with
+# pooled connections rely on it). Checked by one periodic sweep, not a timer per request.
+KEEP_ALIVE_TIMEOUT_S = 3600.0
+_SWEEP_INTERVAL_S = 60.0
+
+
+def _status_line(code: int) -> bytes:
+    try:
+        phrase = http.HTTPStatus(code).phrase.encode()
+    except ValueError:
+        phrase = b""
+    return b"HTTP/1.1 %d %s\r\n" % (code, phrase)
+
+
+STATUS_LINES = {code: _status_line(code) for code in range(100, 600)}
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_BAD_REQUEST_TEXT = b"Invalid HTTP request received."
+_BAD_REQUEST = (
+    STATUS_LINES[400]
+    + b"content-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+    % len(_BAD_REQUEST_TEXT)
+    + _BAD_REQUEST_TEXT
+)
+_INTERNAL_ERROR = (
+    STATUS_LINES[500]
+    + b"content-type: text/plain; charset=utf-8\r\ncontent-length: 21\r\nconnection: close\r\n\r\n"
+    b"Internal Server Error"
+)
+
+
+class Request:
+    """One parsed request: the method (bytes), the path as sent (bytes, without the query) and
+    percent-decoded (str), lowercase header names with their values, the whole body."""
+
+    __slots__ = ("method", "raw_path", "path", "headers", "body")
+
+    def __init__(self, method: bytes, raw_path: bytes, headers: list[tuple[bytes, bytes]],
+                 body: bytes) -> None:
+        self.method = method
+        self.raw_path = raw_path
+        # The percent-decoded path, for matching fixed routes (as an ASGI server's `path`).
+        path = raw_path.decode("latin-1")
+        self.path = unquote(path) if "%" in path else path
+        self.headers = headers
+        self.body = body
+
+
+class Handler(Protocol):
+    def __call__(self, connection: "HttpConnection", request: Request) -> None:
+        """Answer `request` through `connection.respond`, now or later (from the loop)."""
+
+
+class HttpConnection(asyncio.Protocol):
+    """One client connection: parse requests, hand them to the handler one at a time."""
+
+    def __init__(self, endpoint: "HttpEndpoint") -> None:
+        self._endpoint = endpoint
+        self._handler = endpoint.handler
+        self._loop = endpoint.loop
+        self._parser = httptools.HttpRequestParser(self)
+        try:
+            # Answer the first of pipelined requests even when the client closes after them.
+            self._parser.set_dangerous_leniencies(lenient_data_after_close=True)
+        except AttributeError:  # pragma: no cover - httptools < 0.6.3
+            pass
+        self.transport: asyncio.Transport | None = None
+        # The request being parsed.
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._expect_continue = False
+        self._in_message = False
+        # The request being answered, and those pipelined behind it.
+        self._busy = False
+        self._head = False  # the request being answered is a HEAD: no body in the answer
+        self._keep_alive = True
+        # What the answer being waited for is about: its `cancelled` flag is set if the
+        # endpoint stops before the answer (the handler sets it).
+        self.pending: Any = None
+        self._pipeline: deque[tuple[Request, bool]] = deque()
+        self._reading_paused = False
+        self._writing_paused = False
+        self._closed = False
+        self.idle_since = self._loop.time()
+
+    # -- asyncio.Protocol ----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self._endpoint.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._endpoint.connections.discard(self)
+        self._pipeline.clear()
+        self._parser = None  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            # No protocol upgrades here: the request is answered as an ordinary one.
+            if self._in_message:
+                self.on_message_complete()
+        except (httptools.HttpParserError, UnicodeDecodeError):
+            log.warning("Invalid HTTP request received.")
+            self._abort(_BAD_REQUEST)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._pause_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if not self._pipeline:
+            self._resume_reading()
+
+    # -- httptools callbacks -------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._in_message = True
+        self._url = b""
+        self._headers = []
+        self._body = []
+        self._expect_continue = False
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self._expect_continue = True
+        self._headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        if self._expect_continue and not self._busy and self.transport is not None:
+            self.transport.write(_CONTINUE)
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        self._in_message = False
+        parser = self._parser
+        body = self._body
+        parsed = httptools.parse_url(self._url)
+        request = Request(
+            parser.get_method(),
+            parsed.path,
+            self._headers,
+            body[0] if len(body) == 1 else b"".join(body),
+        )
+        keep_alive = parser.get_http_version() != "1.0" and parser.should_keep_alive()
+        if self._busy:
+            # Pipelined behind a request still being answered: answers go out in order.
+            self._pipeline.append((request, keep_alive))
+            self._pause_reading()
+            return
+        self._start(request, keep_alive)
+
+    # -- answering -----------------------------------------------------------------------------
+
+    def _start(self, request: Request, keep_alive: bool) -> None:
+        self._busy = True
+        self._keep_alive = keep_alive and not self._endpoint.stopping
+        self._head = request.method == b"HEAD"
+        try:
+            self._handler(self, request)
+        except Exception:
+            log.exception("HTTP %s %s failed", request.method, request.raw_path)
+            self._abort(_INTERNAL_ERROR)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def respond(self, status: int, headers: bytes, body: Any = b"",
+                parts: list[Any] | None = None) -> None:
+        """Send the answer to the current request: `headers` are whole header lines
+        (b"name: value\r\n" each, content-length included), then `body`, or the buffers in
+        `parts` written after one another without being joined."""
+        if not self._busy:
+            return
+        self._busy = False
+        self.pending = None
+        transport = self.transport
+        if self._closed or transport is None or transport.is_closing():
+            return
+        if not self._keep_alive:
+            headers += b"connection: close\r\n"
+        head = STATUS_LINES[status] + headers + b"\r\n"
+        if self._head:
+            transport.write(head)
+        elif parts is not None:
+            transport.writelines([head, *parts])
+        else:
+            transport.write(head + body)
+        self._finished()
+
+    def _finished(self) -> None:
+        self.idle_since = self._loop.time()
+        if not self._keep_alive:
+            self.close()
+            return
+        if self._pipeline:
+            request, keep_alive = self._pipeline.popleft()
+            if not self._pipeline and not self._writing_paused:
+                self._resume_reading()
+            self._start(request, keep_alive)
+
+    def _abort(self, answer: bytes) -> None:
+        """Write a final answer and close the connection."""
+        self._busy = False
+        self._pipeline.clear()
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(answer)
+        self.close()
+
+    def close(self) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
+    def _pause_reading(self) -> None:
+        if not self._reading_paused and self.transport is not None:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self._reading_paused and self.transport is not None:
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    # -- stopping ------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """The endpoint is stopping: close now if idle, else after the current answer."""
+        if self._busy:
+            self._keep_alive = False
+            self._pipeline.clear()
+        else:
+            self.close()
+
+    def cancel(self) -> None:
+        """The endpoint gives up on the answer being waited for: mark its request cancelled
+        and answer 500, as an ASGI server cancelling the request's task would."""
+        if not self._busy:
+            return
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending.cancelled = True
+        self._abort(_INTERNAL_ERROR)
+
+
+class HttpEndpoint:
+    """Serves `handler` on address:port inside the running event loop."""
+
+    def __init__(self, handler: Handler, address: str, port: int, service: str) -> None:
+        self.handler = handler
+        self.address = address
+        self.port = port
+        self.service = service
+        self.description = f"{service} at {address}:{port}"
+        self.connections: set[HttpConnection] = set()
+        self.stopping = False
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self._server: asyncio.AbstractServer | None = None
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    async def start(self) -> None:
+        """Bind and listen; returns once connections are accepted. OSError if the port is taken."""
+        self.loop = asyncio.get_running_loop()
+        sock = bind(self.address, self.port)
+        self.port = sock.getsockname()[1]
+        self.description = f"{self.service} at {self.address}:{self.port}"
+        try:
+            self._server = await self.loop.create_server(
+                lambda: HttpConnection(self), sock=sock, backlog=1024
+            )
+        except BaseException:
+            sock.close()
+            raise
+        self._sweeper = self.loop.call_later(_SWEEP_INTERVAL_S, self._sweep)
+
+    def _sweep(self) -> None:
+        """Close keep-alive connections idle for longer than KEEP_ALIVE_TIMEOUT_S."""
+        limit = self.loop.time() - KEEP_ALIVE_TIMEOUT_S
+        for connection in list(self.connections):
+            if not connection._busy and connection.idle_since < limit:
+                connection.close()
+        self._sweeper = self.loop.call_later(_SWEEP_INTERVAL_S, self._sweep)
+
+    async def stop(self, grace: float) -> None:
+        """Stop accepting; let in-flight requests finish for up to `grace` seconds."""
+        server = self._server
+        if server is None:
+            return
+        self._server = None
+        self.stopping = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        server.close()
+        for connection in list(self.connections):
+            connection.shutdown()
+        try:
+            await asyncio.wait_for(self._drained(), timeout=max(grace, 0.0))
+        except asyncio.TimeoutError:
+            for connection in list(self.connections):
+                connection.cancel()
+        for connection in list(self.connections):
+            connection.close()
+        await server.wait_closed()
+
+    async def _drained(self) -> None:
+        while self.connections:
+            await asyncio.sleep(0.05)
+
+
+def bind(address: str, port: int) -> socket.socket:
+    """A listening, non-blocking socket on address:port (IPv6 addresses take IPv4 too)."""
+    host = address.strip("[]") or None
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, sockaddr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(sockaddr)
+        sock.listen(1024)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+__all__ = ["HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"]
