@@ -15,26 +15,10 @@ from typing import Any, Sequence
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
+from .datatypes import NUMPY_DTYPES
 from .errors import TritonError
 
-# Wire datatype -> numpy dtype. BF16 has no numpy type: its elements travel as raw uint16.
-_NUMPY: dict[str, np.dtype] = {
-    "BOOL": np.dtype(np.bool_),
-    "UINT8": np.dtype(np.uint8),
-    "UINT16": np.dtype(np.uint16),
-    "UINT32": np.dtype(np.uint32),
-    "UINT64": np.dtype(np.uint64),
-    "INT8": np.dtype(np.int8),
-    "INT16": np.dtype(np.int16),
-    "INT32": np.dtype(np.int32),
-    "INT64": np.dtype(np.int64),
-    "FP16": np.dtype(np.float16),
-    "FP32": np.dtype(np.float32),
-    "FP64": np.dtype(np.float64),
-    "BF16": np.dtype(np.uint16),
-    "BYTES": np.dtype(np.object_),
-}
-DATATYPES: frozenset[str] = frozenset(_NUMPY)
+DATATYPES: frozenset[str] = frozenset(NUMPY_DTYPES)
 
 _CONFIG_TO_WIRE: dict[int, str] = {
     mc.TYPE_BOOL: "BOOL",
@@ -55,7 +39,7 @@ _CONFIG_TO_WIRE: dict[int, str] = {
 _WIRE_TO_CONFIG: dict[str, int] = {v: k for k, v in _CONFIG_TO_WIRE.items()}
 
 _NUMPY_TO_WIRE: dict[np.dtype, str] = {
-    dt: name for name, dt in _NUMPY.items() if name not in ("BF16",)
+    dt: name for name, dt in NUMPY_DTYPES.items() if name not in ("BF16",)
 }
 
 
@@ -71,7 +55,7 @@ def config_datatype(wire: str) -> int:
 
 def numpy_dtype(wire: str) -> np.dtype:
     try:
-        return _NUMPY[wire]
+        return NUMPY_DTYPES[wire]
     except KeyError:
         raise TritonError.invalid_arg(f"invalid datatype '{wire}'") from None
 

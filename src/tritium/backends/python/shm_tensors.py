@@ -9,7 +9,7 @@ before each element).
 
 Both sides import this module, and the stub may run under another interpreter (an execution
 environment) that has numpy but not the server's dependencies: it cannot use `tritium.tensor`
-(which needs protobuf), hence its own datatype table and BYTES codec.
+(which needs protobuf), hence the numpy-only `tritium.datatypes` and its own BYTES codec.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ...datatypes import NUMPY_DTYPES
 from .shm_ring import Ring, create_shared_fd, map_fd
 
 ALIGN = 64
@@ -28,24 +29,6 @@ _U32 = struct.Struct("<I")
 # Above this size a tensor is copied into shared memory straight from its buffer; below it,
 # through bytes (fewer Python-level steps).
 _DIRECT_COPY_BYTES = 1 << 16
-
-# Wire datatype -> numpy dtype (BF16 has no numpy type: its elements travel as uint16).
-NUMPY_DTYPES: dict[str, np.dtype] = {
-    "BOOL": np.dtype(np.bool_),
-    "UINT8": np.dtype(np.uint8),
-    "UINT16": np.dtype(np.uint16),
-    "UINT32": np.dtype(np.uint32),
-    "UINT64": np.dtype(np.uint64),
-    "INT8": np.dtype(np.int8),
-    "INT16": np.dtype(np.int16),
-    "INT32": np.dtype(np.int32),
-    "INT64": np.dtype(np.int64),
-    "FP16": np.dtype(np.float16),
-    "FP32": np.dtype(np.float32),
-    "FP64": np.dtype(np.float64),
-    "BF16": np.dtype(np.uint16),
-    "BYTES": np.dtype(np.object_),
-}
 
 
 def serialize_bytes(array: np.ndarray) -> bytes:
