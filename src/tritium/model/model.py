@@ -34,7 +34,7 @@ from ..request import (
     InferenceResponse,
     ResponseSender,
 )
-from ..scheduler import DefaultScheduler, Scheduler
+from ..scheduler import Scheduler, create_scheduler
 from .instance import ModelInstance
 from .request_normalizer import RequestSpec, normalize_request
 from .statistics import ModelStatistics
@@ -109,8 +109,8 @@ class Model:
         try:
             model._complete_config(loaded, gpu_count)
             model._create_instances(parallel=loaded.attributes.parallel_instance_loading)
-            model.scheduler = DefaultScheduler(
-                model.name, model.instances, loaded.handle.execution_policy
+            model.scheduler = create_scheduler(
+                model.config, model.instances, loaded.handle.execution_policy
             )
             model.scheduler.start()
         except BaseException:

@@ -2,5 +2,6 @@
 
 from .base import Scheduler
 from .default import DefaultScheduler
+from .factory import create_scheduler
 
-__all__ = ["DefaultScheduler", "Scheduler"]
+__all__ = ["DefaultScheduler", "Scheduler", "create_scheduler"]

@@ -1,0 +1,24 @@
+"""Which scheduler serves a model: Triton picks it from the configuration
+(`dynamic_batching`, `sequence_batching`, `ensemble_scheduling`), else the default one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..backend.handles import ExecutionPolicy
+from .base import Scheduler
+from .default import DefaultScheduler
+
+if TYPE_CHECKING:
+    from ..model.instance import ModelInstance
+
+
+def create_scheduler(
+    config: mc.ModelConfig,
+    instances: Sequence[ModelInstance],
+    policy: ExecutionPolicy,
+) -> Scheduler:
+    """The scheduler for a model whose configuration is final and instances initialized."""
+    return DefaultScheduler(config.name, instances, policy)
