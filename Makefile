@@ -10,7 +10,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# torch first, alone: `torch==2.13.0` resolves to the CPU wheel on disk, so nothing installed
+# after it can pull a CUDA torch.
 $(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 

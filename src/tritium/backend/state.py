@@ -53,6 +53,9 @@ class ModelInstanceState:
     def __init__(self, instance: ModelInstance) -> None:
         self.instance = instance
         self.model_state: ModelState = instance.model.state
+        # The outputs some request of the batch being executed asked for (empty: all), so a
+        # framework backend can skip computing the others.
+        self.requested_outputs: frozenset[str] = frozenset()
 
     @classmethod
     def create(cls, instance: ModelInstance) -> "ModelInstanceState":
@@ -82,6 +85,7 @@ class ModelInstanceState:
         mark = time.perf_counter_ns()
         for request in requests:
             request.compute_input_end_ns = mark
+        self.requested_outputs = _requested_outputs(requests)
         try:
             outputs = self.execute(inputs)
         except Exception as exc:
@@ -190,6 +194,15 @@ class DecoupledInstanceState(ModelInstanceState):
             threads = list(self._threads)
         for thread in threads:
             thread.join()
+
+
+def _requested_outputs(requests: list[InferenceRequest]) -> frozenset[str]:
+    names: set[str] = set()
+    for request in requests:
+        if not request.requested_output_names:
+            return frozenset()
+        names.update(request.requested_output_names)
+    return frozenset(names)
 
 
 def _batch_size(request: InferenceRequest) -> int:
