@@ -1,0 +1,115 @@
+"""Which forward() argument each configured input feeds, and which returned value each configured
+output reads: Triton's libtorch naming conventions, checked when an instance loads.
+
+Inputs: every configured name is a forward argument (FORWARD_ARGUMENT); else every name is
+`<name>__<index>` (NAMED_INDEX); else the configuration's order is the argument order
+(STRICT_CONFIG_ORDERING). A single `Dict[str, Tensor]` argument takes every input by name.
+Outputs: `<name>__<index>` when every name has that form, else the configuration's order.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from tritium.backend import TritonError
+
+log = logging.getLogger("tritium.backend.pytorch")
+
+DELIMITER = "__"
+
+
+class NamingConvention(enum.Enum):
+    FORWARD_ARGUMENT = "FORWARD_ARGUMENT"
+    NAMED_INDEX = "NAMED_INDEX"
+    STRICT_CONFIG_ORDERING = "STRICT_CONFIG_ORDERING"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """How forward() takes its inputs: by position (`arguments` names them) or one dict."""
+
+    arguments: tuple[str, ...]
+    dict_input: bool
+
+
+def forward_signature(module: Any, model: str, expected_inputs: int) -> Signature:
+    """ValidateInputs' reading of the forward schema (the `self` argument skipped)."""
+    arguments = list(module.forward.schema.arguments)
+    if arguments and arguments[0].type.kind() == "ClassType":
+        arguments = arguments[1:]
+    if len(arguments) == 1 and arguments[0].type.kind() == "DictType":
+        return Signature((arguments[0].name,), dict_input=True)
+    if any(a.type.kind() == "DictType" for a in arguments[1:]):
+        raise TritonError.internal(
+            "Multiple inputs of kind DictType were detected. Only a single input of type "
+            "Dict(str, Tensor) is supported."
+        )
+    for argument in arguments:
+        if argument.type.kind() not in ("TensorType", "ListType"):
+            raise TritonError.internal(
+                f"An input of type '{argument.type}' was detected in the model. Only a single "
+                "input of type Dict(str, Tensor) or input(s) of type Tensor are supported."
+            )
+    if len(arguments) != expected_inputs:
+        raise TritonError.invalid_arg(
+            f"unable to load model '{model}', configuration expects {expected_inputs} inputs, "
+            f"model provides {len(arguments)}"
+        )
+    return Signature(tuple(a.name for a in arguments), dict_input=False)
+
+
+def input_indices(config: mc.ModelConfig, signature: Signature) -> dict[str, int]:
+    """Configured input name -> position among forward()'s arguments (or in the dict)."""
+    names = [i.name for i in config.input]
+    if not names:
+        raise TritonError.internal(
+            "model configuration must contain at least one input, none were specified."
+        )
+    if signature.dict_input:
+        return {name: index for index, name in enumerate(names)}
+    convention = _convention(names, signature.arguments, config.name, "input")
+    return _indices(names, convention, signature.arguments)
+
+
+def output_indices(config: mc.ModelConfig) -> dict[str, int]:
+    """Configured output name -> position in what forward() returns."""
+    names = [o.name for o in config.output]
+    if not names:
+        raise TritonError.internal(
+            "model configuration must contain at least one output, none were specified."
+        )
+    return _indices(names, _convention(names, (), config.name, "output"), ())
+
+
+def _convention(
+    names: list[str], arguments: tuple[str, ...], model: str, kind: str
+) -> NamingConvention:
+    if kind == "input" and all(n in arguments for n in names):
+        return NamingConvention.FORWARD_ARGUMENT
+    for name in names:
+        if DELIMITER not in name:
+            return NamingConvention.STRICT_CONFIG_ORDERING
+        if not name.partition(DELIMITER)[2].isdigit():
+            log.warning(
+                "%s '%s' or previous %s(s) of the model '%s' do not follow the "
+                "<name>__<index> naming convention. Falling back to enforcing strict "
+                "ordering from model configuration.",
+                kind, name, kind, model,
+            )
+            return NamingConvention.STRICT_CONFIG_ORDERING
+    return NamingConvention.NAMED_INDEX
+
+
+def _indices(
+    names: list[str], convention: NamingConvention, arguments: tuple[str, ...]
+) -> dict[str, int]:
+    if convention is NamingConvention.FORWARD_ARGUMENT:
+        return {name: arguments.index(name) for name in names}
+    if convention is NamingConvention.NAMED_INDEX:
+        return {name: int(name.partition(DELIMITER)[2]) for name in names}
+    return {name: index for index, name in enumerate(names)}

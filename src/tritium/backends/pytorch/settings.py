@@ -1,0 +1,92 @@
+"""The model parameters Triton's libtorch backend reads, and what each one switches in torch.
+
+Booleans: DISABLE_OPTIMIZED_EXECUTION, INFERENCE_MODE (default true), DISABLE_CUDNN,
+ENABLE_WEIGHT_SHARING, ENABLE_CACHE_CLEANING, and the JIT switches ENABLE_JIT_PROFILING,
+ENABLE_JIT_EXECUTOR, ENABLE_TENSOR_FUSER (left as torch has them unless given). Integers:
+INTRA_OP_THREAD_COUNT and INTER_OP_THREAD_COUNT, process-wide in torch, so the first model that
+sets them wins, as in Triton.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from types import ModuleType
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..framework import parse_bool, parse_int
+
+log = logging.getLogger("tritium.backend.pytorch")
+
+_threads_lock = threading.Lock()
+_threads_set: set[str] = set()
+
+
+@dataclass(frozen=True)
+class TorchSettings:
+    optimized_execution: bool = True
+    inference_mode: bool = True
+    cudnn: bool = True
+    weight_sharing: bool = False
+    cache_cleaning: bool = False
+    jit_profiling: bool | None = None
+    jit_executor: bool | None = None
+    tensor_fuser: bool | None = None
+
+    @classmethod
+    def from_config(cls, config: mc.ModelConfig) -> "TorchSettings":
+        params = {k: v.string_value for k, v in config.parameters.items()}
+
+        def flag(key: str) -> bool | None:
+            return parse_bool(key, params[key]) if key in params else None
+
+        def given(value: bool | None, default: bool) -> bool:
+            return default if value is None else value
+
+        disable_optimized = flag("DISABLE_OPTIMIZED_EXECUTION")
+        disable_cudnn = flag("DISABLE_CUDNN")
+        return cls(
+            optimized_execution=not given(disable_optimized, False),
+            inference_mode=given(flag("INFERENCE_MODE"), True),
+            cudnn=not given(disable_cudnn, False),
+            weight_sharing=given(flag("ENABLE_WEIGHT_SHARING"), False),
+            cache_cleaning=given(flag("ENABLE_CACHE_CLEANING"), False),
+            jit_profiling=flag("ENABLE_JIT_PROFILING"),
+            jit_executor=flag("ENABLE_JIT_EXECUTOR"),
+            tensor_fuser=flag("ENABLE_TENSOR_FUSER"),
+        )
+
+    def apply_jit(self, torch: ModuleType) -> None:
+        """Set the JIT switches before each forward(), as Triton's Execute does: they are
+        process-wide in torch, and another model may have set them otherwise."""
+        torch._C._set_graph_executor_optimize(self.optimized_execution)
+        if self.jit_profiling is not None:
+            torch._C._jit_set_profiling_mode(self.jit_profiling)
+        if self.jit_executor is not None:
+            torch._C._jit_set_profiling_executor(self.jit_executor)
+        if self.tensor_fuser is not None:
+            torch._C._jit_set_texpr_fuser_enabled(self.tensor_fuser)
+
+
+def apply_thread_counts(torch: ModuleType, config: mc.ModelConfig) -> None:
+    """INTRA_OP_THREAD_COUNT / INTER_OP_THREAD_COUNT, each set once per process."""
+    for key, setter in (
+        ("INTRA_OP_THREAD_COUNT", torch.set_num_threads),
+        ("INTER_OP_THREAD_COUNT", torch.set_num_interop_threads),
+    ):
+        entry = config.parameters.get(key)
+        if entry is None:
+            continue
+        count = parse_int(key, entry.string_value)
+        with _threads_lock:
+            if count <= 0 or key in _threads_set:
+                continue
+            _threads_set.add(key)
+            try:
+                setter(count)
+            except RuntimeError:  # inter-op threads can only be set before parallel work
+                log.warning("%s could not be set to %d: torch already started", key, count)
+                continue
+        log.info("%s is set to %d for model '%s'", key, count, config.name)
