@@ -4,6 +4,9 @@ Suites:
 - identity: Tritium's identity backend (FP32 [1,16]), the server's own overhead.
 - python: Triton's add_sub python-backend model (FP32 [16], max_batch_size 8, one instance)
   served by Tritium and by real Triton 2.51, measured in alternation in the same run.
+- onnx: a small ONNX MLP (64 -> 128 -> 16, FP32) on Tritium's onnxruntime backend at
+  concurrency 1, batch 1 and 8, next to the same onnxruntime session settings called directly in
+  one process: the difference in time per request is the server's overhead.
 
 The server runs pinned to core 0 (`taskset`) and the load generators (wrk for HTTP, h2load for
 gRPC; see loadgen.py) on core 1, so each side has one core. Results print as Markdown tables
@@ -24,6 +27,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
 import numpy as np  # noqa: E402
+import onnx_bench  # noqa: E402
 import reference_triton  # noqa: E402
 from loadgen import Inputs, Result, missing_tools, run_load  # noqa: E402
 from models import identity_config, write_model  # noqa: E402
@@ -131,7 +135,7 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--suite", choices=["identity", "python", "all"], default="all")
+    parser.add_argument("--suite", choices=["identity", "python", "onnx", "all"], default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--no-triton", action="store_true", help="skip real Triton")
@@ -154,6 +158,8 @@ def main() -> int:
         tables.append(identity_suite(args, pin, client_pin))
     if args.suite in ("python", "all"):
         tables.append(python_suite(args, pin, client_pin))
+    if args.suite in ("onnx", "all"):
+        tables.append(onnx_bench.onnx_suite(args.seconds, pin, client_pin))
     text = "\n\n".join(tables)
     pinning = "server on core 0, wrk/h2load on core 1" if pin else "unpinned"
     text += f"\n\n({args.seconds} s per cell, {pinning})\n"

@@ -1,0 +1,85 @@
+"""The onnx suite of `make bench`: Tritium's onnxruntime backend against onnxruntime itself.
+
+An MLP (64 -> 128 -> 16, FP32) is served with one instance and one intra-op thread, on the
+server's core; the same model runs in this process with the same session settings, on the load
+generator's core. At concurrency 1 each side's time per request is 1/throughput, so their
+difference is what the server adds to every request (decode, schedule, gather, scatter, encode).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+import onnx_models
+from loadgen import Result, run_load
+from models import write_model
+from server_process import ServerProcess
+
+BATCHES = (1, 8)
+THREADS = 1
+
+CONFIG = f"""
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ {{ name: "x" data_type: TYPE_FP32 dims: [ 64 ] }} ]
+output [ {{ name: "logits" data_type: TYPE_FP32 dims: [ 16 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+parameters {{ key: "intra_op_thread_count" value: {{ string_value: "{THREADS}" }} }}
+parameters {{ key: "inter_op_thread_count" value: {{ string_value: "{THREADS}" }} }}
+"""
+
+
+def direct_rate(path: Path, x: np.ndarray, seconds: float) -> float:
+    """Calls per second of `session.run` alone, with the server's session settings."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = THREADS
+    options.inter_op_num_threads = THREADS
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    for _ in range(100):  # warm-up
+        session.run(["logits"], {"x": x})
+    calls, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        for _ in range(100):
+            session.run(["logits"], {"x": x})
+        calls += 100
+    return calls / elapsed
+
+
+def table(rows: list[tuple[int, Result, float]]) -> str:
+    lines = ["### Tritium onnxruntime backend vs onnxruntime in-process, MLP 64-128-16 FP32, "
+             "concurrency 1", "",
+             "| batch | protocol | Tritium req/s | Tritium infer/s | p50 (us) | onnxruntime "
+             "direct calls/s | server overhead per request (us) | errors |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for batch, r, direct in rows:
+        overhead = 1e6 / r.throughput - 1e6 / direct if r.throughput else float("nan")
+        lines.append(f"| {batch} | {r.protocol} | {r.throughput:,.0f} | "
+                     f"{r.throughput * batch:,.0f} | {r.p50_us:,.0f} | {direct:,.0f} | "
+                     f"{overhead:,.0f} | {r.errors} |")
+    return "\n".join(lines)
+
+
+def onnx_suite(seconds: int, pin: list[str], client_pin: list[str]) -> str:
+    rng = np.random.default_rng(0)
+    rows: list[tuple[int, Result, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp)
+        write_model(repo, "mlp", CONFIG)
+        path = onnx_models.save(onnx_models.mlp(), repo / "mlp" / "1" / "model.onnx")
+        with ServerProcess([repo], prefix=pin) as server:
+            for batch in BATCHES:
+                x = rng.standard_normal((batch, 64)).astype(np.float32)
+                direct = direct_rate(path, x, seconds)
+                for protocol in ("http", "grpc"):
+                    port = server.http_port if protocol == "http" else server.grpc_port
+                    r = run_load(protocol, "127.0.0.1", port, "mlp", 1, seconds, [("x", x)],
+                                 ["logits"], prefix=client_pin)
+                    print(f"onnx mlp batch {batch} {protocol} c=1: {r.throughput:,.0f}/s, "
+                          f"onnxruntime direct {direct:,.0f}/s", flush=True)
+                    rows.append((batch, r, direct))
+    return table(rows)
