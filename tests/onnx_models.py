@@ -66,6 +66,17 @@ def strings(batch: "int | str" = "batch") -> onnx.ModelProto:
     )
 
 
+def scalar() -> onnx.ModelProto:
+    """HALF = VALUE / 2 on scalars (shape []): Triton's configs carry them as dims [1]."""
+    two = numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two")
+    return _model(
+        [helper.make_node("Div", ["VALUE", "two"], ["HALF"])],
+        [_value("VALUE", TensorProto.FLOAT, [])],
+        [_value("HALF", TensorProto.FLOAT, [])],
+        [two],
+    )
+
+
 def save(model: onnx.ModelProto, path: Path, external_data: bool = False) -> Path:
     """Write `model` to `path`; with `external_data`, `path` is a directory holding
     `model.onnx` and its weights in a separate file, as large models are shipped."""

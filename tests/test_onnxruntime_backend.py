@@ -58,6 +58,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 'default_model_filename: "classifier.onnx"\nmax_batch_size: 8\n')
     onnx_models.save(onnx_models.mlp(), repo / "mlp_renamed" / "1" / "classifier.onnx")
     onnx_models.save(onnx_models.strings(), repo / "strings_auto" / "1" / "model.onnx")
+    onnx_models.save(onnx_models.scalar(), repo / "scalar_auto" / "1" / "model.onnx")
     shutil.copytree(ROOT / "tests" / "python_models" / "repo" / "add_sub", repo / "add_sub")
     return repo
 
@@ -139,6 +140,14 @@ def test_strings_round_trip(server: ServerProcess) -> None:
         assert out.tolist() == text.tolist()
 
 
+def test_scalars_travel_as_one_element(server: ServerProcess) -> None:
+    config = config_of(server, "scalar_auto")
+    assert config["max_batch_size"] == 0 and config["input"][0]["dims"] == [1]
+    value = np.array([3.0], np.float32)
+    result = infer(grpcclient, server.grpc_url, "scalar_auto", {"VALUE": value})
+    np.testing.assert_array_equal(result.as_numpy("HALF"), np.array([1.5], np.float32))
+
+
 def test_concurrent_requests_of_mixed_batch_sizes(server: ServerProcess, repo: Path) -> None:
     rng = np.random.default_rng(2)
     batches = [rng.standard_normal((1 + i % 8, 64)).astype(np.float32) for i in range(24)]
@@ -197,6 +206,8 @@ def test_contradicting_configs_and_missing_files_are_refused(tmp_path: Path) -> 
                 'input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
                 'output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]\n')
     onnx_models.save(onnx_models.add_sub(), tmp_path / "good" / "1" / "model.onnx")
+    write_model(tmp_path, "corrupt", 'platform: "onnxruntime_onnx"\n',
+                files={"1/model.onnx": "this is not an ONNX protobuf"})
 
     with ServerProcess([tmp_path], "--exit-on-error=false", "--strict-readiness=false") as server:
         log = server.log()
@@ -206,6 +217,7 @@ def test_contradicting_configs_and_missing_files_are_refused(tmp_path: Path) -> 
                 "while non-zero max_batch_size is specified") in log
         missing = tmp_path / "no_file" / "1" / "model.onnx"
         assert f"unable to find '{missing}' for model instance 'no_file'" in log
+        assert "| corrupt " in log and "onnx runtime error 7: " in log
         client = httpclient.InferenceServerClient(server.http_url)
         assert not client.is_model_ready("bad_dims")
         assert client.is_model_ready("good")
