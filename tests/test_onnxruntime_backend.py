@@ -29,6 +29,7 @@ max_batch_size: 8
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 64 ] } ]
 output [ { name: "logits" data_type: TYPE_FP32 dims: [ 16 ] } ]
 instance_group [ { count: 1 kind: KIND_CPU } ]
+dynamic_batching { max_queue_delay_microseconds: 2000 }
 parameters { key: "intra_op_thread_count" value: { string_value: "1" } }
 parameters { key: "inter_op_thread_count" value: { string_value: "1" } }
 parameters { key: "execution_mode" value: { string_value: "0" } }
@@ -96,6 +97,10 @@ def test_auto_complete_from_the_graph(server: ServerProcess) -> None:
     assert [o["name"] for o in config["output"]] == ["OUTPUT0", "OUTPUT1"]
     # Triton's default for onnxruntime on CPU: two instances.
     assert [(g["kind"], g["count"]) for g in config["instance_group"]] == [("KIND_CPU", 2)]
+
+    over_grpc = grpcclient.InferenceServerClient(server.grpc_url).get_model_config(
+        "addsub_auto", as_json=True)["config"]
+    assert over_grpc["max_batch_size"] == 4 and len(over_grpc["input"]) == 2
 
     fixed = config_of(server, "fixed_auto")
     assert fixed["max_batch_size"] == 0 and "dynamic_batching" not in fixed

@@ -55,7 +55,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
               'parameters { key: "DISABLE_OPTIMIZED_EXECUTION" value: { string_value: "true" } }\n'
               'parameters { key: "ENABLE_JIT_PROFILING" value: { string_value: "false" } }\n'
               'parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }\n'
-              'instance_group [ { count: 2 kind: KIND_CPU } ]\n'))
+              'instance_group [ { count: 2 kind: KIND_CPU } ]\n'
+              'dynamic_batching { max_queue_delay_microseconds: 2000 }\n'))
     torch_models.save(torch_models.mlp(), repo / "mlp_pt" / "1" / "model.pt")
     write_model(repo, "shout_pt", pytorch_config(
         io("input", "WORDS", "TYPE_STRING", "[ -1 ]") + io("output", "LOUD", "TYPE_STRING", "[ -1 ]"),
