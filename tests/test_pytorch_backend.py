@@ -161,12 +161,15 @@ def test_bad_configs_and_files_are_refused(tmp_path: Path) -> None:
         two_inputs + io("output", "OUTPUT__0", "TYPE_FP64", "[ 4 ]")))
     write_model(tmp_path, "wrong_index", pytorch_config(
         two_inputs + io("output", "OUTPUT__5", "TYPE_FP32", "[ 4 ]")))
+    write_model(tmp_path, "wrong_input_index", pytorch_config(
+        io("input", "INPUT__0", "TYPE_FP32", "[ 4 ]") + io("input", "INPUT__2", "TYPE_FP32", "[ 4 ]")
+        + io("output", "OUTPUT__0", "TYPE_FP32", "[ 4 ]")))
     write_model(tmp_path, "no_file", pytorch_config(
         two_inputs + io("output", "OUTPUT__0", "TYPE_FP32", "[ 4 ]")))
     write_model(tmp_path, "not_torchscript", pytorch_config(
         two_inputs + io("output", "OUTPUT__0", "TYPE_FP32", "[ 4 ]")),
         files={"1/model.pt": "not a TorchScript archive"})
-    for name in ("wrong_count", "wrong_type", "wrong_index"):
+    for name in ("wrong_count", "wrong_type", "wrong_index", "wrong_input_index"):
         torch_models.save(torch_models.AddSub(), tmp_path / name / "1" / "model.pt")
 
     with ServerProcess([tmp_path], "--exit-on-error=false", "--strict-readiness=false") as server:
@@ -176,6 +179,8 @@ def test_bad_configs_and_files_are_refused(tmp_path: Path) -> None:
         missing = tmp_path / "no_file" / "1" / "model.pt"
         assert f"unable to find '{missing}' for model instance 'no_file'" in log
         assert "failed to load model 'not_torchscript'" in log
+        assert ("unable to load model 'wrong_input_index', input 'INPUT__2' refers to forward() "
+                "argument 2, but forward() takes 2 arguments") in log
 
         a = np.ones((1, 4), np.float32)
         arrays = {"INPUT__0": a, "INPUT__1": a}

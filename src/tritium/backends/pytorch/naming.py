@@ -73,7 +73,14 @@ def input_indices(config: mc.ModelConfig, signature: Signature) -> dict[str, int
     if signature.dict_input:
         return {name: index for index, name in enumerate(names)}
     convention = _convention(names, signature.arguments, config.name, "input")
-    return _indices(names, convention, signature.arguments)
+    indices = _indices(names, convention, signature.arguments)
+    for name, index in indices.items():
+        if index >= len(signature.arguments):
+            raise TritonError.invalid_arg(
+                f"unable to load model '{config.name}', input '{name}' refers to forward() "
+                f"argument {index}, but forward() takes {len(signature.arguments)} arguments"
+            )
+    return indices
 
 
 def output_indices(config: mc.ModelConfig) -> dict[str, int]:
