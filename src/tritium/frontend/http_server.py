@@ -9,6 +9,10 @@ lowercase headers, keep-alive by default (`Connection: close` and HTTP/1.0 close
 answer), pipelined requests answered in order, `100 Continue` for `Expect: 100-continue`, a 400
 for a request that does not parse, and on stop: refuse new connections, close idle ones, let
 requests in flight finish within the grace period, then cancel what is left.
+
+A request body (Content-Length or chunked, of any size) is kept only up to the endpoint's
+`max_input_size` (Triton's `--http-max-input-size`, 64 MB by default); past it the rest is
+read and dropped, and the request is answered 400.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ log = logging.getLogger("tritium.http")
 # pooled connections rely on it). Checked by one periodic sweep, not a timer per request.
 KEEP_ALIVE_TIMEOUT_S = 3600.0
 _SWEEP_INTERVAL_S = 60.0
+# Triton's HTTP_DEFAULT_MAX_INPUT_SIZE.
+DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024
 
 
 def _status_line(code: int) -> bytes:
@@ -57,12 +63,13 @@ _INTERNAL_ERROR = (
 
 class Request:
     """One parsed request: the method (bytes), the path as sent (bytes, without the query) and
-    percent-decoded (str), lowercase header names with their values, the whole body."""
+    percent-decoded (str), lowercase header names with their values, the whole body (None
+    when it was larger than the endpoint accepts)."""
 
     __slots__ = ("method", "raw_path", "path", "headers", "body")
 
     def __init__(self, method: bytes, raw_path: bytes, headers: list[tuple[bytes, bytes]],
-                 body: bytes) -> None:
+                 body: bytes | None) -> None:
         self.method = method
         self.raw_path = raw_path
         # The percent-decoded path, for matching fixed routes (as an ASGI server's `path`).
@@ -95,6 +102,8 @@ class HttpConnection(asyncio.Protocol):
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
+        self._body_size = 0
+        self._max_input_size = endpoint.max_input_size
         self._expect_continue = False
         self._in_message = False
         # The request being answered, and those pipelined behind it.
@@ -152,6 +161,7 @@ class HttpConnection(asyncio.Protocol):
         self._url = b""
         self._headers = []
         self._body = []
+        self._body_size = 0
         self._expect_continue = False
 
     def on_url(self, url: bytes) -> None:
@@ -168,6 +178,10 @@ class HttpConnection(asyncio.Protocol):
             self.transport.write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
+        self._body_size += len(body)
+        if self._body_size > self._max_input_size:
+            self._body.clear()  # too large: read the rest, keep none of it
+            return
         self._body.append(body)
 
     def on_message_complete(self) -> None:
@@ -179,7 +193,8 @@ class HttpConnection(asyncio.Protocol):
             parser.get_method(),
             parsed.path,
             self._headers,
-            body[0] if len(body) == 1 else b"".join(body),
+            None if self._body_size > self._max_input_size
+            else body[0] if len(body) == 1 else b"".join(body),
         )
         keep_alive = parser.get_http_version() != "1.0" and parser.should_keep_alive()
         if self._busy:
@@ -195,11 +210,21 @@ class HttpConnection(asyncio.Protocol):
         self._busy = True
         self._keep_alive = keep_alive and not self._endpoint.stopping
         self._head = request.method == b"HEAD"
+        if request.body is None:
+            return self._refuse_too_large()
         try:
             self._handler(self, request)
         except Exception:
             log.exception("HTTP %s %s failed", request.method, request.raw_path)
             self._abort(_INTERNAL_ERROR)
+
+    def _refuse_too_large(self) -> None:
+        body = (
+            b'{"error":"Request body size exceeds the maximum allowed value of %d bytes. '
+            b'Use --http-max-input-size to increase the limit."}' % self._max_input_size
+        )
+        self.respond(400, b"content-length: %d\r\ncontent-type: application/json\r\n"
+                     % len(body), body)
 
     @property
     def closed(self) -> bool:
@@ -287,8 +312,10 @@ class HttpConnection(asyncio.Protocol):
 class HttpEndpoint:
     """Serves `handler` on address:port inside the running event loop."""
 
-    def __init__(self, handler: Handler, address: str, port: int, service: str) -> None:
+    def __init__(self, handler: Handler, address: str, port: int, service: str,
+                 max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.handler = handler
+        self.max_input_size = max_input_size
         self.address = address
         self.port = port
         self.service = service
@@ -367,4 +394,4 @@ def bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-__all__ = ["HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"]
+__all__ = ["DEFAULT_MAX_INPUT_SIZE", "HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"]
