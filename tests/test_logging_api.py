@@ -150,6 +150,8 @@ def test_http_ignores_nulls_and_unknown_members(log_server) -> None:
      "INVALID_ARGUMENT", "expect int32 for 'log_verbose_level'"),
     ({"log_info": pb.LogSettingsRequest.SettingValue(uint32_param=1)}, "INVALID_ARGUMENT",
      "expect boolean for 'log_info'"),
+    ({"log_format": pb.LogSettingsRequest.SettingValue(bool_param=True)}, "INVALID_ARGUMENT",
+     "expect string for 'log_format'"),
     ({"log_format": pb.LogSettingsRequest.SettingValue(string_param="bogus")},
      "INVALID_ARGUMENT", "invalid argument for log_format, got: bogus"),
 ])

@@ -186,5 +186,6 @@ def test_grpc_errors(grpc_client, name, version, message) -> None:
 
 
 def test_grpc_without_a_name_lists_every_model_whatever_the_version(grpc_client) -> None:
-    response = grpc_client.get_inference_statistics("", "1")
-    assert len(response.model_stats) == 5
+    assert len(grpc_client.get_inference_statistics("", "7").model_stats) == 5
+    with pytest.raises(InferenceServerException, match="version string 'x'"):
+        grpc_client.get_inference_statistics("", "x")

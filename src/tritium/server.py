@@ -189,10 +189,10 @@ class InferenceServer:
 
     def model_statistics(self, name: str = "", version: str = "") -> list[StatisticsSnapshot]:
         """The statistics extension: every ready model version, one model's ready versions, or
-        one version (name "" means every model, whatever the version says, as in Triton)."""
+        one version (name "" means every model, whatever valid version is given, as in Triton)."""
+        number = parse_version(version)
         if not name:
             return sorted(self.statistics(), key=lambda s: (s.name, int(s.version)))
-        number = parse_version(version)
         ready = {
             v: s.model for v, s in self.lifecycle.status().get(name, {}).items()
             if s.model is not None and s.state is ModelReadyState.READY
