@@ -76,6 +76,7 @@ def _call(server: ServerProcess, path: str, method: str = "GET", body: bytes | N
     ("/v2/logging", "logging"),
     ("/v2/bogus", None), (f"/v2/models/{MODEL}/bogus", None), ("/metrics", None),
     (f"/v2/models/{MODEL}/versions/x/stats", None),
+    (f"/v2/models/{MODEL}/versions/1/trace/setting", None),
 ])
 def test_every_triton_endpoint_has_tritons_group(path, group) -> None:
     assert http_group(path) == group

@@ -3,6 +3,7 @@ Triton 2.51's fields, JSON shape and errors (compared side by side with tritonse
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import time
@@ -13,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+import tritonclient.grpc.aio as grpc_aio
 import tritonclient.http as httpclient
+import tritonclient.http.aio as http_aio
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
@@ -183,6 +186,23 @@ def test_grpc_errors(grpc_client, name, version, message) -> None:
         grpc_client.get_inference_statistics(name, version)
     assert info.value.status() == "StatusCode.INVALID_ARGUMENT"
     assert info.value.message() == message
+
+
+def test_asyncio_clients(stats_server) -> None:
+    async def read() -> tuple[dict, dict]:
+        http = http_aio.InferenceServerClient(stats_server.http_url)
+        grpc = grpc_aio.InferenceServerClient(stats_server.grpc_url)
+        try:
+            return (await http.get_inference_statistics("identity_fp32"),
+                    await grpc.get_inference_statistics("identity_fp32", as_json=True))
+        finally:
+            await http.close()
+            await grpc.close()
+
+    over_http, over_grpc = asyncio.run(read())
+    assert over_http["model_stats"][0]["name"] == over_grpc["model_stats"][0]["name"]
+    assert over_http["model_stats"][0]["inference_count"] == int(
+        over_grpc["model_stats"][0].get("inference_count", 0))
 
 
 def test_grpc_without_a_name_lists_every_model_whatever_the_version(grpc_client) -> None:

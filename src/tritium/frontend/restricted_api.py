@@ -36,7 +36,7 @@ _HTTP_ROUTES: list[tuple[re.Pattern[str], str]] = [
         (_MODEL + r"/config", "model-config"),
         (_MODEL + r"/(?:infer|generate|generate_stream)", "inference"),
         (_MODEL + r"/stats", "statistics"),
-        (_MODEL + r"/trace/setting", "trace"),
+        (r"/v2/models/[^/]+/trace/setting", "trace"),
         (r"/v2/trace/setting", "trace"),
         (r"/v2/logging", "logging"),
         (r"/v2/repository/index", "model-repository"),
