@@ -4,6 +4,7 @@ Triton 2.51's settings, messages and status codes (compared side by side with tr
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import time
@@ -20,11 +21,12 @@ from tritonclient.grpc import service_pb2_grpc
 
 from models import identity_config, write_model
 from server_process import ServerProcess
+from tritium.logging_settings import LogSettings
 
 DEFAULTS = {"log_file": "", "log_info": True, "log_warning": True, "log_error": True,
             "log_verbose_level": 0, "log_format": "default"}
-ISO8601_LINE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ [IWEV] \d+ "
-DEFAULT_LINE = r"[IWEV]\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ "
+ISO8601_LINE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ [IWE] \d+ "
+DEFAULT_LINE = r"[IWE]\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ "
 
 
 @pytest.fixture(scope="module")
@@ -168,3 +170,30 @@ def test_a_bad_log_format_flag_stops_the_server(repo: Path) -> None:
     process = ServerProcess([repo], "--log-format=fancy")
     with pytest.raises(RuntimeError, match="invalid argument for --log-format, got: fancy"):
         process.start()
+
+
+def test_levels_filter_python_logging(tmp_path: Path) -> None:
+    """Unit test of the wiring: each setting lets its Python level through or not."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    settings = LogSettings(log_file=str(tmp_path / "unit.log"))
+    settings.install()
+    log = logging.getLogger("unit")
+    try:
+        log.debug("hidden verbose")
+        settings.update({"log_verbose_level": 1})
+        log.debug("shown verbose")
+        settings.update({"log_error": False, "log_info": False})
+        log.error("hidden error")
+        log.info("hidden info")
+        log.warning("shown warning")
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+            handler.close()
+        for handler in saved[0]:
+            root.addHandler(handler)
+        root.setLevel(saved[1])
+    lines = (tmp_path / "unit.log").read_text().splitlines()
+    assert [line.split("] ", 1)[1] for line in lines] == ["shown verbose", "shown warning"]
+    assert re.match(DEFAULT_LINE + r"unit\]", lines[0]) and lines[1].startswith("W")

@@ -51,7 +51,8 @@ class TritonFormatter(logging.Formatter):
         return line
 
 
-_SEVERITY = {logging.DEBUG: "V", logging.INFO: "I", logging.WARNING: "W", logging.ERROR: "E",
+# Triton writes its verbose lines with the info severity.
+_SEVERITY = {logging.DEBUG: "I", logging.INFO: "I", logging.WARNING: "W", logging.ERROR: "E",
              logging.CRITICAL: "E"}
 
 
