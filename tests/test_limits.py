@@ -143,3 +143,15 @@ def test_too_many_requested_outputs_are_refused(server) -> None:
         client.infer(MODEL, [tensor], outputs=outputs)
     assert info.value.status() == "StatusCode.INVALID_ARGUMENT"
     assert info.value.message() == message
+
+
+@pytest.mark.parametrize("head", [
+    b"Content-Length: 99999999999999\r\n",
+    b"Transfer-Encoding: chunked\r\n\r\nffffffffffff",
+])
+def test_an_endless_body_is_refused_without_waiting_for_its_end(small_limit, head) -> None:
+    with _connect(small_limit) as sock:
+        sock.sendall(b"POST /v2/models/%s/infer HTTP/1.1\r\nHost: x\r\n%s\r\n"
+                     % (MODEL.encode(), head) + b"a" * (3 * LIMIT))
+        assert _read_response(sock) == (400, TOO_LARGE % LIMIT)
+        assert sock.recv(1) == b""  # and the connection is closed

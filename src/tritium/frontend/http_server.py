@@ -12,7 +12,8 @@ requests in flight finish within the grace period, then cancel what is left.
 
 A request body (Content-Length or chunked, of any size) is kept only up to the endpoint's
 `max_input_size` (Triton's `--http-max-input-size`, 64 MB by default); past it the rest is
-read and dropped, and the request is answered 400.
+read and dropped, and the request is answered 400 (at once, closing the connection, when
+the body goes on past twice the limit).
 """
 
 from __future__ import annotations
@@ -59,6 +60,16 @@ _INTERNAL_ERROR = (
     + b"content-type: text/plain; charset=utf-8\r\ncontent-length: 21\r\nconnection: close\r\n\r\n"
     b"Internal Server Error"
 )
+
+
+def _too_large_body(limit: int) -> bytes:
+    return (b'{"error":"Request body size exceeds the maximum allowed value of %d bytes. '
+            b'Use --http-max-input-size to increase the limit."}' % limit)
+
+
+def _too_large_headers(limit: int) -> bytes:
+    return (b"content-length: %d\r\ncontent-type: application/json\r\n"
+            % len(_too_large_body(limit)))
 
 
 class Request:
@@ -180,7 +191,13 @@ class HttpConnection(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         self._body_size += len(body)
         if self._body_size > self._max_input_size:
-            self._body.clear()  # too large: read the rest, keep none of it
+            # Too large: read the rest (keeping none of it) to answer at its end, unless there
+            # is as much again: then answer now and close (a body may be endless).
+            self._body.clear()
+            if self._body_size > 2 * self._max_input_size:
+                self._abort(STATUS_LINES[400] + _too_large_headers(self._max_input_size)
+                            + b"connection: close\r\n\r\n"
+                            + _too_large_body(self._max_input_size))
             return
         self._body.append(body)
 
@@ -219,12 +236,8 @@ class HttpConnection(asyncio.Protocol):
             self._abort(_INTERNAL_ERROR)
 
     def _refuse_too_large(self) -> None:
-        body = (
-            b'{"error":"Request body size exceeds the maximum allowed value of %d bytes. '
-            b'Use --http-max-input-size to increase the limit."}' % self._max_input_size
-        )
-        self.respond(400, b"content-length: %d\r\ncontent-type: application/json\r\n"
-                     % len(body), body)
+        limit = self._max_input_size
+        self.respond(400, _too_large_headers(limit), _too_large_body(limit))
 
     @property
     def closed(self) -> bool:
