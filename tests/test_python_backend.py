@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -224,7 +225,8 @@ def test_model_log_lines_reach_the_server_log(server) -> None:
     wait_for(lambda: "args_echo warns" in server.log())
     log = server.log()
     assert f"{model_file}:{info}] args_echo instance args_echo_0 is ready" in log
-    assert f"W tritium.backends.python.model] {model_file}:{warn}] args_echo warns" in log
+    assert re.search(rf"\nW[0-9: .]+ \d+ tritium\.backends\.python\.model\] "
+                     rf"{re.escape(str(model_file))}:{warn}\] args_echo warns", log)
 
 
 def test_auto_complete_config(http) -> None:

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import TritonError
+from .frontend.http_server import DEFAULT_MAX_INPUT_SIZE
+from .frontend.restricted_api import build_restrictions
+from .logging_settings import LogSettings
 from .server import InferenceServer, ServerOptions
+from .trace_settings import parse_trace_config
 
 log = logging.getLogger("tritium")
 
@@ -44,6 +48,16 @@ def _backend_config(text: str) -> tuple[str, str, str]:
 def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
     """A boolean flag that also works bare (`--allow-http` means true)."""
     parser.add_argument(name, type=_bool, nargs="?", const=True, **kwargs)  # type: ignore[arg-type]
+
+
+_DEPRECATED_TRACE_FLAGS = {
+    "--trace-file": "triton,file", "--trace-level": "level", "--trace-rate": "rate",
+    "--trace-count": "count", "--trace-log-frequency": "triton,log-frequency",
+}
+
+
+def _trace_dest(setting: str) -> str:
+    return "trace_" + setting.replace(",", "_").replace("-", "_")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,6 +91,19 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--log-info", default=True)
     _flag(serve, "--log-warning", default=True)
     _flag(serve, "--log-error", default=True)
+    serve.add_argument("--log-format", default="default", help='"default" or "ISO8601"')
+    serve.add_argument("--log-file", default="", help="log to this file instead of the console")
+    serve.add_argument("--trace-config", action="append", default=[],
+                       help="[<mode>,]<setting>=<value>; repeatable")
+    # tritonserver's deprecated spellings of --trace-config settings.
+    for old, setting in _DEPRECATED_TRACE_FLAGS.items():
+        serve.add_argument(old, action="append", default=[], dest=_trace_dest(setting))
+    serve.add_argument("--http-restricted-api", action="append", default=[],
+                       help="<groups>:<header key>=<value>; repeatable")
+    serve.add_argument("--grpc-restricted-protocol", action="append", default=[],
+                       help="<groups>:<header key>=<value>; repeatable")
+    serve.add_argument("--http-max-input-size", type=int, default=DEFAULT_MAX_INPUT_SIZE,
+                       help="largest HTTP request body, in bytes (default 64 MB)")
     serve.add_argument("--id", default="triton")
 
     check = commands.add_parser("check", help="load and complete model configurations")
@@ -85,6 +112,31 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--backend-directory", action="append", default=[], type=Path)
     _flag(check, "--disable-auto-complete-config", default=False)
     return parser
+
+
+def check_serve_args(args: argparse.Namespace) -> None:
+    """Settle the flags that need more than argparse: log, trace and restricted-API settings.
+
+    Raises ValueError naming the flag, as tritonserver's `Bad option` messages do.
+    """
+    trace_values = []
+    for setting in _DEPRECATED_TRACE_FLAGS.values():
+        trace_values += [f"{setting}={value}" for value in getattr(args, _trace_dest(setting))]
+    for flag, attribute, action in (
+        ("--log-format", "log_settings", lambda: LogSettings(
+            args.log_verbose, args.log_info, args.log_warning, args.log_error,
+            args.log_format, args.log_file)),
+        ("--trace-config", "trace_default",
+         lambda: parse_trace_config(trace_values + args.trace_config)),
+        ("--http-restricted-api", "http_restrictions",
+         lambda: build_restrictions("--http-restricted-api", args.http_restricted_api)),
+        ("--grpc-restricted-protocol", "grpc_restrictions",
+         lambda: build_restrictions("--grpc-restricted-protocol", args.grpc_restricted_protocol)),
+    ):
+        try:
+            setattr(args, attribute, action())
+        except ValueError as exc:
+            raise ValueError(f'Bad option: "{flag}".\n{exc}') from None
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
@@ -106,17 +158,9 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         model_load_thread_count=args.model_load_thread_count,
         exit_timeout_secs=args.exit_timeout_secs,
         server_id=args.id,
+        log_settings=args.log_settings,
+        trace_default=args.trace_default,
     )
-
-
-def configure_logging(verbose: int, info: bool = True) -> None:
-    level = logging.DEBUG if verbose > 0 else (logging.INFO if info else logging.WARNING)
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname).1s %(name)s] %(message)s", stream=sys.stderr
-    )
-    if verbose == 0:
-        for noisy in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,7 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_check(args.repositories, args.backend_directory, as_json=args.json,
                          auto_complete=not args.disable_auto_complete_config)
-    configure_logging(args.log_verbose, args.log_info)
+    try:
+        check_serve_args(args)
+        args.log_settings.install()
+    except (ValueError, OSError) as exc:
+        print(exc, file=sys.stderr)
+        return 1
     return serve(args)
 
 

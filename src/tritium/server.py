@@ -21,15 +21,18 @@ from .backend.manager import BackendManager
 from .config import model_config_to_json
 from .custom_metrics import MetricRegistry
 from .errors import TritonError
+from .logging_settings import LogSettings
 from .model import Model, StatisticsSnapshot
 from .repository import ModelLifeCycle, ModelReadyState, ModelRepositoryManager, VersionStatus
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
 from .tensor import wire_datatype
+from .trace_settings import TraceSetting, TraceSettings
 
 log = logging.getLogger("tritium.server")
 
 # The protocol extensions this server implements (reported by server metadata).
-EXTENSIONS = ["classification", "binary_tensor_data", "model_configuration", "parameters"]
+EXTENSIONS = ["classification", "binary_tensor_data", "model_configuration", "parameters",
+              "statistics", "trace", "logging"]
 
 
 @dataclass
@@ -47,6 +50,10 @@ class ServerOptions:
     model_load_thread_count: int = 4
     exit_timeout_secs: float = 30.0
     server_id: str = "triton"
+    # The process's log settings (the logging extension changes them at run time).
+    log_settings: LogSettings = field(default_factory=LogSettings)
+    # `--trace-config`: the trace settings at start-up.
+    trace_default: TraceSetting = field(default_factory=TraceSetting)
 
 
 class InferenceServer:
@@ -64,6 +71,8 @@ class InferenceServer:
         self.lifecycle = ModelLifeCycle(
             self.repository, self.backends, thread_count=options.model_load_thread_count
         )
+        self.log_settings = options.log_settings
+        self.trace_settings = TraceSettings(options.trace_default)
         self._live = False
         self._stopping = False
 
@@ -177,6 +186,26 @@ class InferenceServer:
             for s in versions.values()
             if s.model is not None and s.state is ModelReadyState.READY
         ]
+
+    def model_statistics(self, name: str = "", version: str = "") -> list[StatisticsSnapshot]:
+        """The statistics extension: every ready model version, one model's ready versions, or
+        one version (name "" means every model, whatever valid version is given, as in Triton)."""
+        number = parse_version(version)
+        if not name:
+            return sorted(self.statistics(), key=lambda s: (s.name, int(s.version)))
+        ready = {
+            v: s.model for v, s in self.lifecycle.status().get(name, {}).items()
+            if s.model is not None and s.state is ModelReadyState.READY
+        }
+        if not ready:
+            raise TritonError.invalid_arg(f"requested model '{name}' is not available")
+        if number == -1:
+            return [ready[v].statistics.snapshot() for v in sorted(ready)]
+        if number not in ready:
+            raise TritonError.invalid_arg(
+                f"requested model version is not available for model '{name}'"
+            )
+        return [ready[number].statistics.snapshot()]
 
     def pending_requests(self) -> list[tuple[str, str, int]]:
         """(model, version, requests accepted but not yet answered) for each loaded version."""

@@ -64,9 +64,11 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
 
     frontends: list[Frontend] = []
     if args.allow_grpc:
-        frontends.append(GrpcFrontend(server, args.grpc_address, args.grpc_port))
+        frontends.append(GrpcFrontend(server, args.grpc_address, args.grpc_port,
+                                      args.grpc_restrictions))
     if args.allow_http:
-        frontends.append(HttpFrontend(server, args.http_address, args.http_port))
+        frontends.append(HttpFrontend(server, args.http_address, args.http_port,
+                                      args.http_restrictions, args.http_max_input_size))
     if args.allow_metrics:
         address = args.metrics_address or args.http_address
         frontends.append(MetricsFrontend(server, address, args.metrics_port))

@@ -11,12 +11,20 @@ import zlib
 from ..errors import TritonError
 
 
-def decompress(body: bytes, encoding: str) -> bytes:
-    """Undo a request's Content-Encoding (Triton accepts gzip and deflate)."""
+def decompress(body: bytes, encoding: str, limit: int) -> bytes:
+    """Undo a request's Content-Encoding (Triton accepts gzip and deflate); the result may
+    not be larger than `limit` bytes (the body size limit applies after decompression too)."""
     try:
-        if encoding == "gzip":
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        return zlib.decompress(body)
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
+        data = inflater.decompress(body, limit + 1)
+        if len(data) > limit:
+            raise TritonError.invalid_arg(
+                f"Decompressed request body size exceeds the maximum allowed value of {limit} "
+                "bytes. Use --http-max-input-size to increase the limit."
+            )
+        if not inflater.eof:
+            raise zlib.error("incomplete or truncated stream")
+        return data
     except zlib.error as exc:
         raise TritonError.invalid_arg(f"failed to decompress the request body: {exc}") from None
 

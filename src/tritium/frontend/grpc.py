@@ -27,6 +27,9 @@ from .grpc_codec import (
     parse_infer_request,
 )
 from .grpc_stream import StreamInferHandler
+from . import logging_api, trace_api
+from .restricted_api import Restriction, restrict_grpc
+from .statistics_api import statistics_proto
 
 log = logging.getLogger("tritium.frontend.grpc")
 
@@ -60,8 +63,10 @@ _HEALTH_NOT_SERVING = b"\x08\x02"
 class GrpcFrontend:
     """Serves Triton's gRPC API for `server` on `address:port` (port 0 picks a free port)."""
 
-    def __init__(self, server: InferenceServer, address: str, port: int) -> None:
+    def __init__(self, server: InferenceServer, address: str, port: int,
+                 restrictions: dict[str, Restriction] | None = None) -> None:
         self.server = server
+        self.restrictions = restrictions or {}
         self.address = address
         self.port = port
         self.description = f"GRPCInferenceService at {address}:{port}"
@@ -71,8 +76,11 @@ class GrpcFrontend:
         """Bind and start serving; raise OSError if the address cannot be bound."""
         grpc_server = grpc.aio.server(options=_SERVER_OPTIONS)
         service = _InferenceService(self.server)
-        handlers = service.method_handlers()
-        health = {"Check": grpc.unary_unary_rpc_method_handler(service.health_check)}
+        handlers = restrict_grpc(service.method_handlers(), self.restrictions)
+        health = restrict_grpc(
+            {"Check": grpc.unary_unary_rpc_method_handler(service.health_check)},
+            self.restrictions,
+        )
         grpc_server.add_generic_rpc_handlers(
             (
                 grpc.method_handlers_generic_handler(SERVICE, handlers),
@@ -138,6 +146,13 @@ class _InferenceService:
             "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(
                 self.stream.handle, request_deserializer=_parse_or_none, response_serializer=None
             ),
+            "ModelStatistics": _unary(
+                self.model_statistics, pb.ModelStatisticsRequest, pb.ModelStatisticsResponse
+            ),
+            "LogSettings": _unary(self.log_settings, pb.LogSettingsRequest, pb.LogSettingsResponse),
+            "TraceSetting": _unary(
+                self.trace_setting, pb.TraceSettingRequest, pb.TraceSettingResponse
+            ),
         }
         for method in pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods:
             if method.name not in handlers:
@@ -192,6 +207,26 @@ class _InferenceService:
         except TritonError as err:
             await _abort(context, err)
         return pb.ModelConfigResponse(config=config)
+
+    # -- statistics, logging and trace extensions ----------------------------------------------
+
+    async def model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
+        try:
+            return statistics_proto(self.server.model_statistics(request.name, request.version))
+        except TritonError as err:
+            await _abort(context, err)
+
+    async def log_settings(self, request: pb.LogSettingsRequest, context: Any) -> Any:
+        try:
+            return logging_api.grpc_update(self.server.log_settings, request)
+        except TritonError as err:
+            await _abort(context, err)
+
+    async def trace_setting(self, request: pb.TraceSettingRequest, context: Any) -> Any:
+        try:
+            return trace_api.grpc_update(self.server, request)
+        except TritonError as err:
+            await _abort(context, err)
 
     # -- inference -----------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from ..tensor import (
     input_data_error,
     serialize_bytes,
 )
+from .limits import check_requested_outputs
 from .shared_memory import unknown_region
 
 _DTYPES: dict[str, np.dtype] = {name: numpy_dtype(name) for name in DATATYPES}
@@ -168,6 +169,7 @@ def decode_infer_request(
             "the order of 'inputs'"
         )
 
+    check_requested_outputs(len(message.outputs), model)
     for out in message.outputs:
         out_parameters = _plain(out.parameters) if out.parameters else {}
         if "shared_memory_region" in out_parameters:

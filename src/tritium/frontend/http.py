@@ -17,10 +17,12 @@ from urllib.parse import unquote_to_bytes
 from ..errors import TritonError
 from ..server import InferenceServer
 from .compression import accepted_encoding, compress, decompress
+from .http_extensions import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .http_json import dumps
 from .http_request import OutputPlan, decode_infer_request, parse_header_length
 from .http_response import encode_infer_response
-from .http_server import HttpConnection, HttpEndpoint, Request
+from .http_server import DEFAULT_MAX_INPUT_SIZE, HttpConnection, HttpEndpoint, Request
+from .restricted_api import HttpRestrictions, Restriction
 
 log = logging.getLogger("tritium.http")
 
@@ -76,8 +78,13 @@ def _internal_error(conn: HttpConnection, request: Request, exc: Exception) -> N
 class HttpApp:
     """Routes each request to the InferenceServer (an `http_server.Handler`)."""
 
-    def __init__(self, server: InferenceServer) -> None:
+    def __init__(self, server: InferenceServer,
+                 restrictions: dict[str, Restriction] | None = None,
+                 max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.server = server
+        self.max_input_size = max_input_size
+        self.extensions = ExtensionRoutes(server)
+        self.restrictions = HttpRestrictions(restrictions) if restrictions else None
 
     def __call__(self, conn: HttpConnection, request: Request) -> None:
         try:
@@ -90,7 +97,11 @@ class HttpApp:
     def _route(self, conn: HttpConnection, request: Request) -> None:
         path = request.path
         method = request.method
-        if path.startswith(_MODELS_PREFIX):
+        if self.restrictions is not None:
+            refusal = self.restrictions.refusal(path, request.headers)
+            if refusal is not None:
+                return _reply_error(conn, 403, refusal, _TEXT)
+        if path.startswith(_MODELS_PREFIX) and path != "/v2/models/stats":
             return self._model_route(conn, request.raw_path.split(b"/")[3:], method, request)
         if path == "/v2":
             if method != b"GET":
@@ -104,7 +115,22 @@ class HttpApp:
             else:
                 ok = self.server.is_ready()
             return _reply(conn, 200 if ok else 400)
+        if path in PATHS:
+            return self._extension(conn, self.extensions.server_route, path, method, request.body)
         return _not_found(conn)
+
+    @staticmethod
+    def _extension(conn: HttpConnection, route: Any, *args: Any) -> None:
+        """A statistics, logging or trace route (http_extensions)."""
+        try:
+            document = route(*args)
+        except MethodNotAllowed:
+            return _reply_error(conn, 405, "Method Not Allowed")
+        except TritonError as exc:
+            return _reply_error(conn, exc.http_status, exc.message)
+        if document is None:
+            return _not_found(conn)
+        _reply_json(conn, document)
 
     def _model_route(self, conn: HttpConnection, parts: list[bytes], method: bytes,
                      request: Request) -> None:
@@ -121,6 +147,9 @@ class HttpApp:
             if method != b"GET":
                 return _method_not_allowed(conn)
             return self._guard(conn, self._metadata, name, version)
+        if rest[0] in MODEL_KINDS:
+            return self._extension(conn, self.extensions.model_route, name, version, rest,
+                                   method, request.body)
         if len(rest) != 1:
             return _not_found(conn)
         kind = rest[0]
@@ -184,7 +213,7 @@ class HttpApp:
                 )
             body = http_request.body
             if content_encoding in ("gzip", "deflate"):
-                body = decompress(body, content_encoding)
+                body = decompress(body, content_encoding, self.max_input_size)
             header_length = parse_header_length(header_length_text, len(body))
         except TritonError as exc:
             return _reply_error(conn, exc.http_status, exc.message, _TEXT)
@@ -242,5 +271,8 @@ def _send_response(conn: HttpConnection, response: Any, request: Any, plan: Outp
 class HttpFrontend(HttpEndpoint):
     """The HTTP/REST protocol for one InferenceServer on address:port."""
 
-    def __init__(self, server: InferenceServer, address: str, port: int) -> None:
-        super().__init__(HttpApp(server), address, port, "HTTPService")
+    def __init__(self, server: InferenceServer, address: str, port: int,
+                 restrictions: dict[str, Restriction] | None = None,
+                 max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
+        super().__init__(HttpApp(server, restrictions, max_input_size), address, port, "HTTPService",
+                         max_input_size=max_input_size)

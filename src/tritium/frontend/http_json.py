@@ -62,6 +62,10 @@ def dumps(document: Any) -> bytes:
 
 def load_json(header: bytes) -> Any:
     """The request's JSON document, failing with rapidjson's messages as Triton does."""
+    if not header.strip(b" \t\n\r"):
+        raise TritonError.invalid_arg(
+            "failed to parse the request JSON buffer: The document is empty. at 0"
+        )
     try:
         return json.loads(header)
     except UnicodeDecodeError:

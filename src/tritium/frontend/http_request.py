@@ -38,6 +38,7 @@ from .http_json import (
     parse_error,
 )
 from .http_json_data import array_from_json
+from .limits import check_requested_outputs
 from .shared_memory import unknown_region
 
 _INT64_MAX = (1 << 63) - 1
@@ -288,6 +289,7 @@ def _shape(item: dict[str, Any]) -> tuple[int, ...]:
 def _decode_outputs(outputs: Any, request: InferenceRequest, plan: OutputPlan) -> None:
     if type(outputs) is not list:
         raise parse_error("outputs", NOT_ARRAY)
+    check_requested_outputs(len(outputs), request.model_name)
     for item in outputs:
         item, params = _entry(item)
         if "shared_memory_region" in params:

@@ -9,6 +9,11 @@ lowercase headers, keep-alive by default (`Connection: close` and HTTP/1.0 close
 answer), pipelined requests answered in order, `100 Continue` for `Expect: 100-continue`, a 400
 for a request that does not parse, and on stop: refuse new connections, close idle ones, let
 requests in flight finish within the grace period, then cancel what is left.
+
+A request body (Content-Length or chunked, of any size) is kept only up to the endpoint's
+`max_input_size` (Triton's `--http-max-input-size`, 64 MB by default); past it the rest is
+read and dropped, and the request is answered 400 (at once, closing the connection, when
+the body goes on past twice the limit).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ log = logging.getLogger("tritium.http")
 # pooled connections rely on it). Checked by one periodic sweep, not a timer per request.
 KEEP_ALIVE_TIMEOUT_S = 3600.0
 _SWEEP_INTERVAL_S = 60.0
+# Triton's HTTP_DEFAULT_MAX_INPUT_SIZE.
+DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024
 
 
 def _status_line(code: int) -> bytes:
@@ -55,14 +62,25 @@ _INTERNAL_ERROR = (
 )
 
 
+def _too_large_body(limit: int) -> bytes:
+    return (b'{"error":"Request body size exceeds the maximum allowed value of %d bytes. '
+            b'Use --http-max-input-size to increase the limit."}' % limit)
+
+
+def _too_large_headers(limit: int) -> bytes:
+    return (b"content-length: %d\r\ncontent-type: application/json\r\n"
+            % len(_too_large_body(limit)))
+
+
 class Request:
     """One parsed request: the method (bytes), the path as sent (bytes, without the query) and
-    percent-decoded (str), lowercase header names with their values, the whole body."""
+    percent-decoded (str), lowercase header names with their values, the whole body (None
+    when it was larger than the endpoint accepts)."""
 
     __slots__ = ("method", "raw_path", "path", "headers", "body")
 
     def __init__(self, method: bytes, raw_path: bytes, headers: list[tuple[bytes, bytes]],
-                 body: bytes) -> None:
+                 body: bytes | None) -> None:
         self.method = method
         self.raw_path = raw_path
         # The percent-decoded path, for matching fixed routes (as an ASGI server's `path`).
@@ -95,6 +113,8 @@ class HttpConnection(asyncio.Protocol):
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
+        self._body_size = 0
+        self._max_input_size = endpoint.max_input_size
         self._expect_continue = False
         self._in_message = False
         # The request being answered, and those pipelined behind it.
@@ -152,6 +172,7 @@ class HttpConnection(asyncio.Protocol):
         self._url = b""
         self._headers = []
         self._body = []
+        self._body_size = 0
         self._expect_continue = False
 
     def on_url(self, url: bytes) -> None:
@@ -168,6 +189,16 @@ class HttpConnection(asyncio.Protocol):
             self.transport.write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
+        self._body_size += len(body)
+        if self._body_size > self._max_input_size:
+            # Too large: read the rest (keeping none of it) to answer at its end, unless there
+            # is as much again: then answer now and close (a body may be endless).
+            self._body.clear()
+            if self._body_size > 2 * self._max_input_size:
+                self._abort(STATUS_LINES[400] + _too_large_headers(self._max_input_size)
+                            + b"connection: close\r\n\r\n"
+                            + _too_large_body(self._max_input_size))
+            return
         self._body.append(body)
 
     def on_message_complete(self) -> None:
@@ -179,7 +210,8 @@ class HttpConnection(asyncio.Protocol):
             parser.get_method(),
             parsed.path,
             self._headers,
-            body[0] if len(body) == 1 else b"".join(body),
+            None if self._body_size > self._max_input_size
+            else body[0] if len(body) == 1 else b"".join(body),
         )
         keep_alive = parser.get_http_version() != "1.0" and parser.should_keep_alive()
         if self._busy:
@@ -195,11 +227,17 @@ class HttpConnection(asyncio.Protocol):
         self._busy = True
         self._keep_alive = keep_alive and not self._endpoint.stopping
         self._head = request.method == b"HEAD"
+        if request.body is None:
+            return self._refuse_too_large()
         try:
             self._handler(self, request)
         except Exception:
             log.exception("HTTP %s %s failed", request.method, request.raw_path)
             self._abort(_INTERNAL_ERROR)
+
+    def _refuse_too_large(self) -> None:
+        limit = self._max_input_size
+        self.respond(400, _too_large_headers(limit), _too_large_body(limit))
 
     @property
     def closed(self) -> bool:
@@ -287,8 +325,10 @@ class HttpConnection(asyncio.Protocol):
 class HttpEndpoint:
     """Serves `handler` on address:port inside the running event loop."""
 
-    def __init__(self, handler: Handler, address: str, port: int, service: str) -> None:
+    def __init__(self, handler: Handler, address: str, port: int, service: str,
+                 max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.handler = handler
+        self.max_input_size = max_input_size
         self.address = address
         self.port = port
         self.service = service
@@ -367,4 +407,4 @@ def bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-__all__ = ["HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"]
+__all__ = ["DEFAULT_MAX_INPUT_SIZE", "HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"]

@@ -1,0 +1,175 @@
+"""Trace settings: the trace extension's global and per-model settings (Triton's TraceManager).
+
+Tracing output itself is not produced yet; the settings are accepted, validated and reported
+exactly as Triton does, so clients and tools that configure tracing work unchanged. The rules
+are Triton's: `--trace-config` gives the start-up default; a global update overrides some
+fields of it; a model setting overrides some fields of the global one and follows the global
+one for the rest; clearing a field (null) makes it follow again. The trace file is fixed at
+start-up (never changed over the network).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+from .errors import TritonError
+
+LEVELS = ("TIMESTAMPS", "TENSORS")
+MODES = ("triton", "opentelemetry")
+# The fields a client may set or clear; `trace_file` is only set at start-up.
+FIELDS = ("trace_level", "trace_rate", "trace_count", "log_frequency")
+
+TRACE_FILE_REFUSED = "trace file location can not be updated through network protocol"
+
+
+@dataclass(frozen=True)
+class TraceSetting:
+    """One effective setting. `trace_level` is empty when tracing is off."""
+
+    trace_level: tuple[str, ...] = ()
+    trace_rate: int = 1000
+    trace_count: int = -1
+    log_frequency: int = 0
+    trace_file: str = ""
+    trace_mode: str = "triton"
+    # `--trace-config <mode>,<key>=<value>` settings other than file and log-frequency.
+    config: tuple[tuple[str, str, str], ...] = field(default=())
+
+    def invalid_reason(self) -> str | None:
+        """Why this setting cannot trace (Triton accepts only disabling ones as invalid)."""
+        if not self.trace_level:
+            return None
+        if self.trace_rate == 0:
+            return "sample rate must be non-zero"
+        if self.trace_mode == "triton" and not self.trace_file:
+            return "trace file name is not given"
+        return None
+
+    def as_json(self) -> dict[str, Any]:
+        """As Triton reports it: every value a string, the level a list."""
+        return {
+            "trace_level": list(self.trace_level) or ["OFF"],
+            "trace_rate": str(self.trace_rate),
+            "trace_count": str(self.trace_count),
+            "log_frequency": str(self.log_frequency),
+            "trace_file": self.trace_file,
+            "trace_mode": self.trace_mode,
+        }
+
+
+class TraceSettings:
+    """The start-up default, the global overrides, and each model's overrides."""
+
+    def __init__(self, default: TraceSetting | None = None) -> None:
+        self.default = default or TraceSetting()
+        self._global: dict[str, Any] = {}
+        self._models: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, model: str = "") -> TraceSetting:
+        with self._lock:
+            return self._effective(model, self._global, self._models.get(model, {}))
+
+    def _effective(self, model: str, global_overrides: dict[str, Any],
+                   model_overrides: dict[str, Any]) -> TraceSetting:
+        setting = replace(self.default, **global_overrides)
+        if model:
+            setting = replace(setting, **model_overrides)
+        return setting
+
+    def update(self, model: str, changes: dict[str, Any]) -> TraceSetting:
+        """Set (value) or clear (None) fields of the global setting (model "") or of a model's.
+
+        Values are already parsed by the frontend. Nothing changes when the result could not
+        trace (Triton's "Attempting to set invalid trace setting").
+        """
+        if "trace_file" in changes:
+            raise TritonError.unsupported(TRACE_FILE_REFUSED)
+        with self._lock:
+            overrides = dict(self._models.get(model, {}) if model else self._global)
+            for key in FIELDS:
+                if key not in changes:
+                    continue
+                if changes[key] is None:
+                    overrides.pop(key, None)
+                else:
+                    overrides[key] = changes[key]
+            if model:
+                setting = self._effective(model, self._global, overrides)
+            else:
+                setting = self._effective("", overrides, {})
+            reason = setting.invalid_reason()
+            if reason is not None:
+                raise TritonError.invalid_arg(
+                    f"Attempting to set invalid trace setting :{reason}"
+                )
+            if not model:
+                self._global = overrides
+            elif overrides:
+                self._models[model] = overrides
+            else:
+                self._models.pop(model, None)
+            return setting
+
+
+def parse_trace_config(values: Iterable[str]) -> TraceSetting:
+    """`--trace-config [<mode>,]<setting>=<value>` (repeatable) -> the start-up setting.
+
+    Raises ValueError with a message for the command line.
+    """
+    setting = TraceSetting()
+    levels: list[str] = []
+    extra: list[tuple[str, str, str]] = []
+    for text in values:
+        head, _, assignment = text.rpartition(",")
+        key, equals, value = assignment.partition("=")
+        if not equals or not key:
+            raise ValueError(
+                f"--trace-config option format is '<mode>,<setting>=<value>' or "
+                f"'<setting>=<value>'. Got {text}"
+            )
+        mode = head
+        if mode and mode not in MODES:
+            raise ValueError(f"invalid trace mode '{mode}' in --trace-config {text}")
+        if not mode and key == "level":
+            upper = value.upper()
+            if upper == "OFF":
+                levels.clear()
+            elif upper in LEVELS:
+                levels.append(upper)
+            else:
+                raise ValueError(f"invalid value for trace level: {value}")
+        elif not mode and key == "rate":
+            setting = replace(setting, trace_rate=_int(text, value, 0))
+        elif not mode and key == "count":
+            setting = replace(setting, trace_count=_int(text, value, -1))
+        elif not mode and key == "mode":
+            if value not in MODES:
+                raise ValueError(f"invalid trace mode '{value}' in --trace-config {text}")
+            setting = replace(setting, trace_mode=value)
+        elif mode in ("", "triton") and key == "file":
+            setting = replace(setting, trace_file=value)
+        elif mode in ("", "triton") and key == "log-frequency":
+            setting = replace(setting, log_frequency=_int(text, value, 0))
+        elif mode:
+            extra.append((mode, key, value))
+        else:
+            raise ValueError(f"unknown trace setting '{key}' in --trace-config {text}")
+    ordered = tuple(level for level in LEVELS if level in levels)
+    return replace(setting, trace_level=ordered, config=tuple(extra))
+
+
+def _int(text: str, value: str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"invalid integer in --trace-config {text}") from None
+    if number < minimum:
+        raise ValueError(f"value must be >= {minimum} in --trace-config {text}")
+    return number
+
+
+__all__ = ["FIELDS", "LEVELS", "TRACE_FILE_REFUSED", "TraceSetting", "TraceSettings",
+           "parse_trace_config"]
