@@ -29,7 +29,9 @@ from .tensor import wire_datatype
 log = logging.getLogger("tritium.server")
 
 # The protocol extensions this server implements (reported by server metadata).
-EXTENSIONS = ["classification", "binary_tensor_data", "model_configuration", "parameters"]
+EXTENSIONS = [
+    "classification", "sequence", "binary_tensor_data", "model_configuration", "parameters"
+]
 
 
 @dataclass

@@ -1,0 +1,401 @@
+"""The sequence batcher, end to end: a real server, Python accumulator models, tritonclient.
+
+The model (tests/python_models/sequence/accumulator.py) sums INPUT over a sequence, per batch
+position (direct) or per correlation id (oldest), and reports in INFO what it saw: correlation
+id, flags, control inputs, batch size and instance. The expected values and messages are those
+the reference Triton 2.51 gave for the same models and requests.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from models import identity_config, write_model
+from server_process import ServerProcess
+from tritonclient.utils import InferenceServerException
+
+ACCUMULATOR = (Path(__file__).parent / "python_models" / "sequence" / "accumulator.py").read_text()
+
+CONTROLS = """
+  control_input [
+    {{ name: "START" control [ {{ kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] }} ] }},
+    {{ name: "END" control [ {{ kind: CONTROL_SEQUENCE_END fp32_false_true: [0, 1] }} ] }},
+    {{ name: "READY" control [ {{ kind: CONTROL_SEQUENCE_READY bool_false_true: [false, true] }} ] }},
+    {{ name: "CORRID" control [ {{ kind: CONTROL_SEQUENCE_CORRID data_type: {corrid} }} ] }}
+  ]"""
+
+STATE = """
+  state [ {{ input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_INT32 dims: [1]
+            {initial} }} ]"""
+
+
+def accumulator_config(name: str, max_batch_size: int, strategy: str = "direct { }", *,
+                       count: int = 1, idle_us: int = 5_000_000, key: str = "slot",
+                       controls: str = CONTROLS.format(corrid="TYPE_UINT64")) -> str:
+    return f"""
+name: "{name}"
+backend: "python"
+max_batch_size: {max_batch_size}
+sequence_batching {{
+  max_sequence_idle_microseconds: {idle_us}
+  {strategy}
+  {controls}
+}}
+input [ {{ name: "INPUT" data_type: TYPE_INT32 dims: [1] }} ]
+output [ {{ name: "OUTPUT" data_type: TYPE_INT32 dims: [1] }},
+         {{ name: "INFO" data_type: TYPE_STRING dims: [1] }} ]
+instance_group [ {{ count: {count} kind: KIND_CPU }} ]
+parameters {{ key: "key" value: {{ string_value: "{key}" }} }}
+"""
+
+
+def add_accumulator(repo: Path, name: str, config: str) -> None:
+    write_model(repo, name, config, files={"1/model.py": ACCUMULATOR})
+
+
+@pytest.fixture(scope="module")
+def seq_server(tmp_path_factory: pytest.TempPathFactory):
+    repo: Path = tmp_path_factory.mktemp("sequence_repo")
+    # Two instances of two slots each: four sequences run at once, more wait in the backlog.
+    add_accumulator(repo, "seq_direct", accumulator_config("seq_direct", 2, count=2))
+    # One instance of two slots: the slot positions and the backlog are visible.
+    add_accumulator(repo, "seq_direct1", accumulator_config("seq_direct1", 2))
+    add_accumulator(repo, "seq_string", accumulator_config(
+        "seq_string", 0, count=2, controls=CONTROLS.format(corrid="TYPE_STRING")))
+    add_accumulator(repo, "seq_oldest", accumulator_config(
+        "seq_oldest", 4, "oldest { max_candidate_sequences: 4 "
+        "max_queue_delay_microseconds: 200000 preferred_batch_size: [ 4 ] }", key="corrid"))
+    add_accumulator(repo, "seq_idle", accumulator_config("seq_idle", 0, idle_us=300_000))
+    add_accumulator(repo, "seq_state", accumulator_config(
+        "seq_state", 2, controls=STATE.format(
+            initial='initial_state { data_type: TYPE_INT32 dims: [1] zero_data: true '
+                    'name: "zero" }')))
+    state_file = add_state_file_model(repo)
+    assert state_file.exists()
+    write_model(repo, "seq_identity", identity_config(
+        "seq_identity", "TYPE_INT32", "[ 1 ]", max_batch_size=0,
+        extra="sequence_batching { }"))
+    with ServerProcess([repo]) as process:
+        yield process
+
+
+def add_state_file_model(repo: Path) -> Path:
+    """Implicit state starting from initial_state/hundred (raw int32 100)."""
+    add_accumulator(repo, "seq_state_file", accumulator_config(
+        "seq_state_file", 0, controls=STATE.format(
+            initial='initial_state { data_type: TYPE_INT32 dims: [1] data_file: "hundred" '
+                    'name: "hundred" }')))
+    path = repo / "seq_state_file" / "initial_state" / "hundred"
+    path.parent.mkdir()
+    path.write_bytes(np.array([100], dtype=np.int32).tobytes())
+    return path
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def value_input(module: Any, value: int, batching: bool) -> Any:
+    data = np.array([[value]] if batching else [value], dtype=np.int32)
+    tensor = module.InferInput("INPUT", list(data.shape), "INT32")
+    tensor.set_data_from_numpy(data)
+    return tensor
+
+
+def infer(client: Any, model: str, value: int, batching: bool = True,
+          **kwargs: Any) -> tuple[int, dict[str, Any], Any]:
+    """(OUTPUT, INFO, result) of one request; `client` is an http or grpc client."""
+    module = grpcclient if isinstance(client, grpcclient.InferenceServerClient) else httpclient
+    result = client.infer(model, [value_input(module, value, batching)], **kwargs)
+    info = json.loads(result.as_numpy("INFO").reshape(-1)[0])
+    return int(result.as_numpy("OUTPUT").reshape(-1)[0]), info, result
+
+
+def error_of(call: Any) -> InferenceServerException:
+    with pytest.raises(InferenceServerException) as caught:
+        call()
+    return caught.value
+
+
+@pytest.fixture
+def http(seq_server):
+    with httpclient.InferenceServerClient(seq_server.http_url, concurrency=4) as client:
+        yield client
+
+
+@pytest.fixture
+def grpc(seq_server):
+    with grpcclient.InferenceServerClient(seq_server.grpc_url) as client:
+        yield client
+
+
+# -- routing --------------------------------------------------------------------------------------
+
+
+def test_sequences_never_mix_under_concurrent_http_and_grpc_clients(seq_server):
+    """Eight sequences on four slots, interleaved from http and grpc threads: each sees its own
+    running sum, its own correlation id and always the same instance."""
+    failures: list[str] = []
+
+    def run(sequence_id: int) -> None:
+        use_grpc = sequence_id % 2 == 0
+        client = (grpcclient.InferenceServerClient(seq_server.grpc_url) if use_grpc
+                  else httpclient.InferenceServerClient(seq_server.http_url))
+        rng = random.Random(sequence_id)
+        values = [rng.randint(1, 100) for _ in range(6)]
+        expected, instances = 0, set()
+        try:
+            for step, value in enumerate(values):
+                expected += value
+                total, info, _ = infer(
+                    client, "seq_direct", value, sequence_id=sequence_id,
+                    sequence_start=step == 0, sequence_end=step == len(values) - 1)
+                instances.add(info["instance"])
+                if total != expected or info["corrid"] != sequence_id:
+                    failures.append(f"{sequence_id} step {step}: {total} != {expected}, {info}")
+                time.sleep(rng.random() * 0.02)
+            if len(instances) != 1:
+                failures.append(f"sequence {sequence_id} moved between {instances}")
+        except InferenceServerException as exc:
+            failures.append(f"{sequence_id}: {exc}")
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=run, args=(1000 + i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not failures, failures
+
+
+def test_control_inputs_carry_start_end_ready_and_corrid(http):
+    seen = [infer(http, "seq_direct1", v, sequence_id=77, sequence_start=s, sequence_end=e)[1]
+            for v, s, e in ((1, True, False), (2, False, False), (3, False, True))]
+    assert [i["flags"] for i in seen] == [1, 0, 2]
+    assert [i["controls"] for i in seen] == [
+        {"START": 1, "END": 0.0, "READY": True, "CORRID": 77},
+        {"START": 0, "END": 0.0, "READY": True, "CORRID": 77},
+        {"START": 0, "END": 1.0, "READY": True, "CORRID": 77},
+    ]
+    _, info, _ = infer(http, "seq_direct1", 5, sequence_id=78, sequence_start=True,
+                       sequence_end=True)
+    assert info["flags"] == 3
+    assert info["controls"] == {"START": 1, "END": 1.0, "READY": True, "CORRID": 78}
+
+
+def test_direct_keeps_slot_positions_and_backlogs_extra_sequences(http, seq_server):
+    """Two slots on one instance: the second sequence runs at batch position 1 (a null request
+    fills position 0), a third waits in the backlog until the first ends, then takes slot 0."""
+    total, info, _ = infer(http, "seq_direct1", 1, sequence_id=101, sequence_start=True)
+    assert (total, info["position"], info["batch"]) == (1, 0, 1)
+    total, info, _ = infer(http, "seq_direct1", 10, sequence_id=102, sequence_start=True)
+    assert (total, info["position"], info["batch"]) == (10, 1, 2)
+
+    backlogged: dict[str, Any] = {}
+
+    def third() -> None:
+        with httpclient.InferenceServerClient(seq_server.http_url) as client:
+            backlogged["result"] = infer(client, "seq_direct1", 100, sequence_id=103,
+                                         sequence_start=True)
+
+    thread = threading.Thread(target=third)
+    thread.start()
+    thread.join(0.5)
+    assert "result" not in backlogged, "the third sequence must wait for a free slot"
+    assert infer(http, "seq_direct1", 2, sequence_id=101)[0] == 3
+    assert infer(http, "seq_direct1", 3, sequence_id=101, sequence_end=True)[0] == 6
+    thread.join(10)
+    total, info, _ = backlogged["result"]
+    assert (total, info["position"], info["corrid"]) == (100, 0, 103)
+    assert infer(http, "seq_direct1", 20, sequence_id=102, sequence_end=True)[0] == 30
+    assert infer(http, "seq_direct1", 200, sequence_id=103, sequence_end=True)[0] == 300
+
+
+def test_start_on_an_active_sequence_starts_it_over(http):
+    assert infer(http, "seq_direct1", 3, sequence_id=5, sequence_start=True)[0] == 3
+    assert infer(http, "seq_direct1", 4, sequence_id=5)[0] == 7
+    # Triton warns and goes on in the same slot: the old sequence just ended early.
+    assert infer(http, "seq_direct1", 10, sequence_id=5, sequence_start=True)[0] == 10
+    assert infer(http, "seq_direct1", 4, sequence_id=5, sequence_end=True)[0] == 14
+
+
+def test_string_sequence_ids_over_http_and_grpc(http, grpc):
+    total, info, _ = infer(http, "seq_string", 2, False, sequence_id="abc", sequence_start=True)
+    assert (total, info["corrid"], info["controls"]["CORRID"]) == (2, "abc", "abc")
+    # "abc" and a numeric id are different sequences, even on the same model.
+    infer(http, "seq_string", 7, False, sequence_id=42, sequence_start=True, sequence_end=True)
+    total, info, _ = infer(grpc, "seq_string", 3, False, sequence_id="abc", sequence_end=True)
+    assert (total, info["corrid"], info["flags"]) == (5, "abc", 2)
+    _, info, _ = infer(grpc, "seq_string", 1, False, sequence_id=42, sequence_start=True,
+                       sequence_end=True)
+    assert info["controls"]["CORRID"] == "42"
+
+
+def test_grpc_int64_sequence_id_is_read_as_uint64(grpc):
+    _, info, _ = infer(grpc, "seq_direct1", 2, sequence_id=-3, sequence_start=True,
+                       sequence_end=True)
+    assert info["corrid"] == info["controls"]["CORRID"] == 2**64 - 3
+
+
+# -- errors -----------------------------------------------------------------------------------------
+
+
+def test_request_without_sequence_id_is_refused(http, grpc):
+    message = ("inference request to model 'seq_direct1' must specify a non-zero or non-empty "
+               "correlation ID")
+    exc = error_of(lambda: infer(http, "seq_direct1", 1))
+    assert (exc.status(), exc.message()) == ("400", message)
+    exc = error_of(lambda: infer(grpc, "seq_direct1", 1))
+    assert (exc.status(), exc.message()) == ("StatusCode.INVALID_ARGUMENT", message)
+    exc = error_of(lambda: infer(http, "seq_string", 1, False, sequence_id=""))
+    assert exc.message() == message.replace("seq_direct1", "seq_string")
+
+
+def test_sequence_never_started_is_refused(http, grpc):
+    exc = error_of(lambda: infer(http, "seq_direct1", 1, sequence_id=4242))
+    assert (exc.status(), exc.message()) == ("400", (
+        "inference request for sequence 4242 to model 'seq_direct1' must specify the START "
+        "flag on the first request of the sequence"))
+    exc = error_of(lambda: infer(grpc, "seq_string", 1, False, sequence_id="nope"))
+    assert (exc.status(), exc.message()) == ("StatusCode.INVALID_ARGUMENT", (
+        "inference request for sequence nope to model 'seq_string' must specify the START "
+        "flag on the first request of the sequence"))
+    # After END the id is unknown again.
+    infer(http, "seq_direct1", 1, sequence_id=4243, sequence_start=True, sequence_end=True)
+    exc = error_of(lambda: infer(http, "seq_direct1", 1, sequence_id=4243))
+    assert "must specify the START flag" in exc.message()
+
+
+def test_batch_of_two_is_refused(http):
+    data = np.array([[1], [2]], dtype=np.int32)
+    tensor = httpclient.InferInput("INPUT", [2, 1], "INT32")
+    tensor.set_data_from_numpy(data)
+    exc = error_of(lambda: http.infer("seq_direct1", [tensor], sequence_id=8,
+                                      sequence_start=True))
+    assert (exc.status(), exc.message()) == ("400", (
+        "inference request to model 'seq_direct1' must specify batch-size 1 due to "
+        "requirements of sequence batcher"))
+    # Refused requests leave no trace: the model still serves and unloads cleanly.
+    assert infer(http, "seq_direct1", 4, sequence_id=8, sequence_start=True,
+                 sequence_end=True)[0] == 4
+
+
+# -- idle release, oldest, implicit state -------------------------------------------------------
+
+
+def test_idle_sequence_releases_its_slot(http, seq_server):
+    """seq_idle has one slot and max_sequence_idle_microseconds 300000: an abandoned sequence
+    gives its slot to a backlogged one, and is unknown afterwards."""
+    assert infer(http, "seq_idle", 5, False, sequence_id=7, sequence_start=True)[0] == 5
+    started = time.monotonic()
+    # Backlogged behind sequence 7 until the reaper releases it.
+    total, info, _ = infer(http, "seq_idle", 9, False, sequence_id=8, sequence_start=True,
+                           sequence_end=True)
+    assert (total, info["corrid"]) == (9, 8)
+    assert time.monotonic() - started >= 0.2
+    exc = error_of(lambda: infer(http, "seq_idle", 5, False, sequence_id=7))
+    assert exc.message() == (
+        "inference request for sequence 7 to model 'seq_idle' must specify the START flag on "
+        "the first request of the sequence")
+
+
+def test_oldest_batches_requests_of_different_sequences(seq_server):
+    results: dict[int, list[tuple[int, int]]] = {}
+
+    def run(sequence_id: int) -> None:
+        with httpclient.InferenceServerClient(seq_server.http_url) as client:
+            steps = []
+            for step in range(4):
+                total, info, _ = infer(client, "seq_oldest", sequence_id, sequence_id=sequence_id,
+                                       sequence_start=step == 0, sequence_end=step == 3)
+                steps.append((total, info["batch"]))
+            results[sequence_id] = steps
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in (1, 2, 3, 4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    for sequence_id, steps in results.items():
+        assert [t for t, _ in steps] == [sequence_id * k for k in (1, 2, 3, 4)]
+    assert len(results) == 4
+    assert max(batch for steps in results.values() for _, batch in steps) > 1
+
+
+def test_implicit_state_is_kept_per_sequence(http, grpc):
+    assert infer(http, "seq_state", 1, sequence_id=1, sequence_start=True)[0] == 1
+    assert infer(grpc, "seq_state", 100, sequence_id=2, sequence_start=True)[0] == 100
+    total, _, result = infer(http, "seq_state", 2, sequence_id=1)
+    assert total == 3
+    # The state output is the server's, not a model output the client may ask for.
+    assert result.as_numpy("STATE_OUT") is None
+    outputs = [httpclient.InferRequestedOutput(n) for n in ("OUTPUT", "INFO", "STATE_OUT")]
+    exc = error_of(lambda: infer(http, "seq_state", 200, sequence_id=2, outputs=outputs))
+    assert exc.message() == "unexpected inference output 'STATE_OUT' for model 'seq_state'"
+    assert infer(http, "seq_state", 200, sequence_id=2, outputs=outputs[:2])[0] == 300
+    assert infer(http, "seq_state", 3, sequence_id=1, sequence_end=True)[0] == 6
+    assert infer(grpc, "seq_state", 1, sequence_id=2, sequence_end=True)[0] == 301
+    # A new sequence starts from the initial state again.
+    assert infer(http, "seq_state", 4, sequence_id=1, sequence_start=True,
+                 sequence_end=True)[0] == 4
+
+
+def test_implicit_state_starts_from_data_file(http):
+    assert infer(http, "seq_state_file", 1, False, sequence_id=3, sequence_start=True)[0] == 101
+    assert infer(http, "seq_state_file", 1, False, sequence_id=3, sequence_end=True)[0] == 102
+
+
+# -- streaming, identity backend, metadata ------------------------------------------------------
+
+
+def test_grpc_stream_carries_sequences(grpc):
+    received: list[Any] = []
+    done = threading.Condition()
+
+    def callback(result: Any, error: Any) -> None:
+        with done:
+            received.append(error if error is not None else result)
+            done.notify_all()
+
+    grpc.start_stream(callback=callback)
+    try:
+        for step in range(3):
+            for sequence_id in ("stream-a", "stream-b"):
+                value = 1 if sequence_id == "stream-a" else 10
+                grpc.async_stream_infer(
+                    "seq_string", [value_input(grpcclient, value, False)],
+                    request_id=f"{sequence_id}-{step}", sequence_id=sequence_id,
+                    sequence_start=step == 0, sequence_end=step == 2)
+        with done:
+            assert done.wait_for(lambda: len(received) >= 6, 30), received
+    finally:
+        grpc.stop_stream()
+    by_id = {}
+    for result in received:
+        assert not isinstance(result, InferenceServerException), result
+        by_id[result.get_response().id] = int(result.as_numpy("OUTPUT")[0])
+    assert by_id == {"stream-a-0": 1, "stream-a-1": 2, "stream-a-2": 3,
+                     "stream-b-0": 10, "stream-b-1": 20, "stream-b-2": 30}
+
+
+def test_identity_backend_serves_a_sequence(http):
+    data = np.array([6], dtype=np.int32)
+    tensor = httpclient.InferInput("INPUT0", [1], "INT32")
+    tensor.set_data_from_numpy(data)
+    result = http.infer("seq_identity", [tensor], sequence_id=9, sequence_start=True)
+    assert result.as_numpy("OUTPUT0").tolist() == [6]
+    result = http.infer("seq_identity", [tensor], sequence_id=9, sequence_end=True)
+    assert result.as_numpy("OUTPUT0").tolist() == [6]
+
+
+def test_server_metadata_lists_the_sequence_extension(http):
+    assert "sequence" in http.get_server_metadata()["extensions"]
