@@ -69,6 +69,9 @@ def seq_server(tmp_path_factory: pytest.TempPathFactory):
     add_accumulator(repo, "seq_direct", accumulator_config("seq_direct", 2, count=2))
     # One instance of two slots: the slot positions and the backlog are visible.
     add_accumulator(repo, "seq_direct1", accumulator_config("seq_direct1", 2))
+    add_accumulator(repo, "seq_direct_delay", accumulator_config(
+        "seq_direct_delay", 2, "direct { max_queue_delay_microseconds: 2000000 "
+        "minimum_slot_utilization: 1.0 }"))
     add_accumulator(repo, "seq_string", accumulator_config(
         "seq_string", 0, count=2, controls=CONTROLS.format(corrid="TYPE_STRING")))
     add_accumulator(repo, "seq_oldest", accumulator_config(
@@ -218,6 +221,30 @@ def test_direct_keeps_slot_positions_and_backlogs_extra_sequences(http, seq_serv
     assert (total, info["position"], info["corrid"]) == (100, 0, 103)
     assert infer(http, "seq_direct1", 20, sequence_id=102, sequence_end=True)[0] == 30
     assert infer(http, "seq_direct1", 200, sequence_id=103, sequence_end=True)[0] == 300
+
+
+def test_direct_queue_delay_waits_for_slot_utilization(seq_server):
+    """minimum_slot_utilization 1.0 with a 2 s delay: the first request waits for the second
+    sequence's, and both run as one batch at their slot positions."""
+    seen: dict[int, tuple[int, dict[str, Any]]] = {}
+
+    def run(sequence_id: int) -> None:
+        with httpclient.InferenceServerClient(seq_server.http_url) as client:
+            total, info, _ = infer(client, "seq_direct_delay", sequence_id,
+                                   sequence_id=sequence_id, sequence_start=True,
+                                   sequence_end=True)
+            seen[sequence_id] = (total, info)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=run, args=(s,)) for s in (31, 32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert time.monotonic() - started < 1.9, "a full batch must not wait for the delay"
+    assert {s: (total, info["batch"]) for s, (total, info) in seen.items()} == {
+        31: (31, 2), 32: (32, 2)}
+    assert sorted(info["position"] for _, info in seen.values()) == [0, 1]
 
 
 def test_start_on_an_active_sequence_starts_it_over(http):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -53,6 +53,7 @@ class SequenceBatch:
         slot_count: int,
         controls: SequenceControls,
         states: ImplicitState,
+        config: mc.ModelConfig,
     ) -> None:
         self.owner = owner
         self.instance = instance
@@ -68,6 +69,11 @@ class SequenceBatch:
         # How long the thread may sleep before the batch it holds back is due (None: until
         # woken).
         self._wait_s: float | None = None
+        self._max_batch = max(1, config.max_batch_size)
+        self._configure(config)
+
+    def _configure(self, config: mc.ModelConfig) -> None:
+        """Read the strategy's own settings."""
 
     def enqueue(self, slot: int, request: InferenceRequest | None) -> None:
         with self._wake:
@@ -107,39 +113,38 @@ class SequenceBatch:
             self._thread = None
 
     def _run(self) -> None:
-        raise NotImplementedError
-
-
-class DirectSequenceBatch(SequenceBatch):
-    def __init__(
-        self,
-        owner: SlotOwner,
-        instance: ModelInstance,
-        slot_count: int,
-        controls: SequenceControls,
-        states: ImplicitState,
-        config: mc.ModelConfig,
-    ) -> None:
-        super().__init__(owner, instance, slot_count, controls, states)
-        direct = config.sequence_batching.direct
-        self._max_batch = max(1, config.max_batch_size)
-        self._batching = config.max_batch_size > 0
-        self._delay_ns = direct.max_queue_delay_microseconds * 1000
-        self._min_utilization = direct.minimum_slot_utilization
-
-    def _run(self) -> None:
         while True:
             with self._wake:
                 batch = self._next_batch()
                 while batch is None:
-                    if self._stopping and not any(self._queues):
+                    if self._stopping and self._drained():
                         return
                     self._wake.wait(self._wait_s)
                     batch = self._next_batch()
-            self.instance.execute(batch)
+            self._execute(batch)
+
+    def _next_batch(self) -> list | None:
+        """Lock held: what to execute now, or None (then sleep `_wait_s`)."""
+        raise NotImplementedError
+
+    def _execute(self, batch: list) -> None:
+        raise NotImplementedError
+
+    def _drained(self) -> bool:
+        """Lock held: nothing is left to run."""
+        return not any(self._queues)
+
+
+class DirectSequenceBatch(SequenceBatch):
+    def _configure(self, config: mc.ModelConfig) -> None:
+        direct = config.sequence_batching.direct
+        self._delay_ns = direct.max_queue_delay_microseconds * 1000
+        self._min_utilization = direct.minimum_slot_utilization
+
+    def _execute(self, batch: list[InferenceRequest]) -> None:
+        self.instance.execute(batch)
 
     def _next_batch(self) -> list[InferenceRequest] | None:
-        """Lock held: the batch to run now, or None (then wait `_wait_s`)."""
         self._wait_s = None
         queues = self._queues
         top = -1
@@ -219,21 +224,11 @@ def _discard(_response: object, _flags: int) -> None:
 
 
 class OldestSequenceBatch(SequenceBatch):
-    def __init__(
-        self,
-        owner: SlotOwner,
-        instance: ModelInstance,
-        slot_count: int,
-        controls: SequenceControls,
-        states: ImplicitState,
-        config: mc.ModelConfig,
-    ) -> None:
-        super().__init__(owner, instance, slot_count, controls, states)
+    def _configure(self, config: mc.ModelConfig) -> None:
         oldest = config.sequence_batching.oldest
-        self._max_batch = max(1, config.max_batch_size)
         self._target = max(oldest.preferred_batch_size, default=self._max_batch)
         self._delay_ns = oldest.max_queue_delay_microseconds * 1000
-        self._in_flight = [False] * slot_count
+        self._in_flight = [False] * self.slot_count
         # Requests issued to the dynamic batch, oldest first, with their slot.
         self._issued: deque[tuple[int, InferenceRequest]] = deque()
 
@@ -263,19 +258,14 @@ class OldestSequenceBatch(SequenceBatch):
                 self.release(slot)
                 retry = bool(queue) and not self._in_flight[slot]
 
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                batch = self._next_batch()
-                while batch is None:
-                    if self._stopping and not any(self._queues) and not self._issued:
-                        return
-                    self._wake.wait(self._wait_s)
-                    batch = self._next_batch()
-            self.instance.execute([request for _, request in batch])
-            with self._wake:
-                for slot, _ in batch:
-                    self._next_of(slot)
+    def _execute(self, batch: list[tuple[int, InferenceRequest]]) -> None:
+        self.instance.execute([request for _, request in batch])
+        with self._wake:
+            for slot, _ in batch:
+                self._next_of(slot)
+
+    def _drained(self) -> bool:
+        return super()._drained() and not self._issued
 
     def _next_batch(self) -> list[tuple[int, InferenceRequest]] | None:
         self._wait_s = None
@@ -289,21 +279,6 @@ class OldestSequenceBatch(SequenceBatch):
                 return None
         count = min(len(issued), self._max_batch)
         return [issued.popleft() for _ in range(count)]
-
-
-def create_batch(
-    strategy: str,
-    owner: SlotOwner,
-    instance: ModelInstance,
-    slot_count: int,
-    controls: SequenceControls,
-    states: ImplicitState,
-    config: mc.ModelConfig,
-) -> SequenceBatch:
-    kind: Callable[..., SequenceBatch] = (
-        OldestSequenceBatch if strategy == "oldest" else DirectSequenceBatch
-    )
-    return kind(owner, instance, slot_count, controls, states, config)
 
 
 def fail_all(requests: SlotQueue, error: TritonError) -> None:

@@ -22,7 +22,13 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest
-from .sequence_batch import SequenceBatch, SlotQueue, create_batch, fail_all
+from .sequence_batch import (
+    DirectSequenceBatch,
+    OldestSequenceBatch,
+    SequenceBatch,
+    SlotQueue,
+    fail_all,
+)
 from .sequence_control import SequenceControls
 from .sequence_state import ImplicitState
 
@@ -51,14 +57,16 @@ class SequenceBatchScheduler:
         self._idle_s = batcher.max_sequence_idle_microseconds / 1e6
         # Sequence slots per instance: the batch size, or oldest's max_candidate_sequences.
         slot_count = max(1, config.max_batch_size)
-        strategy = "oldest" if batcher.HasField("oldest") else "direct"
-        if strategy == "oldest" and batcher.oldest.max_candidate_sequences > 0:
-            slot_count = batcher.oldest.max_candidate_sequences
+        kind: type[SequenceBatch] = DirectSequenceBatch
+        if batcher.HasField("oldest"):
+            kind = OldestSequenceBatch
+            if batcher.oldest.max_candidate_sequences > 0:
+                slot_count = batcher.oldest.max_candidate_sequences
         controls = SequenceControls(config)
         model_dir = instances[0].handle.model.repository_path
         states = ImplicitState(config, model_dir)
         self._batchers: list[SequenceBatch] = [
-            create_batch(strategy, self, instance, slot_count, controls, states, config)
+            kind(self, instance, slot_count, controls, states, config)
             for instance in instances
         ]
         self._index = {id(b): i for i, b in enumerate(self._batchers)}
