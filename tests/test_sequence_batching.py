@@ -77,6 +77,7 @@ def seq_server(tmp_path_factory: pytest.TempPathFactory):
     add_accumulator(repo, "seq_oldest", accumulator_config(
         "seq_oldest", 4, "oldest { max_candidate_sequences: 4 "
         "max_queue_delay_microseconds: 200000 preferred_batch_size: [ 4 ] }", key="corrid"))
+    add_accumulator(repo, "seq_single", accumulator_config("seq_single", 0))
     add_accumulator(repo, "seq_idle", accumulator_config("seq_idle", 0, idle_us=300_000))
     add_accumulator(repo, "seq_state", accumulator_config(
         "seq_state", 2, controls=STATE.format(
@@ -333,6 +334,21 @@ def test_idle_sequence_releases_its_slot(http, seq_server):
     assert exc.message() == (
         "inference request for sequence 7 to model 'seq_idle' must specify the START flag on "
         "the first request of the sequence")
+
+
+def test_backlogged_sequence_expires_after_its_request_timeout(http):
+    """seq_single has one slot: a sequence waiting for it with a request timeout of 300 ms is
+    rejected with UNAVAILABLE, and forgotten."""
+    assert infer(http, "seq_single", 1, False, sequence_id=1, sequence_start=True)[0] == 1
+    exc = error_of(lambda: infer(http, "seq_single", 2, False, sequence_id=2,
+                                 sequence_start=True, timeout=300_000))
+    assert (exc.status(), exc.message()) == (
+        "503", "timeout of the corresponding sequence has been expired")
+    exc = error_of(lambda: infer(http, "seq_single", 2, False, sequence_id=2))
+    assert "must specify the START flag" in exc.message()
+    assert infer(http, "seq_single", 1, False, sequence_id=1, sequence_end=True)[0] == 2
+    assert infer(http, "seq_single", 5, False, sequence_id=3, sequence_start=True,
+                 sequence_end=True, timeout=300_000)[0] == 5
 
 
 def test_oldest_batches_requests_of_different_sequences(seq_server):

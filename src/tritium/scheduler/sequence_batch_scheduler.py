@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -42,12 +43,24 @@ _Slot = tuple[int, int]  # (slot index, batcher index): heap order fills slot 0 
 
 
 class _Backlog:
-    """A sequence waiting for a slot, with the requests it sent meanwhile."""
+    """A sequence waiting for a slot, with the requests it sent meanwhile. A request `timeout`
+    bounds how long the whole sequence may wait (the earliest deadline of its requests)."""
 
-    __slots__ = ("requests",)
+    __slots__ = ("requests", "expires")
 
     def __init__(self) -> None:
         self.requests: SlotQueue = deque()
+        self.expires = math.inf
+
+    def add(self, request: InferenceRequest, now: float) -> bool:
+        """Queue `request`; True if it brought the deadline forward."""
+        self.requests.append(request)
+        if request.timeout_us:
+            expires = now + request.timeout_us / 1e6
+            if expires < self.expires:
+                self.expires = expires
+                return True
+        return False
 
 
 class SequenceBatchScheduler:
@@ -117,13 +130,13 @@ class SequenceBatchScheduler:
                     "inference requests"
                 )
             slot = self._slots.get(correlation_id)
-            backlog = self._backlog_of.get(correlation_id)
+            backlog = self._backlog_of.get(correlation_id) if slot is None else None
             if not start and slot is None and backlog is None:
                 raise TritonError.invalid_arg(
                     f"inference request for sequence {correlation_id} to model '{model}' must "
                     "specify the START flag on the first request of the sequence"
                 )
-            self._last_seen[correlation_id] = time.monotonic()
+            now = self._last_seen[correlation_id] = time.monotonic()
             if start and (slot is not None or backlog is not None):
                 # Triton goes on in the same slot (or backlog): the earlier sequence simply
                 # ends early.
@@ -132,19 +145,18 @@ class SequenceBatchScheduler:
                     "end before this sequence start. Previous sequence will be terminated "
                     "early.", correlation_id, model,
                 )
-            if slot is None and backlog is not None:
-                backlog.requests.append(request)
-                if end:
-                    del self._backlog_of[correlation_id]
+            if slot is None and backlog is None and not self._free:
+                backlog = _Backlog()
+                self._backlogs.append(backlog)
+                if not end:
+                    self._backlog_of[correlation_id] = backlog
+            elif backlog is not None and end:
+                del self._backlog_of[correlation_id]
+            if backlog is not None:
+                if backlog.add(request, now):
+                    self._reaper_wake.notify_all()
                 return
             if slot is None:
-                if not self._free:
-                    backlog = _Backlog()
-                    backlog.requests.append(request)
-                    self._backlogs.append(backlog)
-                    if not end:
-                        self._backlog_of[correlation_id] = backlog
-                    return
                 slot = self._slots[correlation_id] = heapq.heappop(self._free)
             if end:
                 del self._slots[correlation_id]
@@ -218,6 +230,7 @@ class SequenceBatchScheduler:
                         wait = min(wait, backlog_recheck)
                     else:  # ended, or its END is queued
                         del self._last_seen[correlation_id]
+                wait = min(wait, self._expire_backlogs(now))
                 if abandoned:
                     self._lock.release()
                     try:
@@ -231,3 +244,17 @@ class SequenceBatchScheduler:
                         self._lock.acquire()
                     continue
                 self._reaper_wake.wait(wait)
+
+    def _expire_backlogs(self, now: float) -> float:
+        """Lock held: fail the backlogged sequences whose deadline passed; seconds until the
+        next deadline."""
+        expired = [b for b in self._backlogs if b.expires <= now]
+        for backlog in expired:
+            self._backlogs.remove(backlog)
+            for correlation_id, waiting in list(self._backlog_of.items()):
+                if waiting is backlog:
+                    del self._backlog_of[correlation_id]
+            fail_all(backlog.requests, TritonError.unavailable(
+                "timeout of the corresponding sequence has been expired"
+            ))
+        return min((b.expires for b in self._backlogs), default=math.inf) - now
