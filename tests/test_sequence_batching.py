@@ -40,7 +40,8 @@ STATE = """
 
 def accumulator_config(name: str, max_batch_size: int, strategy: str = "direct { }", *,
                        count: int = 1, idle_us: int = 5_000_000, key: str = "slot",
-                       controls: str = CONTROLS.format(corrid="TYPE_UINT64")) -> str:
+                       controls: str = CONTROLS.format(corrid="TYPE_UINT64"),
+                       delay_ms: int = 0) -> str:
     return f"""
 name: "{name}"
 backend: "python"
@@ -55,6 +56,7 @@ output [ {{ name: "OUTPUT" data_type: TYPE_INT32 dims: [1] }},
          {{ name: "INFO" data_type: TYPE_STRING dims: [1] }} ]
 instance_group [ {{ count: {count} kind: KIND_CPU }} ]
 parameters {{ key: "key" value: {{ string_value: "{key}" }} }}
+parameters {{ key: "delay_ms" value: {{ string_value: "{delay_ms}" }} }}
 """
 
 
@@ -78,6 +80,7 @@ def seq_server(tmp_path_factory: pytest.TempPathFactory):
         "seq_oldest", 4, "oldest { max_candidate_sequences: 4 "
         "max_queue_delay_microseconds: 200000 preferred_batch_size: [ 4 ] }", key="corrid"))
     add_accumulator(repo, "seq_single", accumulator_config("seq_single", 0))
+    add_accumulator(repo, "seq_slow", accumulator_config("seq_slow", 0, delay_ms=1000))
     add_accumulator(repo, "seq_idle", accumulator_config("seq_idle", 0, idle_us=300_000))
     add_accumulator(repo, "seq_state", accumulator_config(
         "seq_state", 2, controls=STATE.format(
@@ -349,6 +352,29 @@ def test_backlogged_sequence_expires_after_its_request_timeout(http):
     assert infer(http, "seq_single", 1, False, sequence_id=1, sequence_end=True)[0] == 2
     assert infer(http, "seq_single", 5, False, sequence_id=3, sequence_start=True,
                  sequence_end=True, timeout=300_000)[0] == 5
+
+
+def test_cancelled_request_ends_its_sequence(grpc, seq_server):
+    """A request cancelled while it waits (its stream went away) ends its sequence, as in
+    Triton: the sequence's later requests are refused, the slot serves the next sequence."""
+    received: list[Any] = []
+    grpc.start_stream(callback=lambda result, error: received.append((result, error)))
+    for step in range(3):
+        grpc.async_stream_infer("seq_slow", [value_input(grpcclient, 1, False)],
+                                sequence_id=61, sequence_start=step == 0)
+    time.sleep(0.1)  # the first request runs (1 s), the others wait in the slot
+    grpc.stop_stream(cancel_requests=True)
+    with grpcclient.InferenceServerClient(seq_server.grpc_url) as other:
+        # Queued behind the cancelled requests: it goes down with its sequence.
+        exc = error_of(lambda: infer(other, "seq_slow", 1, False, sequence_id=61))
+        assert (exc.status(), exc.message()) == (
+            "StatusCode.CANCELLED", "a request of the sequence was cancelled")
+        # The slot is free again once the running request finished and the cancelled ones
+        # were dropped: a new sequence gets it.
+        assert infer(other, "seq_slow", 7, False, sequence_id=62, sequence_start=True,
+                     sequence_end=True)[0] == 7
+        exc = error_of(lambda: infer(other, "seq_slow", 1, False, sequence_id=61))
+    assert "must specify the START flag" in exc.message()
 
 
 def test_oldest_batches_requests_of_different_sequences(seq_server):

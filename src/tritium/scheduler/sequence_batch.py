@@ -38,9 +38,12 @@ SlotQueue = deque["InferenceRequest | None"]
 class SlotOwner(Protocol):
     """What a batcher asks of the scheduler: give a freed slot to a backlogged sequence."""
 
-    def release_slot(self, batcher: "SequenceBatch", slot: int, queue: SlotQueue) -> None:
-        """The sequence in `slot` ended or was abandoned: fail what is left in `queue`, then
-        refill `queue` from the backlog or mark the slot free."""
+    def release_slot(
+        self, batcher: "SequenceBatch", slot: int, queue: SlotQueue, cancelled: bool
+    ) -> None:
+        """The sequence in `slot` ended, was abandoned or (`cancelled`: its request at the
+        head of `queue` was) cancelled: fail what is left in `queue`, then refill `queue` from
+        the backlog or mark the slot free."""
 
 
 class SequenceBatch:
@@ -94,10 +97,10 @@ class SequenceBatch:
             assert values is not None
             self._states.attach(request, values)
 
-    def release(self, slot: int) -> None:
+    def release(self, slot: int, cancelled: bool = False) -> None:
         """Lock held: the slot's sequence is over; the scheduler refills or frees it."""
         self._values[slot] = None
-        self.owner.release_slot(self, slot, self._queues[slot])
+        self.owner.release_slot(self, slot, self._queues[slot], cancelled)
 
     def start(self, name: str) -> None:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -155,6 +158,8 @@ class DirectSequenceBatch(SequenceBatch):
             if queue and queue[0] is None:  # the reaper released an abandoned sequence
                 queue.popleft()
                 self.release(slot)
+            elif queue and queue[0].cancelled:  # a cancelled request ends its sequence
+                self.release(slot, cancelled=True)
             if queue:
                 head = queue[0]
                 assert head is not None
@@ -249,6 +254,11 @@ class OldestSequenceBatch(SequenceBatch):
                 request = queue.popleft()
                 if request is None:
                     release = True
+                elif request.cancelled:
+                    queue.appendleft(request)
+                    self.release(slot, cancelled=True)
+                    retry = bool(queue)
+                    continue
                 else:
                     release = bool(request.flags & SEQUENCE_END)
                     self.prepare(request, slot)

@@ -184,23 +184,37 @@ class SequenceBatchScheduler:
 
     # -- called by the batchers -----------------------------------------------------------------
 
-    def release_slot(self, batcher: SequenceBatch, slot: int, queue: SlotQueue) -> None:
+    def release_slot(
+        self, batcher: SequenceBatch, slot: int, queue: SlotQueue, cancelled: bool
+    ) -> None:
         """Triton's ReleaseSequenceSlot (batcher lock held): requests still queued behind an
-        END or a release belong to no sequence and fail; then the oldest backlogged sequence
-        takes the slot, or it becomes free."""
-        if queue:
+        END, a release or a cancelled request fail; then the oldest backlogged sequence (a
+        cancelled one fails whole) takes the slot, or it becomes free."""
+        where = (slot, self._index[id(batcher)])
+        if cancelled:
+            head = queue[0]
+            assert head is not None
+            with self._lock:
+                if self._slots.get(head.correlation_id) == where:
+                    del self._slots[head.correlation_id]
+                self._last_seen.pop(head.correlation_id, None)
+            fail_all(queue, _sequence_cancelled())
+        elif queue:
             fail_all(queue, TritonError.cancelled(
                 "sequence slot released before the request could run"
             ))
-        where = (slot, self._index[id(batcher)])
         with self._lock:
-            if self._backlogs:
+            while self._backlogs:
                 backlog = self._backlogs.popleft()
                 last = backlog.requests[-1]
                 assert last is not None
+                correlation_id = last.correlation_id
+                if self._backlog_of.get(correlation_id) is backlog:
+                    del self._backlog_of[correlation_id]
+                if any(r is not None and r.cancelled for r in backlog.requests):
+                    fail_all(backlog.requests, _sequence_cancelled())
+                    continue
                 if not last.flags & SEQUENCE_END:
-                    correlation_id = last.correlation_id
-                    self._backlog_of.pop(correlation_id, None)
                     self._slots[correlation_id] = where
                 queue.extend(backlog.requests)
                 return
@@ -258,3 +272,8 @@ class SequenceBatchScheduler:
                 "timeout of the corresponding sequence has been expired"
             ))
         return min((b.expires for b in self._backlogs), default=math.inf) - now
+
+
+def _sequence_cancelled() -> TritonError:
+    # Triton answers CANCELLED without a message.
+    return TritonError.cancelled("a request of the sequence was cancelled")

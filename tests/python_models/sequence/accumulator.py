@@ -5,10 +5,11 @@ its position) or per correlation id ("corrid", for the oldest strategy), as conf
 parameter `key`. INFO (one JSON string per request) reports what the model saw: correlation id,
 flags, every control input, the batch size and the instance, so tests can check the scheduler.
 With inputs STATE_IN/outputs STATE_OUT configured as implicit state, the model adds INPUT to the
-state the server keeps instead of its own sum.
+state the server keeps instead of its own sum. Parameter `delay_ms` makes each execute slow.
 """
 
 import json
+import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -23,8 +24,10 @@ class TritonPythonModel:
         self.key = params.get("key", {}).get("string_value", "slot")
         self.instance = args["model_instance_name"]
         self.sums = {}
+        self.delay_s = float(params.get("delay_ms", {}).get("string_value", "0")) / 1000.0
 
     def execute(self, requests):
+        time.sleep(self.delay_s)
         responses = []
         for position, request in enumerate(requests):
             value = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy()
