@@ -468,3 +468,34 @@ def test_identity_backend_serves_a_sequence(http):
 
 def test_server_metadata_lists_the_sequence_extension(http):
     assert "sequence" in http.get_server_metadata()["extensions"]
+
+
+def test_bad_initial_state_fails_the_model_load_with_tritons_message(tmp_path: Path):
+    def state_model(name: str, initial: str, files: dict[str, str] | None = None) -> None:
+        write_model(tmp_path, name, identity_config(
+            name, "TYPE_INT32", "[ 1 ]", max_batch_size=0, extra="sequence_batching { "
+            + STATE.format(initial=f"initial_state {{ {initial} name: \"s\" }}") + " }"),
+            files=files)
+
+    state_model("short_file", 'data_type: TYPE_INT32 dims: [1] data_file: "short"',
+                {"initial_state/short": "ab"})
+    state_model("no_state_data", "data_type: TYPE_INT32 dims: [1]")
+    state_model("bad_dims", "data_type: TYPE_INT32 dims: [2] zero_data: true")
+    state_model("bad_type", "data_type: TYPE_FP32 dims: [1] zero_data: true")
+    state_model("no_file", 'data_type: TYPE_INT32 dims: [1] data_file: "missing"')
+    state_model("good", 'data_type: TYPE_INT32 dims: [1] zero_data: true')
+    with ServerProcess([tmp_path], "--exit-on-error=false", "--strict-readiness=false") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("good")
+        for name in ("short_file", "no_state_data", "bad_dims", "bad_type", "no_file"):
+            assert not client.is_model_ready(name)
+        log = server.log()
+    assert ("initial_state setting expects 4 bytes, but the data provided from shortonly has "
+            "2 bytes.") in log
+    assert "initial_state setting expects state'STATE_IN' to have state_data set" in log
+    assert ("'initial_state' dim for input name 'STATE_IN' doesn't match 'state' dim "
+            "description. 2 != 1") in log
+    assert ("The data type used for 'initial_state' field of state 'STATE_IN' does not match "
+            "the state data type.") in log
+    assert (f"failed to open text file for read {tmp_path}/no_file/initial_state/missing: "
+            "No such file or directory") in log

@@ -96,8 +96,8 @@ def _initial_data(
         try:
             content = path.read_bytes()
         except OSError as exc:
-            raise TritonError.invalid_arg(
-                f"failed to read initial state file '{path}': {exc.strerror}"
+            raise TritonError.internal(
+                f"failed to open text file for read {path}: {exc.strerror}"
             ) from None
         if datatype == "BYTES":
             flat = bytes_from_wire(content, element_count(shape), name, state.input_name, "")
