@@ -234,8 +234,9 @@ class OldestSequenceBatch(SequenceBatch):
         self._target = max(oldest.preferred_batch_size, default=self._max_batch)
         self._delay_ns = oldest.max_queue_delay_microseconds * 1000
         self._in_flight = [False] * self.slot_count
-        # Requests issued to the dynamic batch, oldest first, with their slot.
-        self._issued: deque[tuple[int, InferenceRequest]] = deque()
+        # Requests issued to the dynamic batch, oldest first, with their slot and the time
+        # they were issued (what the queue delay counts from).
+        self._issued: deque[tuple[int, InferenceRequest, int]] = deque()
 
     def _on_enqueue(self, slot: int) -> None:
         if not self._in_flight[slot]:
@@ -263,27 +264,27 @@ class OldestSequenceBatch(SequenceBatch):
                     release = bool(request.flags & SEQUENCE_END)
                     self.prepare(request, slot)
                     self._in_flight[slot] = True
-                    self._issued.append((slot, request))
+                    self._issued.append((slot, request, time.perf_counter_ns()))
             if release:
                 self.release(slot)
                 retry = bool(queue) and not self._in_flight[slot]
 
-    def _execute(self, batch: list[tuple[int, InferenceRequest]]) -> None:
-        self.instance.execute([request for _, request in batch])
+    def _execute(self, batch: list[tuple[int, InferenceRequest, int]]) -> None:
+        self.instance.execute([request for _, request, _ in batch])
         with self._wake:
-            for slot, _ in batch:
+            for slot, _, _ in batch:
                 self._next_of(slot)
 
     def _drained(self) -> bool:
         return super()._drained() and not self._issued
 
-    def _next_batch(self) -> list[tuple[int, InferenceRequest]] | None:
+    def _next_batch(self) -> list[tuple[int, InferenceRequest, int]] | None:
         self._wait_s = None
         issued = self._issued
         if not issued:
             return None
         if len(issued) < self._target and self._delay_ns and not self._stopping:
-            waited = time.perf_counter_ns() - issued[0][1].queue_start_ns
+            waited = time.perf_counter_ns() - issued[0][2]
             if waited < self._delay_ns:
                 self._wait_s = (self._delay_ns - waited) / 1e9
                 return None
