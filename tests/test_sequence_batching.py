@@ -8,6 +8,7 @@ the reference Triton 2.51 gave for the same models and requests.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import threading
@@ -18,7 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+import tritonclient.grpc.aio as grpcaio
 import tritonclient.http as httpclient
+import tritonclient.http.aio as httpaio
 from models import identity_config, write_model
 from server_process import ServerProcess
 from tritonclient.utils import InferenceServerException
@@ -182,6 +185,33 @@ def test_sequences_never_mix_under_concurrent_http_and_grpc_clients(seq_server):
     for thread in threads:
         thread.join(60)
     assert not failures, failures
+
+
+def test_aio_clients_interleave_sequences(seq_server):
+    """Asyncio clients (http.aio and grpc.aio) step four sequences in lockstep."""
+
+    async def step(client: Any, module: Any, sequence_id: int, index: int) -> int:
+        result = await client.infer("seq_direct", [value_input(module, sequence_id, True)],
+                                    sequence_id=sequence_id, sequence_start=index == 0,
+                                    sequence_end=index == 2)
+        return int(result.as_numpy("OUTPUT").reshape(-1)[0])
+
+    async def main() -> list[list[int]]:
+        http_aio = httpaio.InferenceServerClient(seq_server.http_url)
+        grpc_aio = grpcaio.InferenceServerClient(seq_server.grpc_url)
+        clients = [(http_aio, httpclient), (grpc_aio, grpcclient)]
+        try:
+            totals = []
+            for index in range(3):
+                totals.append(await asyncio.gather(*(
+                    step(*clients[n % 2], 2000 + n, index) for n in range(4))))
+            return totals
+        finally:
+            await http_aio.close()
+            await grpc_aio.close()
+
+    totals = asyncio.run(main())
+    assert totals == [[(2000 + n) * k for n in range(4)] for k in (1, 2, 3)]
 
 
 def test_control_inputs_carry_start_end_ready_and_corrid(http):
