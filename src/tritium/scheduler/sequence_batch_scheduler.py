@@ -249,7 +249,7 @@ class SequenceBatchScheduler:
                     self._lock.release()
                     try:
                         for correlation_id, (slot_index, batcher) in abandoned:
-                            log.info(
+                            log.debug(  # Triton: verbose only
                                 "sequence %s of model '%s' idle for over %d us: releasing its "
                                 "slot", correlation_id, self._model_name, int(idle * 1e6),
                             )
