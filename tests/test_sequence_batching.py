@@ -26,7 +26,8 @@ from models import identity_config, write_model
 from server_process import ServerProcess
 from tritonclient.utils import InferenceServerException
 
-ACCUMULATOR = (Path(__file__).parent / "python_models" / "sequence" / "accumulator.py").read_text()
+SEQUENCE_MODELS = Path(__file__).parent / "python_models" / "sequence"
+ACCUMULATOR = (SEQUENCE_MODELS / "accumulator.py").read_text()
 
 CONTROLS = """
   control_input [
@@ -91,6 +92,13 @@ def seq_server(tmp_path_factory: pytest.TempPathFactory):
                     'name: "zero" }')))
     state_file = add_state_file_model(repo)
     assert state_file.exists()
+    write_model(repo, "bls_to_sequence", """
+name: "bls_to_sequence"
+backend: "python"
+input [ { name: "INPUT" data_type: TYPE_INT32 dims: [1] } ]
+output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [1] } ]
+parameters { key: "target" value: { string_value: "seq_string" } }
+""", files={"1/model.py": (SEQUENCE_MODELS / "bls_forward.py").read_text()})
     write_model(repo, "seq_identity", identity_config(
         "seq_identity", "TYPE_INT32", "[ 1 ]", max_batch_size=0,
         extra="sequence_batching { }"))
@@ -484,6 +492,20 @@ def test_grpc_stream_carries_sequences(grpc):
         by_id[result.get_response().id] = int(result.as_numpy("OUTPUT")[0])
     assert by_id == {"stream-a-0": 1, "stream-a-1": 2, "stream-a-2": 3,
                      "stream-b-0": 10, "stream-b-1": 20, "stream-b-2": 30}
+
+
+def test_bls_requests_carry_sequence_id_and_flags(http):
+    """A Python model calling a sequence model with pb_utils.InferenceRequest(correlation_id=,
+    flags=) drives the sequence like a client would, errors included."""
+    for step, expected in enumerate((4, 8, 12)):
+        result = http.infer("bls_to_sequence", [value_input(httpclient, 4, False)],
+                            sequence_id="bls-1", sequence_start=step == 0,
+                            sequence_end=step == 2)
+        assert result.as_numpy("OUTPUT").tolist() == [expected]
+    exc = error_of(lambda: http.infer("bls_to_sequence", [value_input(httpclient, 4, False)],
+                                      sequence_id="bls-1"))
+    assert "inference request for sequence bls-1 to model 'seq_string' must specify the " \
+        "START flag" in exc.message()
 
 
 def test_identity_backend_serves_a_sequence(http):
