@@ -31,8 +31,8 @@ from .trace_settings import TraceSetting, TraceSettings
 log = logging.getLogger("tritium.server")
 
 # The protocol extensions this server implements (reported by server metadata).
-EXTENSIONS = ["classification", "binary_tensor_data", "model_configuration", "parameters",
-              "statistics", "trace", "logging"]
+EXTENSIONS = ["classification", "sequence", "binary_tensor_data", "model_configuration",
+              "parameters", "statistics", "trace", "logging"]
 
 
 @dataclass

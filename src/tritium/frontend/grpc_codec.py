@@ -271,7 +271,9 @@ def _request_parameters(params: Any) -> dict[str, Any]:
                 f"invalid value type for '{key}' parameter, expected {expected}."
             )
         value = getattr(param, kind)
-        if key == "priority" and value < 0:
+        if key == "sequence_id" and kind == "int64_param":
+            value &= 0xFFFF_FFFF_FFFF_FFFF  # Triton keeps integer sequence ids as uint64
+        elif key == "priority" and value < 0:
             raise TritonError.invalid_arg("invalid value for 'priority', expected value >= 0.")
         if key != _STREAM_OPTION:
             values[key] = value

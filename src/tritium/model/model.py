@@ -193,7 +193,13 @@ class Model:
         with self._lock:
             self._inflight += 1
         request.queue_start_ns = perf_counter_ns()
-        scheduler.enqueue(request)
+        try:
+            scheduler.enqueue(request)
+        except BaseException:
+            # Refused by the scheduler (e.g. a sequence never started): no response will come.
+            request.response_sender = None
+            finish_one()
+            raise
 
     def _finish_one(self) -> None:
         with self._lock:

@@ -1,0 +1,279 @@
+"""The sequence batcher (`sequence_batching { ... }`): Triton's SequenceBatchScheduler.
+
+A stateful model sees each sequence (the requests sharing a `sequence_id`, from the one flagged
+START to the one flagged END) in order and on one instance slot, whatever else is running. This
+module assigns sequences to slots: a START takes a free slot (lowest slot index first, so that
+sequences spread over instances), a sequence arriving while every slot is taken waits whole in
+the backlog until one frees, and a reaper thread releases the slot of a sequence idle for
+longer than `max_sequence_idle_microseconds`. What a slot does with its requests is
+`sequence_batch.py`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Sequence
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..errors import TritonError
+from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest
+from .sequence_batch import (
+    DirectSequenceBatch,
+    OldestSequenceBatch,
+    SequenceBatch,
+    SlotQueue,
+    fail_all,
+)
+from .sequence_control import SequenceControls
+from .sequence_state import ImplicitState
+
+if TYPE_CHECKING:
+    from ..model.instance import ModelInstance
+
+log = logging.getLogger("tritium.scheduler")
+
+CorrelationId = int | str
+_Slot = tuple[int, int]  # (slot index, batcher index): heap order fills slot 0 everywhere first
+
+
+class _Backlog:
+    """A sequence waiting for a slot, with the requests it sent meanwhile. A request `timeout`
+    bounds how long the whole sequence may wait (the earliest deadline of its requests)."""
+
+    __slots__ = ("requests", "expires")
+
+    def __init__(self) -> None:
+        self.requests: SlotQueue = deque()
+        self.expires = math.inf
+
+    def add(self, request: InferenceRequest, now: float) -> bool:
+        """Queue `request`; True if it brought the deadline forward."""
+        self.requests.append(request)
+        if request.timeout_us:
+            expires = now + request.timeout_us / 1e6
+            if expires < self.expires:
+                self.expires = expires
+                return True
+        return False
+
+
+class SequenceBatchScheduler:
+    def __init__(self, config: mc.ModelConfig, instances: Sequence[ModelInstance]) -> None:
+        self._model_name = config.name
+        batcher = config.sequence_batching
+        self._idle_s = batcher.max_sequence_idle_microseconds / 1e6
+        # Sequence slots per instance: the batch size, or oldest's max_candidate_sequences.
+        slot_count = max(1, config.max_batch_size)
+        kind: type[SequenceBatch] = DirectSequenceBatch
+        if batcher.HasField("oldest"):
+            kind = OldestSequenceBatch
+            if batcher.oldest.max_candidate_sequences > 0:
+                slot_count = batcher.oldest.max_candidate_sequences
+        controls = SequenceControls(config)
+        model_dir = instances[0].handle.model.repository_path
+        states = ImplicitState(config, model_dir)
+        self._batchers: list[SequenceBatch] = [
+            kind(self, instance, slot_count, controls, states, config)
+            for instance in instances
+        ]
+        self._index = {id(b): i for i, b in enumerate(self._batchers)}
+        self._free: list[_Slot] = [
+            (slot, index) for index in range(len(self._batchers)) for slot in range(slot_count)
+        ]
+        heapq.heapify(self._free)
+        self._lock = threading.Lock()
+        self._slots: dict[CorrelationId, _Slot] = {}
+        self._backlog_of: dict[CorrelationId, _Backlog] = {}
+        self._backlogs: deque[_Backlog] = deque()
+        self._last_seen: dict[CorrelationId, float] = {}
+        self._stopping = False
+        self._reaper_wake = threading.Condition(self._lock)
+        self._reaper: threading.Thread | None = None
+
+    # -- the Scheduler contract ---------------------------------------------------------------
+
+    def start(self) -> None:
+        for index, batch in enumerate(self._batchers):
+            batch.start(f"{self._model_name}-seq-{index}")
+        self._reaper = threading.Thread(
+            target=self._reap, name=f"{self._model_name}-seq-reaper", daemon=True
+        )
+        self._reaper.start()
+
+    def enqueue(self, request: InferenceRequest) -> None:
+        """Route `request` to its sequence's slot (or the backlog); raise TritonError with
+        Triton's message for a request that cannot belong to a sequence."""
+        model = request.model_name
+        if request.batch_size > 1:
+            raise TritonError.invalid_arg(
+                f"inference request to model '{model}' must specify batch-size 1 due to "
+                "requirements of sequence batcher"
+            )
+        correlation_id = request.correlation_id
+        if not correlation_id:
+            raise TritonError.invalid_arg(
+                f"inference request to model '{model}' must specify a non-zero or non-empty "
+                "correlation ID"
+            )
+        start = bool(request.flags & SEQUENCE_START)
+        end = bool(request.flags & SEQUENCE_END)
+        with self._lock:
+            if self._stopping and start:
+                raise TritonError.unavailable(
+                    "Server is stopping, scheduler for model has stopped accepting new "
+                    "inference requests"
+                )
+            slot = self._slots.get(correlation_id)
+            backlog = self._backlog_of.get(correlation_id) if slot is None else None
+            if not start and slot is None and backlog is None:
+                raise TritonError.invalid_arg(
+                    f"inference request for sequence {correlation_id} to model '{model}' must "
+                    "specify the START flag on the first request of the sequence"
+                )
+            now = self._last_seen[correlation_id] = time.monotonic()
+            if start and (slot is not None or backlog is not None):
+                # Triton goes on in the same slot (or backlog): the earlier sequence simply
+                # ends early.
+                log.warning(
+                    "sequence %s for model '%s' has a conflict. The previous sequence did not "
+                    "end before this sequence start. Previous sequence will be terminated "
+                    "early.", correlation_id, model,
+                )
+            if slot is None and backlog is None and not self._free:
+                backlog = _Backlog()
+                self._backlogs.append(backlog)
+                if not end:
+                    self._backlog_of[correlation_id] = backlog
+            elif backlog is not None and end:
+                del self._backlog_of[correlation_id]
+            if backlog is not None:
+                if backlog.add(request, now):
+                    self._reaper_wake.notify_all()
+                return
+            if slot is None:
+                slot = self._slots[correlation_id] = heapq.heappop(self._free)
+            if end:
+                del self._slots[correlation_id]
+        slot_index, batcher = slot
+        self._batchers[batcher].enqueue(slot_index, request)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            self._reaper_wake.notify_all()
+        if self._reaper is not None:
+            self._reaper.join()
+            self._reaper = None
+        for batch in self._batchers:
+            batch.stop()
+        with self._lock:
+            stopping = TritonError.unavailable(
+                "Server is stopping, scheduler for model has stopped accepting new inference "
+                "requests"
+            )
+            for backlog in self._backlogs:
+                fail_all(backlog.requests, stopping)
+            self._backlogs.clear()
+            self._backlog_of.clear()
+
+    # -- called by the batchers -----------------------------------------------------------------
+
+    def release_slot(
+        self, batcher: SequenceBatch, slot: int, queue: SlotQueue, cancelled: bool
+    ) -> None:
+        """Triton's ReleaseSequenceSlot (batcher lock held): requests still queued behind an
+        END, a release or a cancelled request fail; then the oldest backlogged sequence (a
+        cancelled one fails whole) takes the slot, or it becomes free."""
+        where = (slot, self._index[id(batcher)])
+        if cancelled:
+            head = queue[0]
+            assert head is not None
+            with self._lock:
+                if self._slots.get(head.correlation_id) == where:
+                    del self._slots[head.correlation_id]
+                self._last_seen.pop(head.correlation_id, None)
+            fail_all(queue, _sequence_cancelled())
+        elif queue:
+            fail_all(queue, TritonError.cancelled(
+                "sequence slot released before the request could run"
+            ))
+        with self._lock:
+            while self._backlogs:
+                backlog = self._backlogs.popleft()
+                last = backlog.requests[-1]
+                assert last is not None
+                correlation_id = last.correlation_id
+                if self._backlog_of.get(correlation_id) is backlog:
+                    del self._backlog_of[correlation_id]
+                if any(r is not None and r.cancelled for r in backlog.requests):
+                    fail_all(backlog.requests, _sequence_cancelled())
+                    continue
+                if not last.flags & SEQUENCE_END:
+                    self._slots[correlation_id] = where
+                queue.extend(backlog.requests)
+                return
+            heapq.heappush(self._free, where)
+
+    # -- the reaper -----------------------------------------------------------------------------
+
+    def _reap(self) -> None:
+        """Release the slots of sequences idle past max_sequence_idle_microseconds."""
+        idle = self._idle_s
+        backlog_recheck = 0.05  # Triton's backlog_idle_wait_microseconds
+        with self._lock:
+            while not self._stopping:
+                now = time.monotonic()
+                wait = idle
+                abandoned: list[tuple[CorrelationId, _Slot]] = []
+                for correlation_id, seen in list(self._last_seen.items()):
+                    remaining = idle - (now - seen)
+                    if remaining > 0:
+                        wait = min(wait, remaining)
+                        continue
+                    slot = self._slots.pop(correlation_id, None)
+                    if slot is not None:
+                        abandoned.append((correlation_id, slot))
+                        del self._last_seen[correlation_id]
+                    elif correlation_id in self._backlog_of:
+                        wait = min(wait, backlog_recheck)
+                    else:  # ended, or its END is queued
+                        del self._last_seen[correlation_id]
+                wait = min(wait, self._expire_backlogs(now))
+                if abandoned:
+                    self._lock.release()
+                    try:
+                        for correlation_id, (slot_index, batcher) in abandoned:
+                            log.debug(  # Triton: verbose only
+                                "sequence %s of model '%s' idle for over %d us: releasing its "
+                                "slot", correlation_id, self._model_name, int(idle * 1e6),
+                            )
+                            self._batchers[batcher].enqueue(slot_index, None)
+                    finally:
+                        self._lock.acquire()
+                    continue
+                self._reaper_wake.wait(wait)
+
+    def _expire_backlogs(self, now: float) -> float:
+        """Lock held: fail the backlogged sequences whose deadline passed; seconds until the
+        next deadline."""
+        expired = [b for b in self._backlogs if b.expires <= now]
+        for backlog in expired:
+            self._backlogs.remove(backlog)
+            for correlation_id, waiting in list(self._backlog_of.items()):
+                if waiting is backlog:
+                    del self._backlog_of[correlation_id]
+            fail_all(backlog.requests, TritonError.unavailable(
+                "timeout of the corresponding sequence has been expired"
+            ))
+        return min((b.expires for b in self._backlogs), default=math.inf) - now
+
+
+def _sequence_cancelled() -> TritonError:
+    # Triton answers CANCELLED without a message.
+    return TritonError.cancelled("a request of the sequence was cancelled")
