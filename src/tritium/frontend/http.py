@@ -17,6 +17,7 @@ from urllib.parse import unquote_to_bytes
 from ..errors import TritonError
 from ..server import InferenceServer
 from .compression import accepted_encoding, compress, decompress
+from .http_generate import handle_generate
 from .http_json import dumps
 from .http_request import OutputPlan, decode_infer_request, parse_header_length
 from .http_response import encode_infer_response
@@ -108,7 +109,7 @@ class HttpApp:
 
     def _model_route(self, conn: HttpConnection, parts: list[bytes], method: bytes,
                      request: Request) -> None:
-        # /v2/models/{name}[/versions/{digits}][/ready|/infer|/config]
+        # /v2/models/{name}[/versions/{digits}][/ready|/infer|/generate[_stream]|/config]
         if not parts or not parts[0]:
             return _not_found(conn)
         name = unquote_to_bytes(parts[0]).decode("utf-8", "replace")
@@ -131,6 +132,10 @@ class HttpApp:
                 return self._infer(conn, name, version, request)
             except TritonError as exc:
                 return _reply_error(conn, exc.http_status, exc.message)
+        if kind == b"generate" or kind == b"generate_stream":
+            return handle_generate(
+                self.server, conn, request, name, version, kind == b"generate_stream"
+            )
         if kind == b"ready":
             if method != b"GET":
                 return _method_not_allowed(conn)
