@@ -171,9 +171,10 @@ class HttpApp:
         for key, value in http_request.headers:
             if key == b"inference-header-content-length":
                 header_length_text = value.decode("latin-1")
-            elif key == b"content-encoding":
+            # A repeated coding header counts once, the first time, as in Triton (evhtp_kv_find).
+            elif key == b"content-encoding" and content_encoding is None:
                 content_encoding = value.decode("latin-1")
-            elif key == b"accept-encoding":
+            elif key == b"accept-encoding" and accept_encoding is None:
                 accept_encoding = value.decode("latin-1")
         # Like Triton: unknown and decoupled models are refused before the body is parsed, and
         # errors before parsing (and after inference) come as text/plain, the others as JSON.
@@ -183,7 +184,10 @@ class HttpApp:
                 raise TritonError.unsupported(
                     "HTTP end point doesn't support models with decoupled transaction policy"
                 )
-            if content_encoding and content_encoding not in ("identity", "gzip", "deflate"):
+            # Present but empty is as unknown as any other coding (Triton refuses it too).
+            if content_encoding is not None and content_encoding not in (
+                "identity", "gzip", "deflate"
+            ):
                 return _reply_error(
                     conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
                 )

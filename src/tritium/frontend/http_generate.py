@@ -54,10 +54,12 @@ def handle_generate(server: InferenceServer, conn: HttpConnection, http_request:
     try:
         config = server.model_config(name, version)
         for key, value in http_request.headers:
-            if key == b"content-encoding" and value != b"identity":
-                raise TritonError.invalid_arg(
-                    "Unsupported content-encoding, only 'identity' is supported."
-                )
+            if key == b"content-encoding":  # the first one counts, as in Triton
+                if value != b"identity":
+                    raise TritonError.invalid_arg(
+                        "Unsupported content-encoding, only 'identity' is supported."
+                    )
+                break
         request = _decode(name, parse_version(version), http_request.body, config)
         answer = _Answer(conn, request, streaming)
         server.infer_each(request, answer.on_response)
