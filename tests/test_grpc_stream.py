@@ -1,8 +1,9 @@
 """ModelStreamInfer and the decoupled example backends (square, repeat), through real clients.
 
 One server process serves Triton's decoupled examples (configurations as in Triton's
-python_backend examples/decoupled, on the built-in `square` and `repeat` backends) and identity
-models; `tritonclient.grpc` (start_stream / async_stream_infer / stop_stream) and
+python_backend examples/decoupled, on the built-in `square` and `repeat` backends), identity
+models and a decoupled Python-backend model (gen_stream, which notes each request it finds
+cancelled through `request.is_cancelled()`); `tritonclient.grpc` (start_stream / async_stream_infer / stop_stream) and
 `tritonclient.grpc.aio` (stream_infer) drive it, plus raw stubs where the clients hide the wire.
 What Triton sends was checked against Triton 2.51 (tools/reference-triton.sh).
 """
