@@ -88,6 +88,7 @@ def test_generate_response_as_triton_writes_it(server):
     reply = post(server, "gen_echo/generate", {"text_input": "hi"})
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
+    assert reply.headers["transfer-encoding"] == "chunked"  # as Triton sends it
     # Byte for byte Triton's answer: fields in name order, one-element outputs unwrapped.
     assert reply.body == (
         b'{"mat_out":0,"model_name":"gen_echo","model_version":"1","n_out":[1,2],'

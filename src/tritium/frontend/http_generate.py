@@ -174,7 +174,7 @@ class _Answer:
         self.request = request
         self.streaming = streaming
         self.status = 0  # set by the first response (or the flag-only final)
-        # /generate: every response's body, kept until the final flag.
+        # /generate: every response's body, sent (or refused) at the final flag.
         self.bodies: list[bytes] = []
 
     def on_response(self, response: InferenceResponse | None, final: bool) -> None:
@@ -187,25 +187,21 @@ class _Answer:
             if failed:
                 status = 400  # Triton 2.51: any error in a response, whatever its code
         if self.status == 0:
+            # Like Triton, both endpoints start a chunked answer at the first response.
             self.status = status
-            if self.streaming:
-                self.conn.start_stream(status, _SSE_HEADERS)
+            self.conn.start_stream(status, _SSE_HEADERS if self.streaming else _JSON_HEADERS)
         if self.streaming:
             if body:
                 self.conn.send_chunk(b"data: " + body + b"\n\n")
-            if final:
-                self.conn.end_stream()
-            return
-        if response is not None:
+        elif response is not None:
             self.bodies.append(body)
-        if final:
-            if len(self.bodies) == 1:
-                answer = self.bodies[0]
-            else:
-                answer = dumps({"error": _SINGLE_RESPONSE})
-            self.conn.respond(
-                self.status, b"content-length: %d\r\n%s" % (len(answer), _JSON_HEADERS), answer
-            )
+        if not final:
+            return
+        if not self.streaming:
+            bodies = self.bodies
+            answer = bodies[0] if len(bodies) == 1 else dumps({"error": _SINGLE_RESPONSE})
+            self.conn.send_chunk(answer)
+        self.conn.end_stream()
 
 
 def _encode(response: InferenceResponse, request: InferenceRequest) -> tuple[bytes, bool]:
