@@ -180,6 +180,14 @@ class _Answer:
     def on_response(self, response: InferenceResponse | None, final: bool) -> None:
         if self.conn.closed:
             return  # the client went away: the request is cancelled, its answers dropped
+        try:
+            self._write(response, final)
+        except Exception:  # a bug: end this answer rather than leave the client waiting
+            log.exception("generate: answering '%s' failed", self.request.model_name)
+            self.request.cancelled = True
+            self.conn.close()
+
+    def _write(self, response: InferenceResponse | None, final: bool) -> None:
         body = b""
         status = 200
         if response is not None:
