@@ -380,6 +380,22 @@ def test_events_are_written_as_they_come_in_chunks(server):
         sock.close()
 
 
+def test_pipelined_requests_behind_a_stream_are_answered_in_order(server):
+    body = json.dumps({"text_input": "p", "count": 2, "delay_ms": 100}).encode()
+    sock = socket.create_connection((HOST, server.http_port), timeout=30)
+    try:
+        sock.sendall(b"POST /v2/models/gen_stream/generate_stream HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Length: %d\r\n\r\n%s"
+                     b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n" % (len(body), body))
+        stream, _, ready = read_until(sock, b"\r\n0\r\n\r\n").partition(b"\r\n0\r\n\r\n")
+        ready = read_until(sock, b"\r\n\r\n", ready)
+        assert stream.count(b"data: ") == 2
+        assert ready.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert b"content-length: 0\r\n" in ready
+    finally:
+        sock.close()
+
+
 def metric(server: ServerProcess, name: str, model: str) -> float:
     with urllib.request.urlopen(server.metrics_url, timeout=10) as response:
         text = response.read().decode()
