@@ -181,7 +181,9 @@ def test_a_parameter_named_like_an_input_is_that_input(server):
     ({"text_input": "hi", "parameters": {"x": [1]}}, 400,
      "Converting keyword: 'parameters': parameter 'x' has invalid type. It should be either "
      "'int', 'bool', or 'string'."),
-    ({}, 400, "[request id: <id_unknown>] expected "),
+    ({}, 400, "[request id: <id_unknown>] expected number of inputs between 1 and 5 but got 0 "
+              "inputs for model 'gen_echo'. Got input(s) [], but missing required input(s) "
+              "['text_input']. Please provide all required input(s)."),
     ([1], 400, "attempt to get members for non-object"),
 ], ids=["too-many-for-dims", "too-many-strings", "nested-too-deep", "string-for-int",
         "int-for-bool", "bool-for-float", "int-for-string", "id-not-string", "null-parameter",
