@@ -226,6 +226,9 @@ def test_malformed_json(server):
     reply = post(server, "gen_echo/generate", raw=b'{"text_input":"hi"')
     assert reply.status == 400
     assert reply.json()["error"].startswith("failed to parse the request JSON buffer:")
+    reply = post(server, "gen_echo/generate", raw=b"")
+    assert (reply.status, reply.json()) == (400, {
+        "error": "failed to parse the request JSON buffer: The document is empty. at 0"})
 
 
 # -- compression ---------------------------------------------------------------------------------
