@@ -3,7 +3,7 @@
 A small explicit router (the routes and answers of Triton's http_server.cc: the same paths, the
 same status codes, `{"error": "..."}` bodies, empty 200/400 for health and readiness) over the
 lean HTTP/1.1 server of `http_server`. Infer bodies are decoded in `http_request` and encoded in
-`http_response`.
+`http_response`; the generate extension lives in `http_generate`.
 """
 
 from __future__ import annotations
