@@ -269,17 +269,12 @@ class InferenceServer:
         For decoupled models (any number of responses, possibly an empty final) and ordinary
         ones alike. Closing the iterator early marks the request cancelled.
         """
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[InferenceResponse | None, int]] = asyncio.Queue()
-
-        deliver = _on_loop(loop, lambda response, flags: queue.put_nowait((response, flags)))
-
-        self.infer_async(request, deliver)
+        queue: asyncio.Queue[tuple[InferenceResponse | None, bool]] = asyncio.Queue()
+        self.infer_each(request, lambda response, final: queue.put_nowait((response, final)))
         final = False
         try:
             while not final:
-                response, flags = await queue.get()
-                final = bool(flags & RESPONSE_COMPLETE_FINAL)
+                response, final = await queue.get()
                 yield response, final
         finally:
             if not final:

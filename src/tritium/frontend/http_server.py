@@ -105,7 +105,7 @@ class HttpConnection(asyncio.Protocol):
         self._keep_alive = True
         self._streaming = False  # the answer being sent is a chunked stream (start_stream)
         # What the answer being waited for is about: its `cancelled` flag is set if the
-        # endpoint stops before the answer (the handler sets it).
+        # client goes away or the endpoint stops before the answer (the handler sets it).
         self.pending: Any = None
         self._pipeline: deque[tuple[Request, bool]] = deque()
         self._reading_paused = False
