@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 
 from server_process import ServerProcess
+from tritium.errors import TritonError
+from tritium.frontend.http_generate import _shape
 
 MODELS = Path(__file__).resolve().parent / "python_models" / "generate"
 HOST = "127.0.0.1"
@@ -460,3 +462,28 @@ def test_server_metadata_does_not_list_generate(server):
     with urllib.request.urlopen(f"http://{server.http_url}/v2", timeout=10) as response:
         extensions = json.loads(response.read())["extensions"]
     assert "generate" not in extensions
+
+
+# -- the shape rule on its own -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dims, count, shape", [
+    ([1], 1, (1,)),
+    ([-1], 4, (4,)),
+    ([-1, -1], 2, (1, 2)),
+    ([-1, 1], 1, (1, 1)),
+    ([2, -1], 6, (2, 3)),
+    ([-1, 2], 4, (2, 2)),
+    ([-1, 2, -1], 4, (1, 2, 2)),
+    ([3], 3, (3,)),
+    ([], 1, ()),
+    ([-1], 0, (0,)),
+])
+def test_shape_rule(dims, count, shape):
+    assert _shape("x", dims, count) == shape
+
+
+@pytest.mark.parametrize("dims, count", [([2], 3), ([1], 2), ([], 2), ([2, 2], 2), ([0], 1)])
+def test_shape_rule_refusals(dims, count):
+    with pytest.raises(TritonError, match="The schema can not convert input 'x' to tensor"):
+        _shape("x", dims, count)
