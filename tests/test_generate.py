@@ -3,8 +3,8 @@
 The models are unmodified Triton Python-backend models (tests/python_models/generate/): gen_echo
 reports what the endpoint made of a request, gen_batched batches, gen_stream is decoupled and
 streams `count` responses (and notes in cancelled.txt each request it saw cancelled), gen_wait
-(not decoupled) waits for its request to be cancelled and notes it the same way, gen_fail
-always fails. The expected bodies, statuses and headers are those Triton 2.51 sent for the same
+(not decoupled) waits for its request to be cancelled and notes it the same way, gen_params
+answers with response parameters, gen_fail always fails. The expected bodies, statuses and headers are those Triton 2.51 sent for the same
 requests (tools/reference-triton.sh); where Tritium answers 400 for a body Triton answers 500
 (a malformed one), the README says so.
 """
@@ -148,6 +148,14 @@ def test_other_members_and_parameters_reach_the_model_as_parameters(server):
         '{"id":"r2","model_name":"x","temperature":0.5,"a":1,"b":"x","c":true,'
         '"sequence_id":5,"triton_x":1}')
     assert answer["model_name"] == "gen_echo"
+
+
+def test_response_parameters_are_fields_and_hide_outputs_of_their_name(server):
+    # As Triton's http_server.cc (GenerateRequestClass) writes them; Triton 2.51's python
+    # backend cannot send response parameters, so this was not compared with it.
+    reply = post(server, "gen_params/generate", {"text_input": "x"})
+    assert reply.body == (b'{"count":3,"flag":true,"model_name":"gen_params",'
+                          b'"model_version":"1","note":"n","text_output":"from-param"}')
 
 
 def test_a_parameter_named_like_an_input_is_that_input(server):
