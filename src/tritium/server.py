@@ -256,6 +256,23 @@ class InferenceServer:
 
         self.infer_async(request, deliver)
 
+    def infer_each(
+        self,
+        request: InferenceRequest,
+        callback: Callable[[InferenceResponse | None, bool], None],
+    ) -> None:
+        """Start `request` (decoupled or not); `callback(response, final)` runs on the running
+        event loop for each response as it comes, `final` true on the last (whose response may
+        be None: a decoupled model's flag-only final).
+
+        Raises TritonError at once for a request that cannot be routed or validated. For
+        frontends that answer from callbacks rather than tasks (HTTP generate).
+        """
+        loop = asyncio.get_running_loop()
+        self.infer_async(request, _on_loop(
+            loop, lambda response, flags: callback(response, bool(flags & RESPONSE_COMPLETE_FINAL))
+        ))
+
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Run one request on a non-decoupled model and return its response.
 
@@ -281,17 +298,12 @@ class InferenceServer:
         For decoupled models (any number of responses, possibly an empty final) and ordinary
         ones alike. Closing the iterator early marks the request cancelled.
         """
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[InferenceResponse | None, int]] = asyncio.Queue()
-
-        deliver = _on_loop(loop, lambda response, flags: queue.put_nowait((response, flags)))
-
-        self.infer_async(request, deliver)
+        queue: asyncio.Queue[tuple[InferenceResponse | None, bool]] = asyncio.Queue()
+        self.infer_each(request, lambda response, final: queue.put_nowait((response, final)))
         final = False
         try:
             while not final:
-                response, flags = await queue.get()
-                final = bool(flags & RESPONSE_COMPLETE_FINAL)
+                response, final = await queue.get()
                 yield response, final
         finally:
             if not final:

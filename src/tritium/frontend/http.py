@@ -3,7 +3,7 @@
 A small explicit router (the routes and answers of Triton's http_server.cc: the same paths, the
 same status codes, `{"error": "..."}` bodies, empty 200/400 for health and readiness) over the
 lean HTTP/1.1 server of `http_server`. Infer bodies are decoded in `http_request` and encoded in
-`http_response`.
+`http_response`; the generate extension lives in `http_generate`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..errors import TritonError
 from ..server import InferenceServer
 from .compression import accepted_encoding, compress, decompress
 from .http_extensions import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
+from .http_generate import handle_generate
 from .http_json import dumps
 from .http_request import OutputPlan, decode_infer_request, parse_header_length
 from .http_response import encode_infer_response
@@ -134,7 +135,7 @@ class HttpApp:
 
     def _model_route(self, conn: HttpConnection, parts: list[bytes], method: bytes,
                      request: Request) -> None:
-        # /v2/models/{name}[/versions/{digits}][/ready|/infer|/config]
+        # /v2/models/{name}[/versions/{digits}][/ready|/infer|/generate[_stream]|/config]
         if not parts or not parts[0]:
             return _not_found(conn)
         name = unquote_to_bytes(parts[0]).decode("utf-8", "replace")
@@ -160,6 +161,10 @@ class HttpApp:
                 return self._infer(conn, name, version, request)
             except TritonError as exc:
                 return _reply_error(conn, exc.http_status, exc.message)
+        if kind == b"generate" or kind == b"generate_stream":
+            return handle_generate(
+                self.server, conn, request, name, version, kind == b"generate_stream"
+            )
         if kind == b"ready":
             if method != b"GET":
                 return _method_not_allowed(conn)
@@ -195,9 +200,10 @@ class HttpApp:
         for key, value in http_request.headers:
             if key == b"inference-header-content-length":
                 header_length_text = value.decode("latin-1")
-            elif key == b"content-encoding":
+            # A repeated coding header counts once, the first time, as in Triton (evhtp_kv_find).
+            elif key == b"content-encoding" and content_encoding is None:
                 content_encoding = value.decode("latin-1")
-            elif key == b"accept-encoding":
+            elif key == b"accept-encoding" and accept_encoding is None:
                 accept_encoding = value.decode("latin-1")
         # Like Triton: unknown and decoupled models are refused before the body is parsed, and
         # errors before parsing (and after inference) come as text/plain, the others as JSON.
@@ -207,7 +213,10 @@ class HttpApp:
                 raise TritonError.unsupported(
                     "HTTP end point doesn't support models with decoupled transaction policy"
                 )
-            if content_encoding and content_encoding not in ("identity", "gzip", "deflate"):
+            # Present but empty is as unknown as any other coding (Triton refuses it too).
+            if content_encoding is not None and content_encoding not in (
+                "identity", "gzip", "deflate"
+            ):
                 return _reply_error(
                     conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
                 )

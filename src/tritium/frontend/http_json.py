@@ -108,6 +108,8 @@ _RAPIDJSON_MESSAGES = {
 
 def _json_error(exc: json.JSONDecodeError) -> TritonError:
     message = _RAPIDJSON_MESSAGES.get(exc.msg, exc.msg + ".")
+    if exc.msg == "Expecting value" and not exc.doc.strip(" \t\n\r"):
+        message = "The document is empty."
     return TritonError.invalid_arg(
         f"failed to parse the request JSON buffer: {message} at {exc.pos}"
     )

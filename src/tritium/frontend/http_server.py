@@ -4,10 +4,12 @@ The frontend's routes are few and its bodies are read whole before they are answ
 server's generality (scope dicts, receive/send messages, a task per request, per-request timers)
 is per-request work this server does not need. A connection here parses with httptools (the
 parser uvicorn uses), hands each complete request to the handler, and writes its answer in one
-`transport.write`. What clients see is what uvicorn gave them: the same status lines and
+`transport.write` (a streamed answer, as generate_stream sends, goes out as chunks of a chunked
+transfer encoding instead). What clients see is what uvicorn gave them: the same status lines and
 lowercase headers, keep-alive by default (`Connection: close` and HTTP/1.0 close after the
 answer), pipelined requests answered in order, `100 Continue` for `Expect: 100-continue`, a 400
-for a request that does not parse, and on stop: refuse new connections, close idle ones, let
+for a request that does not parse, a request whose client goes away before its answer is
+complete marked cancelled, and on stop: refuse new connections, close idle ones, let
 requests in flight finish within the grace period, then cancel what is left.
 
 A request body (Content-Length or chunked, of any size) is kept only up to the endpoint's
@@ -121,8 +123,9 @@ class HttpConnection(asyncio.Protocol):
         self._busy = False
         self._head = False  # the request being answered is a HEAD: no body in the answer
         self._keep_alive = True
+        self._streaming = False  # the answer being sent is a chunked stream (start_stream)
         # What the answer being waited for is about: its `cancelled` flag is set if the
-        # endpoint stops before the answer (the handler sets it).
+        # client goes away or the endpoint stops before the answer (the handler sets it).
         self.pending: Any = None
         self._pipeline: deque[tuple[Request, bool]] = deque()
         self._reading_paused = False
@@ -141,6 +144,11 @@ class HttpConnection(asyncio.Protocol):
         self._endpoint.connections.discard(self)
         self._pipeline.clear()
         self._parser = None  # type: ignore[assignment]
+        # The client went away before its answer was complete: as Triton's request-fini hook
+        # does, the request is cancelled (a model may stop early; its answers are dropped).
+        pending, self.pending = self.pending, None
+        if pending is not None and self._busy:
+            pending.cancelled = True
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -266,6 +274,38 @@ class HttpConnection(asyncio.Protocol):
             transport.write(head + body)
         self._finished()
 
+    def start_stream(self, status: int, headers: bytes) -> None:
+        """Begin a streamed answer to the current request (chunked transfer encoding):
+        `headers` as for `respond`, without content-length; then `send_chunk` any number of
+        times and `end_stream` once."""
+        transport = self.transport
+        if not self._busy or self._closed or transport is None or transport.is_closing():
+            return
+        self._streaming = True
+        if not self._keep_alive:
+            headers += b"connection: close\r\n"
+        transport.write(STATUS_LINES[status] + headers + b"transfer-encoding: chunked\r\n\r\n")
+
+    def send_chunk(self, data: bytes) -> None:
+        """One chunk of the streamed answer (dropped once the client has gone)."""
+        transport = self.transport
+        if not self._streaming or not data or transport is None or transport.is_closing():
+            return
+        transport.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def end_stream(self) -> None:
+        """The streamed answer is complete: the last chunk, then the next request."""
+        if not self._streaming:
+            return
+        self._streaming = False
+        self._busy = False
+        self.pending = None
+        transport = self.transport
+        if self._closed or transport is None or transport.is_closing():
+            return
+        transport.write(b"0\r\n\r\n")
+        self._finished()
+
     def _finished(self) -> None:
         self.idle_since = self._loop.time()
         if not self._keep_alive:
@@ -319,6 +359,11 @@ class HttpConnection(asyncio.Protocol):
         pending, self.pending = self.pending, None
         if pending is not None:
             pending.cancelled = True
+        if self._streaming:
+            # Mid-stream, a status line can no longer be sent: the stream just ends.
+            self._busy = False
+            self.close()
+            return
         self._abort(_INTERNAL_ERROR)
 
 

@@ -61,8 +61,11 @@ def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelCon
         missing = [n for n in required if n not in given]
         if missing:
             prefix = log_prefix(request.id)
+            expected = f"{len(required)} inputs"
+            if len(required) != len(inputs):  # some inputs are optional: Triton gives the range
+                expected = f"number of inputs between {len(required)} and {len(inputs)}"
             raise TritonError.invalid_arg(
-                f"{prefix}expected {len(required)} inputs but got {len(given)} inputs for "
+                f"{prefix}expected {expected} but got {len(given)} inputs for "
                 f"model '{model}'. Got input(s) {_names(given)}, but missing required "
                 f"input(s) {_names(missing)}. Please provide all required input(s)."
             )

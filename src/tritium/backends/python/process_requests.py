@@ -58,7 +58,9 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
             wire.append((
                 handle, request.id, request.correlation_id, request.flags,
                 request.timeout_us,
-                json.dumps(request.parameters) if request.parameters else "{}",
+                # Compact, as the JSON Triton's stub hands to `request.parameters()`.
+                json.dumps(request.parameters, separators=(",", ":"))
+                if request.parameters else "{}",
                 [o.name for o in outputs] if outputs else default_outputs,
                 descriptors[at : at + count],
             ))
