@@ -18,6 +18,7 @@ from ..errors import TritonError
 from ..server import InferenceServer
 from .compression import accepted_encoding, compress, decompress
 from .http_json import dumps
+from .http_repository import Answer, answer_later
 from .http_request import OutputPlan, decode_infer_request, parse_header_length
 from .http_response import encode_infer_response
 from .http_server import HttpConnection, HttpEndpoint, Request
@@ -28,6 +29,7 @@ _JSON = b"application/json"
 _TEXT = b"text/plain"
 _OCTET = b"application/octet-stream"
 _MODELS_PREFIX = "/v2/models/"
+_REPOSITORY_PREFIX = "/v2/repository/"
 # Below this total size a binary response goes out as one joined buffer; above it, the header
 # and each tensor are written as they are (no copy of large tensors).
 _JOIN_LIMIT = 64 * 1024
@@ -92,6 +94,10 @@ class HttpApp:
         method = request.method
         if path.startswith(_MODELS_PREFIX):
             return self._model_route(conn, request.raw_path.split(b"/")[3:], method, request)
+        if path.startswith(_REPOSITORY_PREFIX):
+            answer = answer_later(self.server, method, request.raw_path, request.body,
+                                  partial(_send_answer, conn, request))
+            return None if answer is None else _send_answer(conn, request, answer)
         if path == "/v2":
             if method != b"GET":
                 return _method_not_allowed(conn)
@@ -195,6 +201,19 @@ class HttpApp:
         self.server.infer_nowait(request, partial(
             _answer, conn, http_request, request, plan, config, accept_encoding
         ))
+
+
+def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:
+    """A repository request's answer: a JSON document, `{"error": ...}`, or an empty 200."""
+    status, document = answer
+    try:
+        if document is None:
+            return _reply(conn, status, b"", None)
+        _reply_json(conn, document, status)
+    except ConnectionError:
+        pass
+    except Exception as exc:
+        _internal_error(conn, http_request, exc)
 
 
 def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: OutputPlan,
