@@ -57,23 +57,6 @@ class DependencyGraph:
                         frontier.append(user)
             return found
 
-    def cycle_through(self, name: str) -> list[str] | None:
-        """A dependency cycle that passes through `name` (as a path back to it), or None."""
-        with self._lock:
-            uses = {k: list(v) for k, v in self._uses.items()}
-
-        def walk(node: str, path: list[str]) -> list[str] | None:
-            for child in uses.get(node, ()):
-                if child == name:
-                    return path + [child]
-                if child not in path:
-                    found = walk(child, path + [child])
-                    if found:
-                        return found
-            return None
-
-        return walk(name, [name])
-
     def load_order(self, names: list[str]) -> list[str]:
         """`names` with every composing model before the ensembles that use it."""
         ordered: list[str] = []

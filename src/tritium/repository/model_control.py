@@ -101,6 +101,7 @@ class ModelControl:
                     try:
                         future.result()
                     except TritonError as exc:
+                        log.error("%s", exc.message.rstrip())
                         errors.append(exc.message)
         return errors
 
