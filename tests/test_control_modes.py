@@ -1,0 +1,114 @@
+"""`--model-control-mode poll` (with `--repository-poll-secs`) and the start-up side of the
+other modes: POLL picks up new, changed and removed models and versions while serving."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from models import identity_config, write_model
+from server_process import ServerProcess
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def index(client: httpclient.InferenceServerClient, name: str) -> list[dict]:
+    return [e for e in client.get_model_repository_index() if e["name"] == name]
+
+
+def infer(client: httpclient.InferenceServerClient, model: str) -> list:
+    tensor = httpclient.InferInput("INPUT0", [1, 1], "FP32")
+    tensor.set_data_from_numpy(np.array([[3]], np.float32))
+    return client.infer(model, [tensor]).as_numpy("OUTPUT0").tolist()
+
+
+@pytest.fixture()
+def polled(tmp_path: Path):
+    write_model(tmp_path, "a", identity_config("a"))
+    with ServerProcess([tmp_path], "--model-control-mode=poll",
+                       "--repository-poll-secs=0.3") as server:
+        yield tmp_path, server, httpclient.InferenceServerClient(server.http_url)
+
+
+def test_poll_loads_a_new_model(polled) -> None:
+    repo, _, client = polled
+    assert client.is_model_ready("a")
+    write_model(repo, "b", identity_config("b"))
+    assert wait_for(lambda: client.is_model_ready("b"))
+    assert infer(client, "b") == [[3.0]]
+
+
+def test_poll_reloads_a_changed_config(polled) -> None:
+    repo, _, client = polled
+    (repo / "a" / "config.pbtxt").write_text(identity_config("a", max_batch_size=4))
+    assert wait_for(lambda: client.get_model_config("a")["max_batch_size"] == 4)
+    assert infer(client, "a") == [[3.0]]
+
+
+def test_poll_picks_up_a_new_version_and_drops_the_old(polled) -> None:
+    repo, _, client = polled
+    (repo / "a" / "2").mkdir()
+    assert wait_for(lambda: client.is_model_ready("a", "2"))
+    assert wait_for(lambda: not client.is_model_ready("a", "1"))
+    assert wait_for(lambda: {"name": "a", "version": "1", "state": "UNAVAILABLE",
+                             "reason": "unloaded"} in index(client, "a"))
+
+
+def test_poll_unloads_a_removed_model(polled) -> None:
+    repo, _, client = polled
+    write_model(repo, "gone", identity_config("gone"))
+    assert wait_for(lambda: client.is_model_ready("gone"))
+    shutil.rmtree(repo / "gone")
+    assert wait_for(lambda: not client.is_model_ready("gone"))
+    assert wait_for(lambda: index(client, "gone") == [])
+    assert client.is_model_ready("a")
+
+
+def test_poll_reports_a_broken_model_and_keeps_serving(polled) -> None:
+    repo, _, client = polled
+    write_model(repo, "bad", 'name: "bad"\nbackend: "no_such_backend"\n')
+    assert wait_for(lambda: [e.get("state") for e in index(client, "bad")] == ["UNAVAILABLE"])
+    assert "no_such_backend" in index(client, "bad")[0]["reason"]
+    assert infer(client, "a") == [[3.0]]
+    # A failed reload of a serving model leaves the old version serving.
+    (repo / "a" / "config.pbtxt").write_text(
+        identity_config("a").replace('backend: "identity"', 'backend: "no_such_backend"'))
+    time.sleep(1.5)  # several poll periods
+    assert client.is_model_ready("a")
+    assert client.get_model_config("a")["backend"] == "identity"
+
+
+def test_poll_mode_refuses_load_and_unload_requests(polled) -> None:
+    _, server, client = polled
+    with pytest.raises(InferenceServerException) as info:
+        client.load_model("a")
+    assert info.value.status() == "503"
+    assert info.value.message() == (
+        "explicit model load / unload is not allowed if polling is enabled")
+    with pytest.raises(InferenceServerException) as info:
+        grpcclient.InferenceServerClient(server.grpc_url).unload_model("a")
+    assert info.value.status() == "StatusCode.UNAVAILABLE"
+    assert client.is_model_ready("a")
+
+
+def test_explicit_mode_with_no_startup_model_loads_nothing(tmp_path: Path) -> None:
+    write_model(tmp_path, "a", identity_config("a"))
+    with ServerProcess([tmp_path], "--model-control-mode=explicit") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.get_model_repository_index() == [{"name": "a"}]
+        assert client.is_server_ready()
