@@ -234,9 +234,20 @@ def test_files_override_over_grpc_and_aio(explicit: ServerProcess) -> None:
 def test_files_override_without_config_is_refused(explicit: ServerProcess) -> None:
     content = base64.b64encode(PLUS1_PY.encode()).decode()
     body = json.dumps({"parameters": {"file:1/model.py": content}}).encode()
+    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (500, json.dumps({
+        "error": "failed to load 'ready_b', failed to poll from model repository: file "
+                 "overrides need the 'config' parameter"}, separators=(",", ":")))
+
+
+def test_load_with_an_invalid_config_fails_as_triton_with_the_reason(
+        explicit: ServerProcess) -> None:
+    config = json.dumps({"backend": "identity", "max_batch_size": -3})
+    body = json.dumps({"parameters": {"config": config}}).encode()
     status, text = post(explicit, "/v2/repository/models/ready_b/load", body)
-    assert status == 400
-    assert "'config'" in json.loads(text)["error"]
+    assert status == 500
+    assert json.loads(text)["error"].startswith(
+        "failed to load 'ready_b', failed to poll from model repository: ")
+    assert "max_batch_size" in json.loads(text)["error"]
 
 
 def test_server_metadata_lists_the_repository_extensions(explicit: ServerProcess) -> None:

@@ -208,7 +208,7 @@ def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) ->
     status, document = answer
     try:
         if document is None:
-            return _reply(conn, status, b"", None)
+            return _reply(conn, status, b"", _JSON)
         _reply_json(conn, document, status)
     except ConnectionError:
         pass

@@ -115,9 +115,7 @@ class ModelControl:
         config_json = parameters.get("config")
         files = {k: v for k, v in parameters.items() if k.startswith(FILE_PREFIX)}
         if files and config_json is None:
-            raise TritonError.invalid_arg(
-                f"failed to load '{name}': file overrides need the 'config' parameter"
-            )
+            raise _poll_failed(name, "file overrides need the 'config' parameter")
         override = OverrideDirectory(name, files) if files else None
         try:
             scan = self.repository.scan()
@@ -134,7 +132,8 @@ class ModelControl:
             try:
                 config = self.repository.model_config(source, override_config)
             except TritonError as exc:
-                raise TritonError.invalid_arg(f"load failed for model '{name}': {exc.message}\n")
+                self._record_config_error(source, exc.message)
+                raise _poll_failed(name, exc.message) from None
             self._load_tree(scan, name, config, set(), set(), source)
         except BaseException:
             if override is not None:
@@ -285,12 +284,15 @@ class ModelControl:
             config = self.repository.model_config(source)
         except Exception as exc:
             reason = exc.message if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
-            log.error("failed to load model '%s': %s", source.name, reason)
-            versions = self.repository.available_versions(source) if source.path.is_dir() else []
-            self.lifecycle.mark_unavailable(source.name, reason, versions)
+            self._record_config_error(source, reason)
             return None
         self.graph.set(source.name, config)
         return config
+
+    def _record_config_error(self, source: ModelSource, reason: str) -> None:
+        log.error("failed to load model '%s': %s", source.name, reason)
+        versions = self.repository.available_versions(source) if source.path.is_dir() else []
+        self.lifecycle.mark_unavailable(source.name, reason, versions)
 
     def _repository_source(self, scan: RepositoryScan, name: str) -> ModelSource:
         if name in scan.errors:
@@ -337,8 +339,10 @@ class ModelControl:
         }
 
 
-def _poll_failed(name: str) -> TritonError:
-    return TritonError.internal(f"failed to load '{name}', failed to poll from model repository")
+def _poll_failed(name: str, detail: str = "") -> TritonError:
+    """Triton's answer when a load request's model cannot be read; Tritium adds why."""
+    message = f"failed to load '{name}', failed to poll from model repository"
+    return TritonError.internal(f"{message}: {detail}" if detail else message)
 
 
 def fingerprint(path: Path) -> tuple:
