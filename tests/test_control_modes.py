@@ -112,3 +112,28 @@ def test_explicit_mode_with_no_startup_model_loads_nothing(tmp_path: Path) -> No
         client = httpclient.InferenceServerClient(server.http_url)
         assert client.get_model_repository_index() == [{"name": "a"}]
         assert client.is_server_ready()
+
+
+def test_server_stays_ready_after_an_unload_but_not_after_a_failed_load(tmp_path: Path) -> None:
+    # As Triton 2.51 with strict readiness: unloaded versions do not count, failed ones do.
+    write_model(tmp_path, "a", identity_config("a"))
+    write_model(tmp_path, "bad", 'name: "bad"\nbackend: "no_such_backend"\n')
+    with ServerProcess([tmp_path], "--model-control-mode=explicit", "--load-model=a") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_server_ready()
+        client.unload_model("a")
+        assert client.is_server_ready()
+        with pytest.raises(InferenceServerException):
+            client.load_model("bad")
+        assert not client.is_server_ready()
+        client.unload_model("bad")
+        assert not client.is_server_ready()
+
+
+def test_poll_forgets_a_removed_broken_model(polled) -> None:
+    repo, _, client = polled
+    write_model(repo, "broken", 'name: "broken"\nbackend: "no_such_backend"\n')
+    assert wait_for(lambda: not client.is_server_ready())
+    shutil.rmtree(repo / "broken")
+    assert wait_for(lambda: client.is_server_ready())
+    assert index(client, "broken") == []

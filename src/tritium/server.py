@@ -141,10 +141,12 @@ class InferenceServer:
             return False
         if not self.options.strict_readiness:
             return True
+        # Versions unloaded on purpose (an unload request, a reload) do not count.
         return all(
             s.state is ModelReadyState.READY
             for versions in self.lifecycle.status().values()
             for s in versions.values()
+            if s.state is not ModelReadyState.UNLOADING and s.reason != "unloaded"
         )
 
     def metadata(self) -> dict[str, Any]:

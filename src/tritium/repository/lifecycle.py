@@ -232,6 +232,12 @@ class ModelLifeCycle:
                 log.info("successfully unloaded '%s' version %d", name, status.version)
                 self._update(name, VersionStatus(status.version, ModelReadyState.UNAVAILABLE, "unloaded"))
 
+    def forget(self, name: str) -> None:
+        """Unload `name` and drop its states: its directory left the repository."""
+        self.unload(name)
+        with self._lock:
+            self._models.pop(name, None)
+
     def unload_all(self, timeout: float | None = None) -> None:
         """Unload every loaded version, each after its in-flight requests (up to `timeout`)."""
         with self._lock:

@@ -137,7 +137,10 @@ class ModelControl:
             self._load_tree(scan, name, config, set(), set(), source)
         except BaseException:
             if override is not None:
-                override.remove()
+                if self._serves_from(name, override):
+                    self._keep_override(name, override)
+                else:
+                    override.remove()
             raise
         self._keep_override(name, override)
 
@@ -209,7 +212,7 @@ class ModelControl:
             self._fingerprints = seen
         for name in sorted(set(known) - set(seen)):
             log.info("model '%s' was removed from the repository: unloading it", name)
-            self.lifecycle.unload(name)
+            self.lifecycle.forget(name)
             self.graph.remove(name)
         changed = [n for n in sorted(seen) if known.get(n) != seen[n]]
         configs = {}
@@ -314,6 +317,15 @@ class ModelControl:
                 self._overrides[name] = override
         if previous is not None and previous is not override:
             previous.remove()
+
+    def _serves_from(self, name: str, override: OverrideDirectory) -> bool:
+        """Whether a version of `name` loaded from `override` serves (a partly failed load)."""
+        serving = self.lifecycle.status().get(name, {}).values()
+        return any(
+            s.model is not None and inside(s.model.handle.repository_path, override.root)
+            for s in serving
+            if s.state is ModelReadyState.READY
+        )
 
     def remove_overrides(self) -> None:
         with self._lock:
