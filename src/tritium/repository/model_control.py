@@ -76,14 +76,16 @@ class ModelControl:
             else:
                 errors.append(f"failed to load '{name}'")
         if self.mode == "poll":
-            self._fingerprints = {n: fingerprint(scan.models[n].path) for n in configs}
-        errors += self._load_many(scan, configs)
+            self._fingerprints = {n: fingerprint(s.path) for n, s in scan.models.items()}
+        errors += self._load_many(scan, configs, set(wanted))
         return errors
 
-    def _load_many(self, scan: RepositoryScan, configs: dict[str, mc.ModelConfig]) -> list[str]:
-        """Load models in parallel, each ensemble after its composing models; the errors."""
+    def _load_many(
+        self, scan: RepositoryScan, configs: dict[str, mc.ModelConfig], settled: set[str]
+    ) -> list[str]:
+        """Load models in parallel, each ensemble after its composing models; the errors.
+        Models in `settled` were tried by the caller: an ensemble does not try them again."""
         errors: list[str] = []
-        settled = set(configs)  # loaded in this batch: an ensemble does not try them again
         order = self.graph.load_order(sorted(configs))
         remaining = list(order)
         with ThreadPoolExecutor(self._thread_count, thread_name_prefix="model-control") as pool:
@@ -221,7 +223,7 @@ class ModelControl:
             config = self._read_config(scan.models[name])
             if config is not None:
                 configs[name] = config
-        self._load_many(scan, configs)
+        self._load_many(scan, configs, set(changed))
 
     # -- helpers ---------------------------------------------------------------------------------
 
