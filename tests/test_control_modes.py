@@ -137,3 +137,17 @@ def test_poll_forgets_a_removed_broken_model(polled) -> None:
     shutil.rmtree(repo / "broken")
     assert wait_for(lambda: client.is_server_ready())
     assert index(client, "broken") == []
+
+
+def test_explicit_reload_unloads_versions_removed_from_the_repository(tmp_path: Path) -> None:
+    write_model(tmp_path, "v", identity_config("v", extra="version_policy: { all: {} }"),
+                versions=(1, 2))
+    with ServerProcess([tmp_path], "--model-control-mode=explicit", "--load-model=v") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("v", "2")
+        shutil.rmtree(tmp_path / "v" / "2")
+        client.load_model("v")
+        assert client.is_model_ready("v", "1")
+        assert not client.is_model_ready("v", "2")
+        assert wait_for(lambda: {"name": "v", "version": "2", "state": "UNAVAILABLE",
+                                 "reason": "unloaded"} in index(client, "v"))

@@ -15,6 +15,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.aio as aioclient
 import tritonclient.http as httpclient
+import tritonclient.http.aio as httpaio
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
@@ -40,8 +41,7 @@ PY_CONFIG = json.dumps({
     "output": [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}],
 })
 
-NAMES = ["never", "loadme", "reloadme", "failreload", "unloadme", "versions", "grpcload",
-         "aioload", "ready_a", "ready_b"]
+NAMES = ["never", "loadme", "reloadme", "failreload", "versions", "ready_a", "ready_b"]
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +103,20 @@ def test_index_ready_filter_over_http_grpc_and_aio(explicit: ServerProcess) -> N
             return list((await client.get_model_repository_index()).models)
 
     assert "ready_a" in {m.name for m in asyncio.run(aio_index())}
+
+
+def test_grpc_index_ready_filter(explicit: ServerProcess) -> None:
+    # tritonclient never sets `ready`; other gRPC clients do.
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    with grpc.insecure_channel(explicit.grpc_url) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        ready = stub.RepositoryIndex(service_pb2.RepositoryIndexRequest(ready=True)).models
+        everything = stub.RepositoryIndex(service_pb2.RepositoryIndexRequest()).models
+    assert {m.state for m in ready} == {"READY"}
+    assert "ready_a" in {m.name for m in ready}
+    assert len(everything) > len(ready)
 
 
 def test_index_wrong_json_types_are_triton_500s(explicit: ServerProcess) -> None:
@@ -229,6 +243,24 @@ def test_files_override_over_grpc_and_aio(explicit: ServerProcess) -> None:
             return loaded, await client.is_model_ready("aioload")
 
     assert asyncio.run(aio()) == (True, False)
+
+
+def test_load_unload_and_index_over_the_http_aio_client(explicit: ServerProcess) -> None:
+    async def scenario() -> tuple[list, bool, bool]:
+        client = httpaio.InferenceServerClient(explicit.http_url)
+        try:
+            await client.load_model("httpaio", config=PY_CONFIG,
+                                    files={"file:1/model.py": PLUS1_PY.encode()})
+            loaded = await client.is_model_ready("httpaio")
+            await client.unload_model("httpaio", unload_dependents=True)
+            index = await client.get_model_repository_index()
+            return index, loaded, await client.is_model_ready("httpaio")
+        finally:
+            await client.close()
+
+    index, loaded, after = asyncio.run(scenario())
+    assert (loaded, after) == (True, False)
+    assert {"name": "ready_a", "version": "1", "state": "READY"} in index
 
 
 def test_files_override_without_config_is_refused(explicit: ServerProcess) -> None:
