@@ -214,6 +214,7 @@ class ModelControl:
             self._fingerprints = seen
         for name in sorted(set(known) - set(seen)):
             log.info("model '%s' was removed from the repository: unloading it", name)
+            self._unload(name, False)  # with the ensembles that use it
             self.lifecycle.forget(name)
             self.graph.remove(name)
         changed = [n for n in sorted(seen) if known.get(n) != seen[n]]
