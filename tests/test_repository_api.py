@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -44,6 +46,28 @@ PY_CONFIG = json.dumps({
 NAMES = ["never", "loadme", "reloadme", "failreload", "versions", "ready_a", "ready_b"]
 
 
+SLOW_INIT_PY = """
+import time
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(2)
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]) for r in requests]
+"""
+
+SLOW_INIT_CONFIG = """
+name: "slowinit"
+backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+"""
+
+
 @pytest.fixture(scope="module")
 def explicit(tmp_path_factory: pytest.TempPathFactory):
     repo = tmp_path_factory.mktemp("explicit")
@@ -51,6 +75,9 @@ def explicit(tmp_path_factory: pytest.TempPathFactory):
         extra = 'version_policy: { all: {} }' if name == "versions" else ""
         write_model(repo, name, identity_config(name, extra=extra),
                     versions=(1, 2, 3) if name == "versions" else (1,))
+    write_model(repo, "slowinit", SLOW_INIT_CONFIG, files={"1/model.py": SLOW_INIT_PY})
+    write_model(repo, "slowexec", identity_config("slowexec", extra=(
+        'parameters { key: "execute_delay_ms" value: { string_value: "2000" } }')))
     with ServerProcess([repo], "--model-control-mode=explicit", "--load-model=ready_a") as server:
         yield server
 
@@ -141,6 +168,52 @@ def test_http_load_then_infer_then_unload(explicit: ServerProcess) -> None:
     ]
     with pytest.raises(InferenceServerException, match="loadme"):
         infer(client, "loadme")
+
+
+def wait_for_state(server: ServerProcess, name: str, state: str) -> list[dict]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        entries = states(server, name)
+        if entries and entries[0].get("state") == state:
+            return entries
+        time.sleep(0.05)
+    raise AssertionError(f"{name} never reached {state}: {states(server, name)}")
+
+
+def test_index_shows_loading_while_a_model_loads(explicit: ServerProcess) -> None:
+    client = httpclient.InferenceServerClient(explicit.http_url, network_timeout=60)
+    loader = threading.Thread(target=client.load_model, args=("slowinit",))
+    loader.start()
+    assert wait_for_state(explicit, "slowinit", "LOADING") == [
+        {"name": "slowinit", "version": "1", "state": "LOADING"}]
+    loader.join(60)
+    assert states(explicit, "slowinit") == [{"name": "slowinit", "version": "1", "state": "READY"}]
+
+
+def test_index_shows_unloading_while_requests_drain(explicit: ServerProcess) -> None:
+    client = httpclient.InferenceServerClient(explicit.http_url)
+    client.load_model("slowexec")
+    answers: list = []
+
+    def slow_infer() -> None:
+        answers.append(infer(httpclient.InferenceServerClient(explicit.http_url,
+                                                              network_timeout=60), "slowexec"))
+
+    request = threading.Thread(target=slow_infer)
+    request.start()
+    time.sleep(0.5)  # the request is executing
+    unloader = threading.Thread(
+        target=httpclient.InferenceServerClient(explicit.http_url).unload_model,
+        args=("slowexec",))
+    unloader.start()
+    assert wait_for_state(explicit, "slowexec", "UNLOADING") == [
+        {"name": "slowexec", "version": "1", "state": "UNLOADING"}]
+    assert not client.is_model_ready("slowexec")  # no new request is taken meanwhile
+    request.join(60)
+    unloader.join(60)
+    assert len(answers) == 1
+    np.testing.assert_array_equal(answers[0], [[1.5, 2.5]])
+    assert states(explicit, "slowexec")[0]["reason"] == "unloaded"
 
 
 def test_load_unknown_model_fails_as_triton(explicit: ServerProcess) -> None:
