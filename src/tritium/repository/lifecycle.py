@@ -82,12 +82,16 @@ class ModelLifeCycle:
                 for v in versions:
                     if v not in current or current[v].state is not ModelReadyState.READY:
                         current[v] = VersionStatus(v, ModelReadyState.LOADING)
-            others = [self._pool.submit(self._load_version, source, config, v) for v in versions[1:]]
+            others = [
+                self._pool.submit(self._load_version, source, config, v) for v in versions[1:]
+            ]
             results = [self._load_version(source, config, versions[0])]
             results += [future.result() for future in others]
             self._swap(name, old, dict(zip(versions, results)))
 
-    def _load_version(self, source: ModelSource, config: mc.ModelConfig, version: int) -> Model | str:
+    def _load_version(
+        self, source: ModelSource, config: mc.ModelConfig, version: int
+    ) -> Model | str:
         """The loaded version, or the reason it failed."""
         try:
             model = Model.load(
@@ -105,7 +109,9 @@ class ModelLifeCycle:
         log.info("successfully loaded '%s' version %d", source.name, version)
         return model
 
-    def _swap(self, name: str, old: dict[int, VersionStatus], loaded: dict[int, Model | str]) -> None:
+    def _swap(
+        self, name: str, old: dict[int, VersionStatus], loaded: dict[int, Model | str]
+    ) -> None:
         """Put the newly loaded versions in service at once, retire what they replace."""
         retired: list[VersionStatus] = []
         failures: list[str] = []
@@ -120,15 +126,16 @@ class ModelLifeCycle:
                         retired.append(previous)  # type: ignore[arg-type]
                 else:
                     failures.append(f"version {version} is at UNAVAILABLE state: {result};")
-                    current[version] = previous if serving else VersionStatus(  # type: ignore[assignment]
-                        version, ModelReadyState.UNAVAILABLE, result
-                    )
+                    failed = VersionStatus(version, ModelReadyState.UNAVAILABLE, result)
+                    current[version] = previous if serving and previous else failed
             for version, status in old.items():
                 if version in loaded:
                     continue
                 if status.state is ModelReadyState.READY:
                     retired.append(status)
-                    current[version] = VersionStatus(version, ModelReadyState.UNLOADING, "", status.model)
+                    current[version] = VersionStatus(
+                        version, ModelReadyState.UNLOADING, "", status.model
+                    )
                 elif version >= 0:
                     current[version] = status
             self._models[name] = current
@@ -149,10 +156,8 @@ class ModelLifeCycle:
             with self._lock:
                 versions = self._models.get(name, {})
                 entry = versions.get(status.version)
-                if entry is not None and entry.state is ModelReadyState.UNLOADING and entry.model is model:
-                    versions[status.version] = VersionStatus(
-                        status.version, ModelReadyState.UNAVAILABLE, "unloaded"
-                    )
+                if entry is not None and entry.model is model:
+                    versions[status.version] = _unloaded(status.version)
 
         thread = threading.Thread(target=unload, name=f"retire-{name}", daemon=True)
         with self._lock:
@@ -171,7 +176,8 @@ class ModelLifeCycle:
             if any(s.state is ModelReadyState.READY for s in current.values()):
                 return
             self._models[name] = {
-                v: VersionStatus(v, ModelReadyState.UNAVAILABLE, reason) for v in versions[-1:] or [-1]
+                v: VersionStatus(v, ModelReadyState.UNAVAILABLE, reason)
+                for v in versions[-1:] or [-1]
             }
 
     def _model_lock(self, name: str) -> threading.Lock:
@@ -230,7 +236,7 @@ class ModelLifeCycle:
                 assert status.model is not None
                 status.model.unload(None)
                 log.info("successfully unloaded '%s' version %d", name, status.version)
-                self._update(name, VersionStatus(status.version, ModelReadyState.UNAVAILABLE, "unloaded"))
+                self._update(name, _unloaded(status.version))
 
     def forget(self, name: str) -> None:
         """Unload `name` and drop its states: its directory left the repository."""
@@ -253,7 +259,7 @@ class ModelLifeCycle:
         for name, status in targets:
             assert status.model is not None
             status.model.unload(timeout)
-            self._update(name, VersionStatus(status.version, ModelReadyState.UNAVAILABLE, "unloaded"))
+            self._update(name, _unloaded(status.version))
         for thread in retiring:
             thread.join(timeout)
         self._pool.shutdown(wait=True)
@@ -263,3 +269,7 @@ class ModelLifeCycle:
     def _update(self, name: str, status: VersionStatus) -> None:
         with self._lock:
             self._models.setdefault(name, {})[status.version] = status
+
+
+def _unloaded(version: int) -> VersionStatus:
+    return VersionStatus(version, ModelReadyState.UNAVAILABLE, "unloaded")

@@ -28,6 +28,7 @@ from .manager import ModelRepositoryManager, ModelSource, RepositoryScan
 log = logging.getLogger("tritium.repository")
 
 NOT_ALLOWED = "explicit model load / unload is not allowed if polling is enabled"
+_LIVE = (ModelReadyState.READY, ModelReadyState.LOADING)
 
 
 class ModelControl:
@@ -161,8 +162,8 @@ class ModelControl:
             for dependency in self._composing_closure(name):
                 if dependency in targets:
                     continue
-                others = [u for u in self.graph.users(dependency) if u in loaded and u not in targets]
-                if not others:
+                users = self.graph.users(dependency)
+                if not [u for u in users if u in loaded and u not in targets]:
                     targets.append(dependency)
         for target in targets:
             self.lifecycle.unload(target)
@@ -249,7 +250,9 @@ class ModelControl:
         try:
             self.lifecycle.load(source, config)
         except TritonError as exc:
-            raise TritonError.invalid_arg(f"load failed for model '{name}': {exc.message}\n") from None
+            raise TritonError.invalid_arg(
+                f"load failed for model '{name}': {exc.message}\n"
+            ) from None
 
     def _check_dependencies(
         self,
@@ -260,7 +263,11 @@ class ModelControl:
         settled: set[str],
     ) -> None:
         """Load what an ensemble needs; refuse it, as Triton does, if something is missing."""
-        missing = [d for d in dependencies if d in visiting or (d not in scan.models and not self._is_ready(d))]
+        missing = [
+            d
+            for d in dependencies
+            if d in visiting or (d not in scan.models and not self._is_ready(d))
+        ]
         if missing:
             raise TritonError.invalid_arg(
                 f"load failed for model '{name}': ensemble {name} contains models that are not "
@@ -343,14 +350,15 @@ class ModelControl:
     def _reason(self, name: str) -> str:
         versions = self.lifecycle.status().get(name, {})
         return "".join(
-            f"version {v} is at {s.state.value} state: {s.reason};" for v, s in sorted(versions.items())
+            f"version {v} is at {s.state.value} state: {s.reason};"
+            for v, s in sorted(versions.items())
         )
 
     def _loaded_names(self) -> set[str]:
         return {
             name
             for name, versions in self.lifecycle.status().items()
-            if any(s.state in (ModelReadyState.READY, ModelReadyState.LOADING) for s in versions.values())
+            if any(s.state in _LIVE for s in versions.values())
         }
 
 
