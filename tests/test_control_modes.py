@@ -151,3 +151,39 @@ def test_explicit_reload_unloads_versions_removed_from_the_repository(tmp_path: 
         assert not client.is_model_ready("v", "2")
         assert wait_for(lambda: {"name": "v", "version": "2", "state": "UNAVAILABLE",
                                  "reason": "unloaded"} in index(client, "v"))
+
+
+CONSTANT_PY = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUT", np.array([{value}], np.int32))]) for r in requests]
+"""
+
+CONSTANT_CONFIG = """
+name: "constant"
+backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+"""
+
+
+def test_poll_reloads_a_model_whose_files_changed(tmp_path: Path) -> None:
+    write_model(tmp_path, "constant", CONSTANT_CONFIG,
+                files={"1/model.py": CONSTANT_PY.format(value=1)})
+    with ServerProcess([tmp_path], "--model-control-mode=poll",
+                       "--repository-poll-secs=0.3") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+
+        def answer() -> int:
+            tensor = httpclient.InferInput("IN", [1], "INT32")
+            tensor.set_data_from_numpy(np.array([0], np.int32))
+            return int(client.infer("constant", [tensor]).as_numpy("OUT")[0])
+
+        assert answer() == 1
+        (tmp_path / "constant" / "1" / "model.py").write_text(CONSTANT_PY.format(value=22))
+        assert wait_for(lambda: answer() == 22)
