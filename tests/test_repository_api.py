@@ -273,6 +273,31 @@ def test_bad_config_json_fails_as_triton(explicit: ServerProcess) -> None:
         500, '{"error":"attempt to access JSON non-boolean as boolean"}')
 
 
+def test_repository_routes_and_methods_answer_as_triton(explicit: ServerProcess) -> None:
+    def call(method: str, path: str, body: bytes | None = None) -> tuple[int, str, str]:
+        request = urllib.request.Request(f"http://{explicit.http_url}{path}", data=body,
+                                         method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.headers["content-type"], response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.headers["content-type"], error.read().decode()
+
+    assert call("GET", "/v2/repository/index") == (
+        405, "application/json", '{"error":"Method Not Allowed"}')
+    assert call("GET", "/v2/repository/models/ready_a/load") == (
+        405, "application/json", '{"error":"Method Not Allowed"}')
+    assert call("POST", "/v2/repository/models/ready_a", b"") == (
+        404, "text/plain", '{"error":"Not Found"}')
+    assert call("POST", "/v2/repository/models/ready_a/reload", b"") == (
+        404, "text/plain", '{"error":"Not Found"}')
+    assert call("POST", "/v2/repository/models/ready_a/load", b'{"parameters": 5}') == (
+        500, "application/json", '{"error":"attempt to get members for non-object"}')
+    assert call("POST", "/v2/repository/index", b"[1]")[0] == 200
+    assert call("POST", "/v2/repository/models/ready_a/load", b"") == (
+        200, "application/json", "")
+
+
 def test_reload_unloads_versions_the_policy_no_longer_selects(explicit: ServerProcess) -> None:
     client = httpclient.InferenceServerClient(explicit.http_url)
     client.load_model("versions")

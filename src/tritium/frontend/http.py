@@ -18,7 +18,7 @@ from ..errors import TritonError
 from ..server import InferenceServer
 from .compression import accepted_encoding, compress, decompress
 from .http_json import dumps
-from .http_repository import Answer, answer_later
+from .http_repository import Answer, repository_handler, run_later
 from .http_request import OutputPlan, decode_infer_request, parse_header_length
 from .http_response import encode_infer_response
 from .http_server import HttpConnection, HttpEndpoint, Request
@@ -95,9 +95,7 @@ class HttpApp:
         if path.startswith(_MODELS_PREFIX):
             return self._model_route(conn, request.raw_path.split(b"/")[3:], method, request)
         if path.startswith(_REPOSITORY_PREFIX):
-            answer = answer_later(self.server, method, request.raw_path, request.body,
-                                  partial(_send_answer, conn, request))
-            return None if answer is None else _send_answer(conn, request, answer)
+            return self._repository(conn, request)
         if path == "/v2":
             if method != b"GET":
                 return _method_not_allowed(conn)
@@ -156,6 +154,15 @@ class HttpApp:
             handler(conn, *args)
         except TritonError as exc:
             _reply_error(conn, exc.http_status, exc.message)
+
+    def _repository(self, conn: HttpConnection, request: Request) -> None:
+        """Index, load, unload: answered from a worker thread once done (loads take time)."""
+        handler = repository_handler(request.raw_path)
+        if handler is None:
+            return _not_found(conn)
+        if request.method != b"POST":
+            return _reply_error(conn, 405, "Method Not Allowed")  # JSON here, as Triton
+        run_later(handler, self.server, request.body, partial(_send_answer, conn, request))
 
     def _metadata(self, conn: HttpConnection, name: str, version: str) -> None:
         _reply_json(conn, self.server.model_metadata(name, version))

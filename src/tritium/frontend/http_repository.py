@@ -12,6 +12,7 @@ import asyncio
 import base64
 import binascii
 import json
+from functools import partial
 from typing import Any, Callable
 from urllib.parse import unquote_to_bytes
 
@@ -20,38 +21,32 @@ from ..server import InferenceServer
 
 # (status, JSON document or None for an empty body)
 Answer = tuple[int, Any]
+Handler = Callable[[InferenceServer, bytes], Answer]
 FILE_PREFIX = "file:"
 
 
-def answer_later(
-    server: InferenceServer,
-    method: bytes,
-    raw_path: bytes,
-    body: bytes,
-    send: Callable[[Answer], None],
-) -> Answer | None:
-    """Route a /v2/repository/... request. Returns the answer when it is known at once (a bad
-    route); otherwise the work runs on a worker thread and `send` gets the answer on the loop."""
+def repository_handler(raw_path: bytes) -> Handler | None:
+    """The work behind a /v2/repository/... path (None: no such route)."""
     parts = raw_path.split(b"/")[3:]  # after b"", b"v2", b"repository"
     if parts == [b"index"]:
-        work = _index
-        args: tuple[Any, ...] = ()
-    elif len(parts) == 3 and parts[0] == b"models" and parts[2] in (b"load", b"unload"):
+        return _index
+    if len(parts) == 3 and parts[0] == b"models" and parts[2] in (b"load", b"unload"):
         name = unquote_to_bytes(parts[1]).decode("utf-8", "replace")
-        work = _load if parts[2] == b"load" else _unload
-        args = (name,)
-    else:
-        return 404, {"error": "Not Found"}
-    if method != b"POST":
-        return 405, {"error": "Method Not Allowed"}
-    future = asyncio.get_running_loop().run_in_executor(None, _guard, work, server, body, *args)
-    future.add_done_callback(lambda done: send(done.result()))
+        return partial(_load if parts[2] == b"load" else _unload, name=name)
     return None
 
 
-def _guard(work: Callable[..., Answer], *args: Any) -> Answer:
+def run_later(
+    handler: Handler, server: InferenceServer, body: bytes, send: Callable[[Answer], None]
+) -> None:
+    """Run `handler` on a worker thread; `send` gets its answer on the event loop."""
+    future = asyncio.get_running_loop().run_in_executor(None, _guard, handler, server, body)
+    future.add_done_callback(lambda done: send(done.result()))
+
+
+def _guard(handler: Handler, server: InferenceServer, body: bytes) -> Answer:
     try:
-        return work(*args)
+        return handler(server, body)
     except TritonError as exc:
         return exc.http_status, {"error": exc.message}
 
@@ -64,7 +59,7 @@ def _index(server: InferenceServer, body: bytes) -> Answer:
     return 200, server.repository_index(ready)
 
 
-def _load(server: InferenceServer, body: bytes, name: str) -> Answer:
+def _load(server: InferenceServer, body: bytes, *, name: str) -> Answer:
     parameters: dict[str, Any] = {}
     for key, value in _parameters(body).items():
         if key == "config" or key.startswith(FILE_PREFIX):
@@ -75,7 +70,7 @@ def _load(server: InferenceServer, body: bytes, name: str) -> Answer:
     return 200, None
 
 
-def _unload(server: InferenceServer, body: bytes, name: str) -> Answer:
+def _unload(server: InferenceServer, body: bytes, *, name: str) -> Answer:
     dependents = _parameters(body).get("unload_dependents", False)
     if not isinstance(dependents, bool):
         raise TritonError.internal("attempt to access JSON non-boolean as boolean")
@@ -96,7 +91,9 @@ def _parse(body: bytes) -> dict[str, Any]:
 
 def _parameters(body: bytes) -> dict[str, Any]:
     parameters = _parse(body).get("parameters", {})
-    return parameters if isinstance(parameters, dict) else {}
+    if not isinstance(parameters, dict):
+        raise TritonError.internal("attempt to get members for non-object")
+    return parameters
 
 
 def _base64(key: str, text: str) -> bytes:
