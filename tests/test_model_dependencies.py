@@ -22,6 +22,7 @@ from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
 from server_process import ServerProcess
+from tritium.repository import ModelControl, ModelReadyState, VersionStatus
 from tritium.repository.dependency_graph import DependencyGraph, composing_models
 
 
@@ -192,3 +193,31 @@ def test_graph_load_order_survives_a_cycle() -> None:
     graph.set("p", config(ensemble_config("p", "q")))
     graph.set("q", config(ensemble_config("q", "p")))
     assert sorted(graph.load_order(["p", "q"])) == ["p", "q"]
+
+
+class RecordingLifeCycle:
+    """Stands in for ModelLifeCycle: every model READY until unloaded; unloads recorded."""
+
+    def __init__(self, loaded: set[str]) -> None:
+        self.loaded = set(loaded)
+        self.unloaded: list[str] = []
+
+    def status(self) -> dict:
+        return {n: {1: VersionStatus(1, ModelReadyState.READY)} for n in self.loaded}
+
+    def unload(self, name: str) -> None:
+        self.unloaded.append(name)
+        self.loaded.discard(name)
+
+
+def test_unload_dependents_keeps_composing_models_another_loaded_ensemble_uses() -> None:
+    # Compared with Triton 2.51: ens and ens2 both use plus1; unloading ens with
+    # unload_dependents leaves plus1 (and ens2) READY.
+    lifecycle = RecordingLifeCycle({"ens", "ens2", "plus1", "only_ens"})
+    control = ModelControl(None, lifecycle, mode="explicit")  # type: ignore[arg-type]
+    control.graph.set("ens", config(ensemble_config("ens", "plus1", "only_ens")))
+    control.graph.set("ens2", config(ensemble_config("ens2", "plus1")))
+    control.unload("ens", unload_dependents=True)
+    assert lifecycle.unloaded == ["ens", "only_ens"]
+    control.unload("plus1", unload_dependents=False)
+    assert lifecycle.unloaded == ["ens", "only_ens", "ens2", "plus1"]
