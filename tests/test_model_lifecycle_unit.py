@@ -33,15 +33,19 @@ def model_instance_execute(instance, requests):
 """
 
 
+def load_all(lifecycle: ModelLifeCycle, repository: ModelRepositoryManager) -> None:
+    for source in repository.scan().models.values():
+        lifecycle.load(source, repository.model_config(source))
+
+
 def test_model_is_unavailable_while_loading_then_ready(tmp_path: Path) -> None:
     (tmp_path / "be" / "gated").mkdir(parents=True)
     (tmp_path / "be" / "gated" / "backend.py").write_text(textwrap.dedent(GATED_BACKEND))
     write_model(tmp_path / "repo", "slowload", 'backend: "gated"\n')
     backends = BackendManager([tmp_path / "be"])
-    lifecycle = ModelLifeCycle(
-        ModelRepositoryManager([tmp_path / "repo"], auto_complete=True), backends
-    )
-    loader = threading.Thread(target=lifecycle.load_models)
+    repository = ModelRepositoryManager([tmp_path / "repo"], auto_complete=True)
+    lifecycle = ModelLifeCycle(repository, backends)
+    loader = threading.Thread(target=load_all, args=(lifecycle, repository))
     loader.start()
     deadline = time.monotonic() + 10
     while "slowload" not in lifecycle.status() and time.monotonic() < deadline:
@@ -64,9 +68,9 @@ def test_model_is_unavailable_while_loading_then_ready(tmp_path: Path) -> None:
 
 def test_unknown_model_and_version_are_not_found(tmp_path: Path) -> None:
     write_model(tmp_path, "m", identity_config("m"))
-    lifecycle = ModelLifeCycle(ModelRepositoryManager([tmp_path], auto_complete=True),
-                               BackendManager())
-    lifecycle.load_models()
+    repository = ModelRepositoryManager([tmp_path], auto_complete=True)
+    lifecycle = ModelLifeCycle(repository, BackendManager())
+    load_all(lifecycle, repository)
     with pytest.raises(TritonError) as info:
         lifecycle.get("nope")
     assert info.value.code is Code.NOT_FOUND

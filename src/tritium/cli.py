@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--allow-metrics", default=True)
     serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none")
     serve.add_argument("--load-model", action="append", default=[])
+    serve.add_argument("--repository-poll-secs", type=float, default=15.0)
     _flag(serve, "--strict-readiness", default=True)
     _flag(serve, "--exit-on-error", default=True)
     _flag(serve, "--disable-auto-complete-config", default=False)
@@ -152,6 +153,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         backend_config=backend_config,
         model_control_mode=args.model_control_mode,
         load_models=args.load_model,
+        repository_poll_secs=args.repository_poll_secs,
         strict_readiness=args.strict_readiness,
         exit_on_error=args.exit_on_error,
         auto_complete=auto_complete,

@@ -22,8 +22,15 @@ from .config import model_config_to_json
 from .custom_metrics import MetricRegistry
 from .errors import TritonError
 from .logging_settings import LogSettings
-from .model import Model, StatisticsSnapshot
-from .repository import ModelLifeCycle, ModelReadyState, ModelRepositoryManager, VersionStatus
+from .model import Model, ModelRetired, StatisticsSnapshot
+from .repository import (
+    ModelControl,
+    ModelLifeCycle,
+    ModelReadyState,
+    ModelRepositoryManager,
+    RepositoryPoller,
+    VersionStatus,
+)
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
 from .tensor import wire_datatype
 from .trace_settings import TraceSetting, TraceSettings
@@ -31,8 +38,18 @@ from .trace_settings import TraceSetting, TraceSettings
 log = logging.getLogger("tritium.server")
 
 # The protocol extensions this server implements (reported by server metadata).
-EXTENSIONS = ["classification", "sequence", "binary_tensor_data", "model_configuration",
-              "parameters", "statistics", "trace", "logging"]
+EXTENSIONS = [
+    "classification",
+    "sequence",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "binary_tensor_data",
+    "model_configuration",
+    "parameters",
+    "statistics",
+    "trace",
+    "logging",
+]
 
 
 @dataclass
@@ -44,6 +61,7 @@ class ServerOptions:
     backend_config: dict[str, dict[str, str]] = field(default_factory=dict)
     model_control_mode: str = "none"
     load_models: list[str] = field(default_factory=list)
+    repository_poll_secs: float = 15.0
     strict_readiness: bool = True
     exit_on_error: bool = True
     auto_complete: bool = True
@@ -73,6 +91,13 @@ class InferenceServer:
         )
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)
+        self.control = ModelControl(
+            self.repository,
+            self.lifecycle,
+            mode=options.model_control_mode,
+            thread_count=options.model_load_thread_count,
+        )
+        self._poller: RepositoryPoller | None = None
         self._live = False
         self._stopping = False
 
@@ -82,30 +107,32 @@ class InferenceServer:
         """Load the models the control mode names; raise if --exit-on-error and any failed."""
         self.repository.check_repositories()
         mode = self.options.model_control_mode
-        if mode == "none":
-            self.lifecycle.load_models()
+        if mode in ("none", "poll"):
+            errors = self.control.start(None)
         elif mode == "explicit":
             names = self.options.load_models
-            if "*" in names:
-                if len(names) > 1:
-                    raise TritonError.invalid_arg(
-                        "Wildcard model name '*' must be the ONLY startup model if specified "
-                        "at all."
-                    )
-                self.lifecycle.load_models()
-            elif names:
-                self.lifecycle.load_models(names)
+            if "*" in names and len(names) > 1:
+                raise TritonError.invalid_arg(
+                    "Wildcard model name '*' must be the ONLY startup model if specified at all."
+                )
+            errors = self.control.start(None if "*" in names else names)
         else:
-            raise TritonError.unsupported(f"model control mode '{mode}' is not supported yet")
+            raise TritonError.invalid_arg(f"unknown model control mode '{mode}'")
         self._live = True
-        if self.options.exit_on_error and self._any_failed():
+        if self.options.exit_on_error and (errors or self._any_failed()):
             raise TritonError.internal("failed to load all models")
+        if mode == "poll":
+            self._poller = RepositoryPoller(self.control, self.options.repository_poll_secs)
+            self._poller.start()
 
     def shutdown(self) -> None:
         """Wait for in-flight requests (up to --exit-timeout-secs), then finalize everything:
         instances and models (ModelLifeCycle), then backends (BackendManager)."""
         self._stopping = True
+        if self._poller is not None:
+            self._poller.stop()
         self.lifecycle.unload_all(self.options.exit_timeout_secs)
+        self.control.remove_overrides()
         self.backends.finalize_all()
         self._live = False
 
@@ -126,10 +153,12 @@ class InferenceServer:
             return False
         if not self.options.strict_readiness:
             return True
+        # Versions unloaded on purpose (an unload request, a reload) do not count.
         return all(
             s.state is ModelReadyState.READY
             for versions in self.lifecycle.status().values()
             for s in versions.values()
+            if s.state is not ModelReadyState.UNLOADING and s.reason != "unloaded"
         )
 
     def metadata(self) -> dict[str, Any]:
@@ -216,6 +245,20 @@ class InferenceServer:
             if s.model is not None and s.state is ModelReadyState.READY
         ]
 
+    # -- model repository extension ---------------------------------------------------------
+
+    def repository_index(self, ready_only: bool = False) -> list[dict[str, str]]:
+        """POST /v2/repository/index: name, and version/state/reason once a model was tried."""
+        return self.control.index(ready_only)
+
+    def load_model(self, name: str, parameters: dict[str, Any] | None = None) -> None:
+        """Load or reload a model (blocks until it settles). `parameters`: `config` (JSON
+        text) and `file:<version>/<path>` (bytes) overrides, as the load request gave them."""
+        self.control.load(name, dict(parameters or {}))
+
+    def unload_model(self, name: str, unload_dependents: bool = False) -> None:
+        self.control.unload(name, unload_dependents)
+
     def _model(self, name: str, version: str) -> Model:
         return self.lifecycle.get(name, parse_version(version))
 
@@ -229,8 +272,14 @@ class InferenceServer:
         """
         if self._stopping:
             raise TritonError.unavailable("Server is stopping")
-        model = self.lifecycle.get(request.model_name, request.model_version)
-        model.submit(request, deliver)
+        while True:
+            model = self.lifecycle.get(request.model_name, request.model_version)
+            try:
+                return model.submit(request, deliver)
+            except ModelRetired:
+                # A reload swapped this version out after the lookup: ask again, the lookup
+                # now finds its replacement (or says the model is gone).
+                continue
 
     def infer_nowait(
         self, request: InferenceRequest, callback: Callable[[InferenceResponse], None]

@@ -35,8 +35,8 @@ REQUIRED = ("model_instance_execute",)
 class ServerApi(Protocol):
     """What a backend may ask of the server (the TRITONSERVER_* API a backend can call).
 
-    `model.server` holds it. Python-backend BLS, `pb_utils.is_model_ready` and custom metrics
-    go through here, never through the server's internals.
+    `model.server` holds it. Python-backend BLS, `pb_utils.is_model_ready`/`load_model`/
+    `unload_model` and custom metrics go through here, never through the server's internals.
     """
 
     metrics: MetricRegistry
@@ -47,6 +47,13 @@ class ServerApi(Protocol):
 
     def model_ready(self, name: str, version: int = -1) -> bool:
         """TRITONSERVER_ServerModelIsReady."""
+
+    def load_model(self, name: str, parameters: dict[str, Any] | None = None) -> None:
+        """TRITONSERVER_ServerLoadModelWithParameters: `config` (JSON text) and
+        `file:<version>/<path>` (bytes) parameters, as a load request's."""
+
+    def unload_model(self, name: str, unload_dependents: bool = False) -> None:
+        """TRITONSERVER_ServerUnloadModel(AndDependents)."""
 
 
 @dataclass

@@ -26,6 +26,7 @@ from .grpc_codec import (
     encode_infer_response,
     parse_infer_request,
 )
+from .grpc_repository import RepositoryService
 from .grpc_stream import StreamInferHandler
 from . import logging_api, trace_api
 from .restricted_api import Restriction, restrict_grpc
@@ -122,6 +123,7 @@ class _InferenceService:
     def __init__(self, server: InferenceServer) -> None:
         self.server = server
         self.stream = StreamInferHandler(server)
+        self.repository = RepositoryService(server)
 
     def method_handlers(self) -> dict[str, grpc.RpcMethodHandler]:
         handlers: dict[str, grpc.RpcMethodHandler] = {
@@ -138,6 +140,21 @@ class _InferenceService:
             ),
             "ModelConfig": _unary(
                 self.model_config, pb.ModelConfigRequest, pb.ModelConfigResponse
+            ),
+            "RepositoryIndex": _unary(
+                _triton_errors(self.repository.index),
+                pb.RepositoryIndexRequest,
+                pb.RepositoryIndexResponse,
+            ),
+            "RepositoryModelLoad": _unary(
+                _triton_errors(self.repository.load),
+                pb.RepositoryModelLoadRequest,
+                pb.RepositoryModelLoadResponse,
+            ),
+            "RepositoryModelUnload": _unary(
+                _triton_errors(self.repository.unload),
+                pb.RepositoryModelUnloadRequest,
+                pb.RepositoryModelUnloadResponse,
             ),
             # Requests and responses are (de)serialised here, not by protobuf objects.
             "ModelInfer": grpc.unary_unary_rpc_method_handler(
@@ -306,6 +323,18 @@ def _unimplemented(name: str, streaming: bool) -> grpc.RpcMethodHandler:
         return b""  # pragma: no cover
 
     return grpc.unary_unary_rpc_method_handler(unary)
+
+
+def _triton_errors(handler: Any) -> Any:
+    """An RPC body `handler(request)` whose TritonError becomes the matching gRPC status."""
+
+    async def call(request: Any, context: Any) -> Any:
+        try:
+            return await handler(request)
+        except TritonError as err:
+            await _abort(context, err)
+
+    return call
 
 
 async def _abort(context: Any, err: TritonError) -> None:

@@ -20,6 +20,7 @@ from .compression import accepted_encoding, compress, decompress
 from .http_extensions import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .http_generate import handle_generate
 from .http_json import dumps
+from .http_repository import Answer, repository_handler, run_later
 from .http_request import OutputPlan, decode_infer_request, parse_header_length
 from .http_response import encode_infer_response
 from .http_server import DEFAULT_MAX_INPUT_SIZE, HttpConnection, HttpEndpoint, Request
@@ -31,6 +32,7 @@ _JSON = b"application/json"
 _TEXT = b"text/plain"
 _OCTET = b"application/octet-stream"
 _MODELS_PREFIX = "/v2/models/"
+_REPOSITORY_PREFIX = "/v2/repository/"
 # Below this total size a binary response goes out as one joined buffer; above it, the header
 # and each tensor are written as they are (no copy of large tensors).
 _JOIN_LIMIT = 64 * 1024
@@ -104,6 +106,8 @@ class HttpApp:
                 return _reply_error(conn, 403, refusal, _TEXT)
         if path.startswith(_MODELS_PREFIX) and path != "/v2/models/stats":
             return self._model_route(conn, request.raw_path.split(b"/")[3:], method, request)
+        if path.startswith(_REPOSITORY_PREFIX):
+            return self._repository(conn, request)
         if path == "/v2":
             if method != b"GET":
                 return _method_not_allowed(conn)
@@ -185,6 +189,15 @@ class HttpApp:
         except TritonError as exc:
             _reply_error(conn, exc.http_status, exc.message)
 
+    def _repository(self, conn: HttpConnection, request: Request) -> None:
+        """Index, load, unload: answered from a worker thread once done (loads take time)."""
+        handler = repository_handler(request.raw_path)
+        if handler is None:
+            return _not_found(conn)
+        if request.method != b"POST":
+            return _reply_error(conn, 405, "Method Not Allowed")  # JSON here, as Triton
+        run_later(handler, self.server, request.body, partial(_send_answer, conn, request))
+
     def _metadata(self, conn: HttpConnection, name: str, version: str) -> None:
         _reply_json(conn, self.server.model_metadata(name, version))
 
@@ -233,6 +246,19 @@ class HttpApp:
         self.server.infer_nowait(request, partial(
             _answer, conn, http_request, request, plan, config, accept_encoding
         ))
+
+
+def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:
+    """A repository request's answer: a JSON document, `{"error": ...}`, or an empty 200."""
+    status, document = answer
+    try:
+        if document is None:
+            return _reply(conn, status, b"", _JSON)
+        _reply_json(conn, document, status)
+    except ConnectionError:
+        pass
+    except Exception as exc:
+        _internal_error(conn, http_request, exc)
 
 
 def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: OutputPlan,

@@ -26,7 +26,7 @@ from ..config import (
     validate_model_config,
     validate_model_io_config,
 )
-from ..errors import TritonError
+from ..errors import Code, TritonError
 from ..request import (
     RESPONSE_COMPLETE_FINAL,
     Deliver,
@@ -41,6 +41,19 @@ from .statistics import ModelStatistics
 
 log = logging.getLogger("tritium.model")
 
+
+class ModelRetired(TritonError):
+    """Raised by `Model.submit` once the version is being unloaded or replaced.
+
+    The server then routes the request again, to the version that replaced it (a reload), so
+    a request that raced a swap is never lost.
+    """
+
+    def __init__(self, name: str, version: int) -> None:
+        super().__init__(
+            Code.UNAVAILABLE,
+            f"Request for unknown model: '{name}' version {version} is not at ready state",
+        )
 
 
 class Model:
@@ -64,6 +77,7 @@ class Model:
         self._spec: RequestSpec | None = None
         self._inflight = 0
         self._waiters = 0
+        self._retired = False
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
 
@@ -164,10 +178,19 @@ class Model:
         Raises TritonError for a request the model cannot take; otherwise every response,
         including the final one, reaches `deliver` (from an instance thread).
         """
+        # The slot is taken first, so that `retire` then `wait_idle` can never miss a request.
+        with self._lock:
+            if self._retired:
+                raise ModelRetired(self.name, self.version)
+            self._inflight += 1
         spec = self._spec
         if spec is None:
             spec = self._spec = RequestSpec(self.config)
-        normalize_request(request, spec)
+        try:
+            normalize_request(request, spec)
+        except BaseException:
+            self._finish_one()
+            raise
         scheduler = self.scheduler
         assert scheduler is not None
         name = self.name
@@ -190,8 +213,6 @@ class Model:
             deliver(response, flags)
 
         request.response_sender = ResponseSender(on_response)
-        with self._lock:
-            self._inflight += 1
         request.queue_start_ns = perf_counter_ns()
         try:
             scheduler.enqueue(request)
@@ -220,8 +241,14 @@ class Model:
     def inflight(self) -> int:
         return self._inflight
 
+    def retire(self) -> None:
+        """Take no new request (they get ModelRetired); those already in flight go on."""
+        with self._lock:
+            self._retired = True
+
     def unload(self, timeout: float | None = None) -> None:
         """Finish in-flight requests (up to `timeout`), then finalize instances and model."""
+        self.retire()
         if not self.wait_idle(timeout):
             log.warning(
                 "model '%s' version %d unloading with %d request(s) still in flight",

@@ -2,12 +2,16 @@
 
 from .lifecycle import ModelLifeCycle, ModelReadyState, VersionStatus
 from .manager import ModelRepositoryManager, ModelSource, RepositoryScan
+from .model_control import ModelControl
+from .poller import RepositoryPoller
 
 __all__ = [
+    "ModelControl",
     "ModelLifeCycle",
     "ModelReadyState",
     "ModelRepositoryManager",
     "ModelSource",
+    "RepositoryPoller",
     "RepositoryScan",
     "VersionStatus",
 ]

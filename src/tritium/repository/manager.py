@@ -71,10 +71,18 @@ class ModelRepositoryManager:
                 models[name] = sources[0]
         return RepositoryScan(models, errors)
 
-    def model_config(self, source: ModelSource) -> mc.ModelConfig:
-        """The model's configuration, normalised and validated as Triton does before loading."""
-        config = read_model_config(source.path, auto_complete=self.auto_complete)
-        normalize_model_config(config, source.path)
+    def model_config(
+        self, source: ModelSource, override: mc.ModelConfig | None = None
+    ) -> mc.ModelConfig:
+        """The model's configuration (config.pbtxt, or the `override` a load request gave),
+        normalised and validated as Triton does before loading."""
+        if override is None:
+            config = read_model_config(source.path, auto_complete=self.auto_complete)
+        else:
+            config = override
+            if not config.name:
+                config.name = source.name
+        normalize_model_config(config, source.path, model_name=source.name)
         validate_model_config(config)
         if not self.auto_complete:  # otherwise the backend may still fill inputs and outputs
             validate_model_io_config(config)

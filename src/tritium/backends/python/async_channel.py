@@ -3,10 +3,11 @@ sends on its own, and readiness queries go out on it.
 
 What arrives: responses sent through a response sender (decoupled models, or a model that
 answers before returning), BLS requests (`request_executor.py`), log lines, calls (custom
-metrics in `custom_metrics.py`, cancellation, readiness of other models), readiness answers,
-and the stub's death (EOF), which fails the requests it held and restarts it. The frames
-handled so far are counted, so an execute can wait until the responses its batch sent
-through a response sender have been delivered ahead of the ones it returned.
+metrics in `custom_metrics.py`, cancellation, readiness, loading and unloading of other
+models), readiness answers, and the stub's death (EOF), which fails the requests it held and
+restarts it. The frames handled so far are counted, so an execute can wait until the
+responses its batch sent through a response sender have been delivered ahead of the ones it
+returned.
 """
 
 from __future__ import annotations
@@ -160,8 +161,9 @@ class AsyncChannel:
     # -- calls the stub makes ---------------------------------------------------------------
 
     def _on_call(self, message: tuple) -> None:
-        if message[2] == "is_model_ready":
-            # May ask a stub's is_ready(), this one's included: not on this reader thread.
+        if message[2] in ("is_model_ready", "load_model", "unload_model"):
+            # May ask a stub's is_ready() (this one's included) or take seconds to load a
+            # model: not on this reader thread.
             threading.Thread(target=self._answer_call, args=(message,), daemon=True).start()
         else:
             self._answer_call(message)
@@ -200,11 +202,10 @@ class AsyncChannel:
         return bool(self.stub.server.model_ready(name, number))
 
     def _load_model(self, name: str, config: str, files: dict) -> None:
-        raise TritonError.unsupported(
-            "model loading from a Python model is not supported by this server yet"
-        )
+        parameters: dict[str, Any] = dict(files)
+        if config:
+            parameters["config"] = config
+        self.stub.server.load_model(name, parameters)
 
     def _unload_model(self, name: str, unload_dependents: bool) -> None:
-        raise TritonError.unsupported(
-            "model unloading from a Python model is not supported by this server yet"
-        )
+        self.stub.server.unload_model(name, unload_dependents)
