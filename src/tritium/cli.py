@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--log-warning", default=True)
     _flag(serve, "--log-error", default=True)
     serve.add_argument("--id", default="triton")
+    _flag(serve, "--allow-client-shm", default=False,
+          help="let clients register system shared memory regions (off by default)")
 
     check = commands.add_parser("check", help="load and complete model configurations")
     check.add_argument("repositories", nargs="+", type=Path)
@@ -106,6 +108,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         model_load_thread_count=args.model_load_thread_count,
         exit_timeout_secs=args.exit_timeout_secs,
         server_id=args.id,
+        allow_client_shm=args.allow_client_shm,
     )
 
 

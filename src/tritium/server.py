@@ -24,12 +24,15 @@ from .errors import TritonError
 from .model import Model, StatisticsSnapshot
 from .repository import ModelLifeCycle, ModelReadyState, ModelRepositoryManager, VersionStatus
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
+from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
 
 log = logging.getLogger("tritium.server")
 
 # The protocol extensions this server implements (reported by server metadata).
 EXTENSIONS = ["classification", "binary_tensor_data", "model_configuration", "parameters"]
+# Listed only when clients may register regions (--allow-client-shm=true).
+SHARED_MEMORY_EXTENSIONS = ["system_shared_memory", "cuda_shared_memory"]
 
 
 @dataclass
@@ -47,6 +50,7 @@ class ServerOptions:
     model_load_thread_count: int = 4
     exit_timeout_secs: float = 30.0
     server_id: str = "triton"
+    allow_client_shm: bool = False
 
 
 class InferenceServer:
@@ -64,6 +68,8 @@ class InferenceServer:
         self.lifecycle = ModelLifeCycle(
             self.repository, self.backends, thread_count=options.model_load_thread_count
         )
+        # Client shared-memory regions (the shared-memory extensions).
+        self.shared_memory = SharedMemoryManager(options.allow_client_shm)
         self._live = False
         self._stopping = False
 
@@ -98,6 +104,7 @@ class InferenceServer:
         self._stopping = True
         self.lifecycle.unload_all(self.options.exit_timeout_secs)
         self.backends.finalize_all()
+        self.shared_memory.close()
         self._live = False
 
     def _any_failed(self) -> bool:
@@ -124,7 +131,10 @@ class InferenceServer:
         )
 
     def metadata(self) -> dict[str, Any]:
-        return {"name": self.id, "version": self.version, "extensions": list(EXTENSIONS)}
+        extensions = list(EXTENSIONS)
+        if self.shared_memory.enabled:
+            extensions += SHARED_MEMORY_EXTENSIONS
+        return {"name": self.id, "version": self.version, "extensions": extensions}
 
     def model_ready(self, name: str, version: str | int = "") -> bool:
         try:
