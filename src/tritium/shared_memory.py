@@ -128,7 +128,7 @@ class SharedMemoryManager:
         """The region a tensor names (NOT_FOUND, with Triton's message, if none)."""
         region = self._regions.get(name)
         if region is None:
-            raise unknown_region(name)
+            raise _unknown_region(name)
         return region
 
     # -- CUDA shared memory: a server without GPUs ---------------------------------------------
@@ -155,7 +155,7 @@ class SharedMemoryManager:
         self.unregister_system()
 
 
-def unknown_region(name: object) -> TritonError:
+def _unknown_region(name: object) -> TritonError:
     """The error for a tensor that names a region no client registered."""
     return TritonError.not_found(f"Unable to find shared memory region: '{name}'")
 

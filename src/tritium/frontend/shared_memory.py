@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import TritonError
-from ..shared_memory import SharedMemoryManager, unknown_region
+from ..shared_memory import SharedMemoryManager
 from ..tensor import numpy_dtype, serialize_bytes
 
-__all__ = ["OutputRegion", "SharedMemoryManager", "region_view", "unknown_region",
-           "write_output"]
+__all__ = ["OutputRegion", "SharedMemoryManager", "region_view", "write_output"]
 
 _UINT64 = 1 << 64
 
@@ -38,7 +37,7 @@ def _unsigned(value: int | None) -> int | None:
 
 
 def region_view(regions: SharedMemoryManager, name: str, offset: int | None,
-               byte_size: int | None) -> memoryview:
+                byte_size: int | None) -> memoryview:
     """The bytes of region `name` that a tensor names (NOT_FOUND or INVALID_ARG with Triton's
     messages). Outputs are checked this way too, before inference, as Triton does."""
     return regions.region(name).view(_unsigned(offset) or 0, _unsigned(byte_size))
