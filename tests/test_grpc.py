@@ -613,6 +613,9 @@ class EchoServer:
         self.release: asyncio.Event | None = None
         self.started = 0
         self.requests: list[Any] = []
+        from tritium.shared_memory import SharedMemoryManager
+
+        self.shared_memory = SharedMemoryManager(enabled=False)
 
     def is_live(self) -> bool:
         return True

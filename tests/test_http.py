@@ -751,6 +751,9 @@ class StandInServer:
         self.release = asyncio.Event()
         self.ready = True
         self.tasks: set[asyncio.Task] = set()
+        from tritium.shared_memory import SharedMemoryManager
+
+        self.shared_memory = SharedMemoryManager(enabled=False)
 
     def is_live(self) -> bool:
         return True

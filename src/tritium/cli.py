@@ -106,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http-max-input-size", type=int, default=DEFAULT_MAX_INPUT_SIZE,
                        help="largest HTTP request body, in bytes (default 64 MB)")
     serve.add_argument("--id", default="triton")
+    _flag(serve, "--allow-client-shm", default=False,
+          help="let clients register system shared memory regions (off by default)")
 
     check = commands.add_parser("check", help="load and complete model configurations")
     check.add_argument("repositories", nargs="+", type=Path)
@@ -162,6 +164,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         server_id=args.id,
         log_settings=args.log_settings,
         trace_default=args.trace_default,
+        allow_client_shm=args.allow_client_shm,
     )
 
 

@@ -32,6 +32,7 @@ from .repository import (
     VersionStatus,
 )
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
+from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
 from .trace_settings import TraceSetting, TraceSettings
 
@@ -50,6 +51,8 @@ EXTENSIONS = [
     "trace",
     "logging",
 ]
+# Listed only when clients may register regions (--allow-client-shm=true).
+SHARED_MEMORY_EXTENSIONS = ["system_shared_memory", "cuda_shared_memory"]
 
 
 @dataclass
@@ -72,6 +75,7 @@ class ServerOptions:
     log_settings: LogSettings = field(default_factory=LogSettings)
     # `--trace-config`: the trace settings at start-up.
     trace_default: TraceSetting = field(default_factory=TraceSetting)
+    allow_client_shm: bool = False
 
 
 class InferenceServer:
@@ -98,6 +102,8 @@ class InferenceServer:
             thread_count=options.model_load_thread_count,
         )
         self._poller: RepositoryPoller | None = None
+        # Client shared-memory regions (the shared-memory extensions).
+        self.shared_memory = SharedMemoryManager(options.allow_client_shm)
         self._live = False
         self._stopping = False
 
@@ -134,6 +140,7 @@ class InferenceServer:
         self.lifecycle.unload_all(self.options.exit_timeout_secs)
         self.control.remove_overrides()
         self.backends.finalize_all()
+        self.shared_memory.close()
         self._live = False
 
     def _any_failed(self) -> bool:
@@ -162,7 +169,10 @@ class InferenceServer:
         )
 
     def metadata(self) -> dict[str, Any]:
-        return {"name": self.id, "version": self.version, "extensions": list(EXTENSIONS)}
+        extensions = list(EXTENSIONS)
+        if self.shared_memory.enabled:
+            extensions += SHARED_MEMORY_EXTENSIONS
+        return {"name": self.id, "version": self.version, "extensions": extensions}
 
     def model_ready(self, name: str, version: str | int = "") -> bool:
         try:

@@ -27,6 +27,7 @@ from .grpc_codec import (
     parse_infer_request,
 )
 from .grpc_repository import RepositoryService
+from .grpc_shared_memory import handlers as shared_memory_handlers
 from .grpc_stream import StreamInferHandler
 from . import logging_api, trace_api
 from .restricted_api import Restriction, restrict_grpc
@@ -171,6 +172,10 @@ class _InferenceService:
                 self.trace_setting, pb.TraceSettingRequest, pb.TraceSettingResponse
             ),
         }
+        for rpc, (call, request_type, response_type) in shared_memory_handlers(
+            self.server.shared_memory
+        ).items():
+            handlers[rpc] = _unary(_aborting(call), request_type, response_type)
         for method in pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods:
             if method.name not in handlers:
                 handlers[method.name] = _unimplemented(
@@ -260,9 +265,9 @@ class _InferenceService:
                 raise TritonError.unsupported(
                     "ModelInfer RPC doesn't support models with decoupled transaction policy"
                 )
-            request = decode_infer_request(message, raws)
+            request, regions = decode_infer_request(message, raws, self.server.shared_memory)
             response = await self.server.infer(request)
-            return encode_infer_response(response, request)
+            return encode_infer_response(response, request, regions=regions)
         except TritonError as err:
             await _abort(context, err)
         except Exception as exc:  # a bug, not the client's fault: keep serving, say INTERNAL
@@ -299,6 +304,18 @@ def _unary(handler: Any, request_type: Any, response_type: Any) -> grpc.RpcMetho
     return grpc.unary_unary_rpc_method_handler(
         call, request_deserializer=deserialize, response_serializer=response_type.SerializeToString
     )
+
+
+def _aborting(call: Any) -> Any:
+    """An async handler around a plain one whose TritonError becomes the call's status."""
+
+    async def handler(request: Any, context: Any) -> Any:
+        try:
+            return call(request)
+        except TritonError as err:
+            await _abort(context, err)
+
+    return handler
 
 
 def _parse_or_none(data: bytes) -> ParsedInferRequest | None:

@@ -41,7 +41,7 @@ from ..tensor import (
     serialize_bytes,
 )
 from .limits import check_requested_outputs
-from .shared_memory import unknown_region
+from .shared_memory import OutputRegion, SharedMemoryManager, region_view, write_output
 
 _DTYPES: dict[str, np.dtype] = {name: numpy_dtype(name) for name in DATATYPES}
 
@@ -113,9 +113,12 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def decode_infer_request(
-    message: pb.ModelInferRequest, raws: Sequence[bytes | memoryview]
-) -> InferenceRequest:
-    """ModelInferRequest -> InferenceRequest, with Triton's checks and messages."""
+    message: pb.ModelInferRequest,
+    raws: Sequence[bytes | memoryview],
+    regions: SharedMemoryManager,
+) -> tuple[InferenceRequest, dict[str, OutputRegion] | None]:
+    """ModelInferRequest -> InferenceRequest, with Triton's checks and messages, and the
+    outputs to write into client shared memory (`regions` are the registered ones)."""
     model = message.model_name
     rid = message.id
     request = InferenceRequest(model, parse_version(message.model_version), id=rid)
@@ -131,8 +134,9 @@ def decode_infer_request(
         if name in inputs:
             raise TritonError.invalid_arg(f"{prefix}input '{name}' already exists in request")
         parameters = _plain(io.parameters) if io.parameters else {}
-        if "shared_memory_region" in parameters:
-            raise unknown_region(parameters["shared_memory_region"])
+        view = None
+        if parameters and _SHM_PARAMETERS.intersection(parameters):
+            view = _tensor_region(io.parameters, name, regions)
         datatype = io.datatype
         dtype = _DTYPES.get(datatype)
         if dtype is None:
@@ -147,7 +151,16 @@ def decode_infer_request(
                     f"{prefix}invalid shape {dims_string(shape)} for input '{name}' of model "
                     f"'{model}': dimensions must be >= 0"
                 )
-        if io.HasField("contents"):
+        if view is not None:
+            if io.HasField("contents"):
+                raise TritonError.invalid_arg(
+                    f"unexpected 'content' provided when using shared memory for input tensor "
+                    f"'{name}' for model '{model}'"
+                )
+            data = input_from_wire(view, datatype, shape, name, model, prefix)
+            # Triton lets a shared-memory input leave its raw_input_contents slot unused.
+            raw_index += raw_index < raw_count
+        elif io.HasField("contents"):
             if raw_count:
                 raise TritonError.invalid_arg(
                     f"contents field must not be specified when using raw_input_contents for "
@@ -170,12 +183,54 @@ def decode_infer_request(
         )
 
     check_requested_outputs(len(message.outputs), model)
+    targets: dict[str, OutputRegion] | None = None
     for out in message.outputs:
         out_parameters = _plain(out.parameters) if out.parameters else {}
-        if "shared_memory_region" in out_parameters:
-            raise unknown_region(out_parameters["shared_memory_region"])
+        if out_parameters and _SHM_PARAMETERS.intersection(out_parameters):
+            if "classification" in out_parameters and "shared_memory_region" in out_parameters:
+                raise TritonError.invalid_arg(
+                    "output can't set both 'shared_memory_region' and 'classification'"
+                )
+            if targets is None:
+                targets = {}
+            targets[out.name] = OutputRegion(_tensor_region(out.parameters, out.name, regions))
         request.requested_outputs.append(RequestedOutput(out.name, out_parameters))
-    return request
+    return request, targets
+
+
+_SHM_PARAMETERS = frozenset(("shared_memory_region", "shared_memory_offset",
+                             "shared_memory_byte_size"))
+
+
+def _tensor_region(params: Any, name: str, regions: SharedMemoryManager) -> memoryview:
+    """The bytes a tensor's shared-memory parameters name, checked as Triton's gRPC frontend
+    checks them (kinds, a size with every region, no offset or size without one)."""
+    values: dict[str, Any] = {}
+    for key, kind in (("shared_memory_region", "string_param"),
+                      ("shared_memory_offset", "int64_param"),
+                      ("shared_memory_byte_size", "int64_param")):
+        if key in params:
+            if params[key].WhichOneof("parameter_choice") != kind:
+                raise TritonError.invalid_arg(
+                    f"invalid value type for '{key}' parameter for tensor '{name}', expected "
+                    f"{kind}."
+                )
+            values[key] = getattr(params[key], kind)
+    region = values.get("shared_memory_region")
+    if region is None:
+        extra = "shared_memory_byte_size" if "shared_memory_byte_size" in values \
+            else "shared_memory_offset"
+        raise TritonError.invalid_arg(
+            f"'{extra}' can not be specified without 'shared_memory_region' parameter for "
+            f"tensor '{name}'"
+        )
+    if "shared_memory_byte_size" not in values:
+        raise TritonError.invalid_arg(
+            "'shared_memory_byte_size' must be specified along with 'shared_memory_region' "
+            f"parameter for tensor '{name}'"
+        )
+    return region_view(regions, region, values.get("shared_memory_offset", 0),
+                       values["shared_memory_byte_size"])
 
 
 # InferTensorContents field -> (the datatype it carries, datatypes it may fill). int_contents
@@ -296,14 +351,19 @@ _RAW_OUTPUT_TAG = b"\x32"  # field 6 (raw_output_contents), wire type 2
 
 
 def encode_infer_response(
-    response: InferenceResponse, request: InferenceRequest, *, final: bool | None = None
+    response: InferenceResponse,
+    request: InferenceRequest,
+    *,
+    final: bool | None = None,
+    regions: dict[str, OutputRegion] | None = None,
 ) -> bytes:
     """InferenceResponse -> ModelInferResponse wire bytes, every output as raw contents.
 
     The small part (names, shapes, parameters) is a protobuf message; the tensors are appended
     as raw_output_contents fields straight from their buffers (a protobuf message may list its
     fields in any order, and repeated fields concatenate). `final` (ModelStreamInfer only) adds
-    the `triton_final_response` parameter.
+    the `triton_final_response` parameter. Outputs in `regions` are written there and go out
+    as an empty raw entry, as Triton sends them.
     """
     head = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
@@ -322,7 +382,10 @@ def encode_infer_response(
         if tensor.parameters:
             _set_parameters(entry.parameters, tensor.parameters)
         payload: Any
-        if tensor.datatype == "BYTES":
+        if regions and tensor.name in regions:
+            write_output(regions[tensor.name], tensor.name, tensor.datatype, tensor.data)
+            payload, size = b"", 0
+        elif tensor.datatype == "BYTES":
             payload = serialize_bytes(np.asarray(tensor.data, dtype=np.object_))
             size = len(payload)
         else:

@@ -46,6 +46,7 @@ from .grpc_codec import (
     encode_stream_head,
     encode_stream_response,
 )
+from .shared_memory import OutputRegion
 
 log = logging.getLogger("tritium.frontend.grpc")
 
@@ -133,12 +134,13 @@ class _Stream:
         message, raws = parsed
         decoupled = False
         request: InferenceRequest | None = None
+        regions: dict[str, OutputRegion] | None = None
         error: TritonError | None = None
         try:
             # As in ModelInfer (and Triton), the model is settled before the tensors are read.
             config = self.server.model_config(message.model_name, message.model_version)
             decoupled = config.model_transaction_policy.decoupled
-            request = decode_infer_request(message, raws)
+            request, regions = decode_infer_request(message, raws, self.server.shared_memory)
         except TritonError as err:
             error = err
         except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving
@@ -153,7 +155,7 @@ class _Stream:
             turn = asyncio.get_running_loop().create_future()
             self._last_turn = turn
         task = asyncio.get_running_loop().create_task(
-            self._run(message, request, error, decoupled, previous, turn)
+            self._run(message, request, regions, error, decoupled, previous, turn)
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -162,6 +164,7 @@ class _Stream:
         self,
         message: pb.ModelInferRequest,
         request: InferenceRequest | None,
+        regions: dict[str, OutputRegion] | None,
         error: TritonError | None,
         decoupled: bool,
         previous: asyncio.Future[None] | None,
@@ -175,7 +178,7 @@ class _Stream:
                 assert error is not None
                 emit(encode_stream_head(message, None, error.message))
             else:
-                await self._infer(message, request, decoupled, emit)
+                await self._infer(message, request, regions, decoupled, emit)
             if turn is not None:
                 if previous is not None:
                     await asyncio.wait([previous])
@@ -192,7 +195,12 @@ class _Stream:
                 turn.set_result(None)
 
     async def _infer(
-        self, message: pb.ModelInferRequest, request: InferenceRequest, decoupled: bool, emit: Any
+        self,
+        message: pb.ModelInferRequest,
+        request: InferenceRequest,
+        regions: dict[str, OutputRegion] | None,
+        decoupled: bool,
+        emit: Any,
     ) -> None:
         empty_final = decoupled and enable_empty_final_response(message)
         try:
@@ -208,15 +216,18 @@ class _Stream:
                             return  # closing the iteration cancels the request
                         emit(encode_stream_head(message, final, response.error.message))
                     else:
-                        emit(_encode(response, request, final))
+                        emit(_encode(response, request, regions, final))
         except TritonError as err:
             # Raised before any response: the request could not be issued (Triton's
             # ServerInferAsync failing), so the client gets the error and the id only.
             emit(encode_stream_head(message, None, err.message))
 
 
-def _encode(response: InferenceResponse, request: InferenceRequest, final: bool) -> bytes:
-    return encode_stream_response(encode_infer_response(response, request, final=final))
+def _encode(response: InferenceResponse, request: InferenceRequest,
+            regions: dict[str, OutputRegion] | None, final: bool) -> bytes:
+    return encode_stream_response(
+        encode_infer_response(response, request, final=final, regions=regions)
+    )
 
 
 __all__ = ["StreamInferHandler"]

@@ -25,6 +25,9 @@ from .http_request import OutputPlan, decode_infer_request, parse_header_length
 from .http_response import encode_infer_response
 from .http_server import DEFAULT_MAX_INPUT_SIZE, HttpConnection, HttpEndpoint, Request
 from .restricted_api import HttpRestrictions, Restriction
+from .http_shared_memory import PREFIXES as _SHM_PREFIXES
+from .http_shared_memory import handle as _shared_memory_call
+from .http_shared_memory import parse_path as _shared_memory_path
 
 log = logging.getLogger("tritium.http")
 
@@ -122,6 +125,8 @@ class HttpApp:
             return _reply(conn, 200 if ok else 400)
         if path in PATHS:
             return self._extension(conn, self.extensions.server_route, path, method, request.body)
+        if request.raw_path.startswith(_SHM_PREFIXES):
+            return self._shared_memory(conn, request)
         return _not_found(conn)
 
     @staticmethod
@@ -136,6 +141,21 @@ class HttpApp:
         if document is None:
             return _not_found(conn)
         _reply_json(conn, document)
+
+    def _shared_memory(self, conn: HttpConnection, request: Request) -> None:
+        call = _shared_memory_path(request.raw_path)
+        if call is None:
+            return _not_found(conn)
+        cuda, name, action = call
+        if request.method != (b"GET" if action == "status" else b"POST"):
+            return _reply_error(conn, 405, "Method Not Allowed")
+        try:
+            document = _shared_memory_call(
+                self.server.shared_memory, cuda, name, action, request.body
+            )
+        except TritonError as exc:
+            return _reply_error(conn, exc.http_status, exc.message)
+        _reply(conn, 200, b"" if document is None else dumps(document), _JSON)
 
     def _model_route(self, conn: HttpConnection, parts: list[bytes], method: bytes,
                      request: Request) -> None:
@@ -240,7 +260,9 @@ class HttpApp:
         except TritonError as exc:
             return _reply_error(conn, exc.http_status, exc.message, _TEXT)
 
-        request, plan = decode_infer_request(name, model_version, body, header_length, config)
+        request, plan = decode_infer_request(
+            name, model_version, body, header_length, config, self.server.shared_memory
+        )
         # If the frontend stops before the answer, the request is marked cancelled.
         conn.pending = request
         self.server.infer_nowait(request, partial(

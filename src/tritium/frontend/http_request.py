@@ -39,7 +39,11 @@ from .http_json import (
 )
 from .http_json_data import array_from_json
 from .limits import check_requested_outputs
-from .shared_memory import unknown_region
+from .shared_memory import (
+    OutputRegion,
+    SharedMemoryManager,
+    region_view,
+)
 
 _INT64_MAX = (1 << 63) - 1
 
@@ -51,6 +55,8 @@ class OutputPlan:
     default_binary: bool = False
     # Explicitly requested outputs: name -> (binary, classification count).
     requested: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    # Outputs to write into client shared memory instead of the body, by name.
+    regions: dict[str, OutputRegion] | None = None
 
 
 def parse_header_length(value: str | None, content_length: int) -> int:
@@ -81,11 +87,13 @@ def decode_infer_request(
     body: bytes,
     header_length: int,
     config: Any,
+    regions: SharedMemoryManager,
 ) -> tuple[InferenceRequest, OutputPlan]:
     """Decode an infer body into an InferenceRequest (raises TritonError with Triton's text).
 
     `config` is the model's ModelConfig: a raw request (no JSON) takes its input's name,
     datatype and shape from it, and it names the expected datatype in datatype errors.
+    `regions` are the client shared-memory regions that tensors may name.
     """
     if header_length == 0:
         return _decode_raw(model_name, model_version, body, config)
@@ -105,13 +113,13 @@ def decode_infer_request(
         apply_parameters(request, _request_parameters(document["parameters"], plan))
     prefix = log_prefix(request.id)
     view = memoryview(body)
-    offset = _decode_inputs(document, request, view, header_length, config, prefix)
+    offset = _decode_inputs(document, request, view, header_length, config, prefix, regions)
     if offset != len(body):
         raise TritonError.invalid_arg(
             f"unexpected additional input data for model '{model_name}'"
         )
     if "outputs" in document:
-        _decode_outputs(document["outputs"], request, plan)
+        _decode_outputs(document["outputs"], request, plan, regions)
     return request, plan
 
 
@@ -167,6 +175,7 @@ def _decode_inputs(
     offset: int,
     config: Any,
     prefix: str,
+    regions: SharedMemoryManager,
 ) -> int:
     """Fill request.inputs; return the body offset after the last binary input."""
     model_name = request.model_name
@@ -209,7 +218,9 @@ def _decode_inputs(
             )
             offset += size
         elif "shared_memory_region" in params:
-            raise _region_error(params)
+            data = input_from_wire(
+                _tensor_region(params, regions), datatype, shape, name, model_name, prefix
+            )
         else:
             data = array_from_json(name, datatype, shape, item["data"], model_name, prefix)
         tensors[name] = Tensor(name, datatype, shape, data)
@@ -224,11 +235,19 @@ def _entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return item, params if isinstance(params, dict) else {}
 
 
-def _region_error(params: dict[str, Any]) -> TritonError:
+def _tensor_region(params: dict[str, Any], regions: SharedMemoryManager) -> memoryview:
+    """The bytes a tensor's shared-memory parameters name, read as Triton's HTTP frontend reads
+    them (a missing size fails the region's bounds check)."""
     region = params["shared_memory_region"]
     if type(region) is not str:
-        return parse_error("shared_memory_region", NOT_STRING)
-    return unknown_region(region)
+        raise parse_error("shared_memory_region", NOT_STRING)
+    byte_size = params.get("shared_memory_byte_size")
+    if byte_size is not None and not is_uint(byte_size):
+        raise parse_error("shared_memory_byte_size", NOT_UINT)
+    offset = params.get("shared_memory_offset", 0)
+    if not is_uint(offset):
+        raise parse_error("shared_memory_offset", NOT_UINT)
+    return region_view(regions, region, offset, byte_size)
 
 
 def _invalid_datatype(name: str, model_name: str, prefix: str, config: Any) -> TritonError:
@@ -286,7 +305,8 @@ def _shape(item: dict[str, Any]) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _decode_outputs(outputs: Any, request: InferenceRequest, plan: OutputPlan) -> None:
+def _decode_outputs(outputs: Any, request: InferenceRequest, plan: OutputPlan,
+                    regions: SharedMemoryManager) -> None:
     if type(outputs) is not list:
         raise parse_error("outputs", NOT_ARRAY)
     check_requested_outputs(len(outputs), request.model_name)
@@ -308,7 +328,9 @@ def _decode_outputs(outputs: Any, request: InferenceRequest, plan: OutputPlan) -
         if not is_uint(classes):
             raise TritonError.invalid_arg(f"Unable to set 'classification': {NOT_UINT}")
         if "shared_memory_region" in params:
-            raise _region_error(params)
+            if plan.regions is None:
+                plan.regions = {}
+            plan.regions[name] = OutputRegion(_tensor_region(params, regions))
         binary = params.get("binary_data", False)
         if not is_bool(binary):
             raise parse_error("binary_data", NOT_BOOL)

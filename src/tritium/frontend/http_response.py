@@ -17,6 +17,7 @@ from .classification import classify
 from .http_json import dumps, utf8
 from .http_json_data import json_from_array
 from .http_request import OutputPlan
+from .shared_memory import write_output
 
 
 def encode_infer_response(
@@ -35,6 +36,7 @@ def encode_infer_response(
     # same bytes the JSON encoder would make, at a fraction of its cost).
     texts: list[str] | None = None if response.parameters else []
     requested = plan.requested
+    regions = plan.regions
     for tensor in response.outputs:
         if requested:
             choice = requested.get(tensor.name)
@@ -44,6 +46,12 @@ def encode_infer_response(
         else:
             binary, classes = plan.default_binary, 0
         datatype, shape, array = tensor.datatype, list(tensor.shape), tensor.data
+        if regions and tensor.name in regions:
+            # Written into the client's region: the response only describes it.
+            write_output(regions[tensor.name], tensor.name, datatype, array)
+            outputs_json.append({"name": tensor.name, "datatype": datatype, "shape": shape})
+            texts = None
+            continue
         if classes > 0:
             datatype, shape, array = classify(tensor, classes, config)
         entry: dict[str, Any] = {"name": tensor.name, "datatype": datatype, "shape": shape}

@@ -59,6 +59,9 @@ class DefaultScheduler:
             if request is None:
                 return
             next(turns).execute([request])
+            # Let go of the request while waiting for the next: its tensors may be views of a
+            # client's shared-memory region, which is unmapped only when the last view goes.
+            del request
 
 
 def _execution_slots(
