@@ -10,6 +10,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..backend.handles import ExecutionPolicy
 from .base import Scheduler
 from .default import DefaultScheduler
+from .dynamic_batch_scheduler import DynamicBatchScheduler
 
 if TYPE_CHECKING:
     from ..model.instance import ModelInstance
@@ -21,4 +22,6 @@ def create_scheduler(
     policy: ExecutionPolicy,
 ) -> Scheduler:
     """The scheduler for a model whose configuration is final and instances initialized."""
+    if config.HasField("dynamic_batching"):
+        return DynamicBatchScheduler(config, instances, policy)
     return DefaultScheduler(config.name, instances, policy)

@@ -1,0 +1,290 @@
+"""The dynamic batcher, driven through a real server with tritonclient.
+
+Two kinds of model: the identity backend (with `execute_delay_ms`) and a Python model `probe`
+that reports, per request, how many requests shared its execute (REQUESTS) and how many
+distinct INPUT0 shapes were among them (SHAPES); it sleeps for the largest first element of
+INPUT0 among its requests, in milliseconds, so each test sets how long an execute takes.
+Ordering tests order requests by sending one blocker first and the rest while it runs; what they
+assert is the order of completion, never a duration.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from models import identity_config, write_model
+from server_process import ServerProcess
+
+PROBE = '''
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        inputs = [pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() for r in requests]
+        time.sleep(max(float(x.flat[0]) for x in inputs) / 1000.0)
+        shapes = len({x.shape[1:] for x in inputs})
+        responses = []
+        for x in inputs:
+            rows = x.shape[0]
+            responses.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUTPUT0", x),
+                pb_utils.Tensor("REQUESTS", np.full((rows, 1), len(requests), np.int32)),
+                pb_utils.Tensor("SHAPES", np.full((rows, 1), shapes, np.int32)),
+            ]))
+        return responses
+'''
+
+
+def probe_config(name: str, batching: str, *, max_batch_size: int = 8, instances: int = 1,
+                 ragged: bool = False) -> str:
+    return f"""
+        name: "{name}"
+        backend: "python"
+        max_batch_size: {max_batch_size}
+        input {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ]
+                 allow_ragged_batch: {str(ragged).lower()} }}
+        output {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }}
+        output {{ name: "REQUESTS" data_type: TYPE_INT32 dims: [ 1 ] }}
+        output {{ name: "SHAPES" data_type: TYPE_INT32 dims: [ 1 ] }}
+        instance_group {{ count: {instances} kind: KIND_CPU }}
+        dynamic_batching {{ {batching} }}
+        """
+
+
+def slow_identity(name: str, delay_ms: int, batching: str, max_batch_size: int = 8) -> str:
+    return identity_config(name, max_batch_size=max_batch_size, extra=f"""
+        parameters {{ key: "execute_delay_ms" value: {{ string_value: "{delay_ms}" }} }}
+        instance_group {{ count: 1 kind: KIND_CPU }}
+        dynamic_batching {{ {batching} }}
+        """)
+
+
+PROBES = {
+    "probe_batch": probe_config("probe_batch", "max_queue_delay_microseconds: 200000"),
+    "probe_preferred": probe_config(
+        "probe_preferred", "preferred_batch_size: [ 2 ] max_queue_delay_microseconds: 5000000"),
+    "probe_ragged": probe_config(
+        "probe_ragged", "preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 5000000",
+        ragged=True),
+    "probe_shapes": probe_config(
+        "probe_shapes", "preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 300000"),
+    "probe_priority": probe_config(
+        "probe_priority", "priority_levels: 2 default_priority_level: 2", max_batch_size=1),
+    "probe_reject": probe_config("probe_reject", """
+        default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 200000 }""",
+        max_batch_size=1),
+    "probe_delay": probe_config("probe_delay", """
+        default_queue_policy { timeout_action: DELAY allow_timeout_override: true }""",
+        max_batch_size=1),
+    "probe_queue_full": probe_config(
+        "probe_queue_full", "default_queue_policy { max_queue_size: 2 }", max_batch_size=1),
+    "probe_ordered": probe_config(
+        "probe_ordered", "preserve_ordering: true", max_batch_size=1, instances=2),
+    "probe_unordered": probe_config("probe_unordered", "", max_batch_size=1, instances=2),
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    repo = tmp_path_factory.mktemp("batching")
+    for name, config in PROBES.items():
+        write_model(repo, name, config, files={"1/model.py": PROBE})
+    write_model(repo, "identity_batched", slow_identity(
+        "identity_batched", 50, "max_queue_delay_microseconds: 20000"))
+    write_model(repo, "identity_delayed", slow_identity(
+        "identity_delayed", 0, "preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 300000"))
+    with ServerProcess([repo]) as process:
+        yield process
+
+
+class Outcome:
+    """One request's result (or error) and when it completed, in the client's order of events."""
+
+    _sequence = iter(range(1 << 62))
+    _lock = threading.Lock()
+
+    def __init__(self, result: Any, error: InferenceServerException | None) -> None:
+        self.result = result
+        self.error = error
+        with Outcome._lock:
+            self.finished = next(Outcome._sequence)
+
+    def column(self, name: str) -> list[int]:
+        assert self.error is None, self.error
+        return [int(v) for v in self.result.as_numpy(name).reshape(-1)]
+
+
+def infer(server: ServerProcess, model: str, data: np.ndarray, **options: Any) -> Outcome:
+    client = httpclient.InferenceServerClient(server.http_url, network_timeout=60)
+    tensor = httpclient.InferInput("INPUT0", list(data.shape), "FP32")
+    tensor.set_data_from_numpy(data)
+    try:
+        result = client.infer(model, [tensor], **options)
+    except InferenceServerException as error:
+        return Outcome(None, error)
+    finally:
+        client.close()
+    return Outcome(result, None)
+
+
+def rows(*values: float, width: int = 1) -> np.ndarray:
+    """A [len(values), width] FP32 batch whose rows start with `values` (the probe's sleep)."""
+    data = np.zeros((len(values), width), np.float32)
+    data[:, 0] = values
+    return data
+
+
+def concurrently(server: ServerProcess, model: str, arrays: list[np.ndarray],
+                 **options: Any) -> list[Outcome]:
+    with ThreadPoolExecutor(len(arrays)) as pool:
+        futures = [pool.submit(infer, server, model, a, **options) for a in arrays]
+        return [f.result() for f in futures]
+
+
+def after_blocker(server: ServerProcess, model: str, blocker_ms: float,
+                  then: list[tuple[np.ndarray, dict[str, Any]]]) -> tuple[Outcome, list[Outcome]]:
+    """Send a request that keeps the one instance busy for `blocker_ms`, then (while it runs)
+    the `then` requests, one after another in that order, each without waiting for answers."""
+    with ThreadPoolExecutor(len(then) + 1) as pool:
+        blocker = pool.submit(infer, server, model, rows(blocker_ms))
+        time.sleep(0.3)  # the blocker is executing by now: the others queue behind it
+        futures = []
+        for data, options in then:
+            futures.append(pool.submit(infer, server, model, data, **options))
+            time.sleep(0.05)  # keep the queue order the order of `then`
+        return blocker.result(), [f.result() for f in futures]
+
+
+def metric(server: ServerProcess, name: str, model: str) -> float:
+    text = urllib.request.urlopen(server.metrics_url, timeout=5).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + "{") and f'model="{model}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name} for {model}:\n{text}")
+
+
+# -- batches form ------------------------------------------------------------------------------
+
+
+def test_concurrent_requests_share_executes_and_each_gets_its_own_rows(server):
+    arrays = [np.full((1, 3), i, np.float32) for i in range(32)]
+    outcomes = concurrently(server, "identity_batched", arrays)
+    for array, outcome in zip(arrays, outcomes):
+        assert outcome.error is None, outcome.error
+        np.testing.assert_array_equal(outcome.result.as_numpy("OUTPUT0"), array)
+    executions = metric(server, "nv_inference_exec_count", "identity_batched")
+    assert metric(server, "nv_inference_count", "identity_batched") == 32
+    assert executions < 32  # several requests per execute
+
+
+def test_python_model_receives_several_requests_in_one_execute(server):
+    outcomes = concurrently(server, "probe_batch", [rows(50) for _ in range(12)])
+    sizes = [o.column("REQUESTS")[0] for o in outcomes]
+    assert max(sizes) > 1
+    assert all(size <= 8 for size in sizes)  # max_batch_size
+
+
+def test_batch_size_counts_rows_not_requests(server):
+    # Three requests of 3 rows cannot share an execute of max_batch_size 8 all together.
+    outcomes = concurrently(server, "probe_batch", [rows(50, 50, 50) for _ in range(3)])
+    assert all(o.column("REQUESTS")[0] <= 2 for o in outcomes)
+
+
+def test_preferred_batch_size_is_sent_without_waiting_for_the_delay(server):
+    outcomes = concurrently(server, "probe_preferred", [rows(0) for _ in range(4)])
+    assert [o.column("REQUESTS")[0] for o in outcomes] == [2, 2, 2, 2]
+    # The queue delay is 5 s; batches of the preferred size left at once.
+    queue_us = metric(server, "nv_inference_queue_duration_us", "probe_preferred")
+    assert queue_us / 4 < 2_000_000
+
+
+def test_a_lone_request_waits_the_queue_delay_and_no_longer(server):
+    outcome = infer(server, "identity_delayed", rows(0))
+    assert outcome.error is None
+    queue_us = metric(server, "nv_inference_queue_duration_us", "identity_delayed")
+    # max_queue_delay_microseconds: 300000; the request waited for a fuller batch, then left.
+    assert 300_000 <= queue_us < 300_000 + 200_000
+
+
+def test_requests_of_different_shapes_are_never_batched_together(server):
+    arrays = [rows(100, width=3 if i % 2 else 5) for i in range(8)]
+    outcomes = concurrently(server, "probe_shapes", arrays)
+    assert all(o.column("SHAPES")[0] == 1 for o in outcomes)
+    assert max(o.column("REQUESTS")[0] for o in outcomes) > 1
+
+
+def test_ragged_inputs_batch_across_shapes(server):
+    arrays = [rows(0, width=w) for w in (2, 3, 4, 5)]
+    outcomes = concurrently(server, "probe_ragged", arrays)
+    for array, outcome in zip(arrays, outcomes):
+        assert outcome.column("REQUESTS") == [4]
+        assert outcome.column("SHAPES") == [4]
+        np.testing.assert_array_equal(outcome.result.as_numpy("OUTPUT0"), array)
+
+
+# -- order, priorities and queue policies ------------------------------------------------------
+
+
+def test_higher_priority_requests_run_first(server):
+    # Each execute takes 100 ms, so the order of completion is the order of execution.
+    low = (rows(100), {"priority": 2})
+    high = (rows(100), {"priority": 1})
+    default = (rows(100), {})  # default_priority_level 2
+    blocker, (l1, d1, l2, h) = after_blocker(server, "probe_priority", 1000,
+                                             [low, default, low, high])
+    assert blocker.error is None
+    assert h.finished < min(l1.finished, d1.finished, l2.finished)
+    assert l1.finished < d1.finished < l2.finished  # FIFO within a level
+
+
+def test_expired_request_is_rejected_with_reject_policy(server):
+    blocker, (late,) = after_blocker(server, "probe_reject", 1000, [(rows(0), {})])
+    assert blocker.error is None
+    assert late.error is not None
+    assert late.error.status() == "503"
+    assert "Request timeout expired" in late.error.message()
+    assert infer(server, "probe_reject", rows(0)).error is None  # still serving
+
+
+def test_expired_request_is_delayed_behind_timely_ones(server):
+    expiring = (rows(100), {"timeout": 100_000})  # allow_timeout_override
+    patient = (rows(100), {})
+    blocker, (first, second) = after_blocker(server, "probe_delay", 1000, [expiring, patient])
+    assert blocker.error is None and first.error is None and second.error is None
+    assert second.finished < first.finished
+
+
+def test_full_queue_refuses_with_unavailable(server):
+    _, outcomes = after_blocker(server, "probe_queue_full", 1000, [(rows(0), {})] * 4)
+    refused = [o.error for o in outcomes if o.error is not None]
+    assert len(refused) == 2  # max_queue_size: 2, while the blocker runs
+    for error in refused:
+        assert error.status() == "503"
+        assert error.message() == "[request id: <id_unknown>] Exceeds maximum queue size"
+    assert [o.error for o in outcomes[:2]] == [None, None]
+
+
+@pytest.mark.parametrize("model, slow_first", [("probe_ordered", True),
+                                               ("probe_unordered", False)])
+def test_preserve_ordering_holds_later_responses(server, model, slow_first):
+    # Two instances: the fast second request finishes first, but with preserve_ordering its
+    # response waits for the slow first one.
+    with ThreadPoolExecutor(2) as pool:
+        slow = pool.submit(infer, server, model, rows(800))
+        time.sleep(0.2)
+        fast = pool.submit(infer, server, model, rows(0))
+        slow_outcome, fast_outcome = slow.result(), fast.result()
+    assert (slow_outcome.finished < fast_outcome.finished) is slow_first
