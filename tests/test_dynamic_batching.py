@@ -2,7 +2,8 @@
 
 Two kinds of model: the identity backend (with `execute_delay_ms`) and a Python model `probe`
 that reports, per request, how many requests shared its execute (REQUESTS) and how many
-distinct INPUT0 shapes were among them (SHAPES); it sleeps for the largest first element of
+distinct INPUT0 shapes were among them (SHAPES) and when its execute ended (DONE, time.time()
+on the same machine as the client); it sleeps for the largest first element of
 INPUT0 among its requests, in milliseconds, so each test sets how long an execute takes.
 Ordering tests order requests by sending one blocker first and the rest while it runs; what they
 assert is the order of completion, never a duration.
@@ -36,6 +37,7 @@ class TritonPythonModel:
         inputs = [pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() for r in requests]
         time.sleep(max(float(x.flat[0]) for x in inputs) / 1000.0)
         shapes = len({x.shape[1:] for x in inputs})
+        done = time.time()
         responses = []
         for x in inputs:
             rows = x.shape[0]
@@ -43,6 +45,7 @@ class TritonPythonModel:
                 pb_utils.Tensor("OUTPUT0", x),
                 pb_utils.Tensor("REQUESTS", np.full((rows, 1), len(requests), np.int32)),
                 pb_utils.Tensor("SHAPES", np.full((rows, 1), shapes, np.int32)),
+                pb_utils.Tensor("DONE", np.full((rows, 1), done, np.float64)),
             ]))
         return responses
 '''
@@ -59,6 +62,7 @@ def probe_config(name: str, batching: str, *, max_batch_size: int = 8, instances
         output {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }}
         output {{ name: "REQUESTS" data_type: TYPE_INT32 dims: [ 1 ] }}
         output {{ name: "SHAPES" data_type: TYPE_INT32 dims: [ 1 ] }}
+        output {{ name: "DONE" data_type: TYPE_FP64 dims: [ 1 ] }}
         instance_group {{ count: {instances} kind: KIND_CPU }}
         dynamic_batching {{ {batching} }}
         """
@@ -119,6 +123,7 @@ class Outcome:
     def __init__(self, result: Any, error: InferenceServerException | None) -> None:
         self.result = result
         self.error = error
+        self.received = time.time()
         with Outcome._lock:
             self.finished = next(Outcome._sequence)
 
@@ -277,14 +282,14 @@ def test_full_queue_refuses_with_unavailable(server):
     assert [o.error for o in outcomes[:2]] == [None, None]
 
 
-@pytest.mark.parametrize("model, slow_first", [("probe_ordered", True),
-                                               ("probe_unordered", False)])
-def test_preserve_ordering_holds_later_responses(server, model, slow_first):
+@pytest.mark.parametrize("model, held", [("probe_ordered", True), ("probe_unordered", False)])
+def test_preserve_ordering_holds_later_responses(server, model, held):
     # Two instances: the fast second request finishes first, but with preserve_ordering its
-    # response waits for the slow first one.
+    # response is held until the slow first one's execute has ended.
     with ThreadPoolExecutor(2) as pool:
         slow = pool.submit(infer, server, model, rows(800))
-        time.sleep(0.2)
+        time.sleep(0.2)  # the slow one is executing before the fast one arrives
         fast = pool.submit(infer, server, model, rows(0))
         slow_outcome, fast_outcome = slow.result(), fast.result()
-    assert (slow_outcome.finished < fast_outcome.finished) is slow_first
+    slow_done = slow_outcome.result.as_numpy("DONE")[0, 0]
+    assert bool(fast_outcome.received >= slow_done) is held
