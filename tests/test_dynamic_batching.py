@@ -11,6 +11,7 @@ assert is the order of completion, never a duration.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import urllib.request
@@ -25,6 +26,9 @@ from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
 from server_process import ServerProcess
+from tritium.request import InferenceRequest, InferenceResponse
+from tritium.server import InferenceServer, ServerOptions
+from tritium.tensor import Tensor
 
 PROBE = '''
 import time
@@ -240,6 +244,13 @@ def test_ragged_inputs_batch_across_shapes(server):
         np.testing.assert_array_equal(outcome.result.as_numpy("OUTPUT0"), array)
 
 
+def test_both_instances_execute_at_once(server):
+    # max_batch_size 1 and two instances: two 600 ms executes overlap instead of queueing.
+    outcomes = concurrently(server, "probe_unordered", [rows(600), rows(600)])
+    first, second = sorted(o.result.as_numpy("DONE")[0, 0] for o in outcomes)
+    assert second - first < 0.4
+
+
 # -- order, priorities and queue policies ------------------------------------------------------
 
 
@@ -293,3 +304,34 @@ def test_preserve_ordering_holds_later_responses(server, model, held):
         slow_outcome, fast_outcome = slow.result(), fast.result()
     slow_done = slow_outcome.result.as_numpy("DONE")[0, 0]
     assert bool(fast_outcome.received >= slow_done) is held
+
+
+# -- statistics, read in-process (the statistics endpoint reads the same snapshot) -------------
+
+
+def test_statistics_record_each_batch_once_with_its_size(tmp_path: Path):
+    write_model(tmp_path, "stats", slow_identity("stats", 50, "max_queue_delay_microseconds: 20000"))
+    server = InferenceServer(ServerOptions([tmp_path]))
+    server.start()
+    try:
+        async def scenario() -> list[InferenceResponse]:
+            requests = [
+                InferenceRequest("stats", inputs={"INPUT0": Tensor.from_numpy(
+                    "INPUT0", np.full((1, 2), i, np.float32))})
+                for i in range(16)
+            ]
+            return await asyncio.gather(*(server.infer(r) for r in requests))
+
+        responses = asyncio.run(scenario())
+        assert all(r.error is None for r in responses)
+        (snapshot,) = [s for s in server.statistics() if s.name == "stats"]
+    finally:
+        server.shutdown()
+    assert max(snapshot.batch_stats) > 1
+    assert sum(size * b.compute_infer.count for size, b in snapshot.batch_stats.items()) == 16
+    assert snapshot.execution_count == sum(b.compute_infer.count
+                                           for b in snapshot.batch_stats.values())
+    assert snapshot.execution_count < 16
+    assert snapshot.inference_count == snapshot.success.count == snapshot.queue.count == 16
+    # Each execute slept 50 ms, and each request's compute time is its batch's.
+    assert snapshot.compute_infer.ns >= 16 * 50_000_000
