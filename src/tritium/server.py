@@ -24,6 +24,7 @@ from .errors import TritonError
 from .model import Model, StatisticsSnapshot
 from .repository import ModelLifeCycle, ModelReadyState, ModelRepositoryManager, VersionStatus
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
+from .response_cache import CacheSnapshot, ResponseCache
 from .tensor import wire_datatype
 
 log = logging.getLogger("tritium.server")
@@ -47,6 +48,8 @@ class ServerOptions:
     model_load_thread_count: int = 4
     exit_timeout_secs: float = 30.0
     server_id: str = "triton"
+    # --cache-config: cache name -> {setting: value}, e.g. {"local": {"size": "1048576"}}.
+    cache_config: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class InferenceServer:
@@ -61,8 +64,10 @@ class InferenceServer:
         self.repository = ModelRepositoryManager(
             options.model_repositories, auto_complete=options.auto_complete
         )
+        self.response_cache = ResponseCache.from_config(options.cache_config)
         self.lifecycle = ModelLifeCycle(
-            self.repository, self.backends, thread_count=options.model_load_thread_count
+            self.repository, self.backends, thread_count=options.model_load_thread_count,
+            response_cache=self.response_cache,
         )
         self._live = False
         self._stopping = False
@@ -177,6 +182,10 @@ class InferenceServer:
             for s in versions.values()
             if s.model is not None and s.state is ModelReadyState.READY
         ]
+
+    def cache_statistics(self) -> CacheSnapshot | None:
+        """The response cache's figures (None when --cache-config set none)."""
+        return self.response_cache.snapshot() if self.response_cache is not None else None
 
     def pending_requests(self) -> list[tuple[str, str, int]]:
         """(model, version, requests accepted but not yet answered) for each loaded version."""

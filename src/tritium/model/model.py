@@ -34,6 +34,7 @@ from ..request import (
     InferenceResponse,
     ResponseSender,
 )
+from ..response_cache import ModelResponseCache, ResponseCache
 from ..scheduler import Scheduler, create_scheduler
 from .instance import ModelInstance
 from .request_normalizer import RequestSpec, normalize_request
@@ -62,6 +63,7 @@ class Model:
         self._version_text = str(handle.version)
         # What normalize_request reads from the configuration (built once it is final).
         self._spec: RequestSpec | None = None
+        self._cache: ModelResponseCache | None = None
         self._inflight = 0
         self._waiters = 0
         self._lock = threading.Lock()
@@ -89,6 +91,7 @@ class Model:
         *,
         auto_complete: bool,
         gpu_count: int = 0,
+        response_cache: ResponseCache | None = None,
     ) -> "Model":
         loaded = backends.acquire(config.backend)
         try:
@@ -113,6 +116,7 @@ class Model:
                 model.config, model.instances, loaded.handle.execution_policy
             )
             model.scheduler.start()
+            model._cache = model_response_cache(response_cache, model)
         except BaseException:
             model._teardown()
             raise
@@ -193,6 +197,8 @@ class Model:
         with self._lock:
             self._inflight += 1
         request.queue_start_ns = perf_counter_ns()
+        if self._cache is not None and self._cache.serve(request):
+            return
         scheduler.enqueue(request)
 
     def _finish_one(self) -> None:
@@ -237,6 +243,17 @@ class Model:
         except Exception:
             log.exception("model '%s' failed to finalize", self.name)
         self._backends.release(self._backend)
+
+
+def model_response_cache(cache: ResponseCache | None, model: Model) -> ModelResponseCache | None:
+    """The model's use of the server's cache, if both enable it (Triton never caches for
+    decoupled or sequence models; the configuration check refuses those)."""
+    config = model.config
+    if cache is None or not config.response_cache.enable or model.decoupled \
+            or config.HasField("sequence_batching"):
+        return None
+    return ModelResponseCache(cache, model.name, model._version_text,
+                              [o.name for o in config.output], model.statistics)
 
 
 def _copy(config: mc.ModelConfig) -> mc.ModelConfig:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..backend.manager import BackendManager
 from ..errors import TritonError
 from ..model import Model
+from ..response_cache import ResponseCache
 from .manager import ModelRepositoryManager, ModelSource
 
 log = logging.getLogger("tritium.repository")
@@ -45,9 +46,11 @@ class ModelLifeCycle:
         backends: BackendManager,
         *,
         thread_count: int = 4,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         self._repository = repository
         self._backends = backends
+        self._response_cache = response_cache
         self._pool = ThreadPoolExecutor(max(thread_count, 1), thread_name_prefix="model-load")
         self._lock = threading.Lock()
         # name -> version -> status; version -1 stands for "no version could be determined".
@@ -105,6 +108,7 @@ class ModelLifeCycle:
                 self._backends,
                 auto_complete=self._repository.auto_complete,
                 gpu_count=self._repository.gpu_count,
+                response_cache=self._response_cache,
             )
         except Exception as exc:
             reason = str(exc) if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
