@@ -8,6 +8,7 @@ OUTPUT0 + 8 of CALLS each).
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import urllib.request
 from typing import Any
@@ -17,8 +18,11 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from models import write_model
+from models import identity_config, write_model
 from server_process import ServerProcess
+from tritium.request import InferenceRequest, InferenceResponse
+from tritium.server import InferenceServer, ServerOptions
+from tritium.tensor import Tensor
 
 COUNTER = '''
 import numpy as np
@@ -171,3 +175,26 @@ def test_unknown_cache_is_refused_at_startup(tmp_path):
                          text=True, timeout=60)
     assert run.returncode != 0
     assert "unable to find cache 'redis'" in run.stderr + run.stdout
+
+
+def test_statistics_count_hits_as_successes_without_compute(tmp_path):
+    write_model(tmp_path, "cached_identity", identity_config(
+        "cached_identity", extra="response_cache { enable: true }"))
+    server = InferenceServer(ServerOptions([tmp_path], cache_config={"local": {"size": "4096"}}))
+    server.start()
+    try:
+        async def scenario() -> list[InferenceResponse]:
+            data = np.ones((1, 2), np.float32)
+            return [await server.infer(InferenceRequest(
+                "cached_identity", inputs={"INPUT0": Tensor.from_numpy("INPUT0", data)}))
+                for _ in range(3)]
+
+        assert all(r.error is None for r in asyncio.run(scenario()))
+        (snapshot,) = server.statistics()
+    finally:
+        server.shutdown()
+    assert snapshot.success.count == snapshot.queue.count == 3
+    assert snapshot.cache_hit.count == 2 and snapshot.cache_hit.ns > 0
+    assert snapshot.cache_miss.count == 1 and snapshot.cache_miss.ns > 0
+    assert snapshot.compute_infer.count == snapshot.inference_count == 1
+    assert snapshot.execution_count == 1
