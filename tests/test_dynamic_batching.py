@@ -324,9 +324,10 @@ def test_statistics_record_each_batch_once_with_its_size(tmp_path: Path):
 
         responses = asyncio.run(scenario())
         assert all(r.error is None for r in responses)
-        (snapshot,) = [s for s in server.statistics() if s.name == "stats"]
+        statistics = server.lifecycle.get("stats").statistics
     finally:
-        server.shutdown()
+        server.shutdown()  # an instance records its execution after it has responded
+    snapshot = statistics.snapshot()
     assert max(snapshot.batch_stats) > 1
     assert sum(size * b.compute_infer.count for size, b in snapshot.batch_stats.items()) == 16
     assert snapshot.execution_count == sum(b.compute_infer.count
