@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .errors import TritonError
+from .scheduler.rate_limiter import parse_resource
 from .server import InferenceServer, ServerOptions
 
 log = logging.getLogger("tritium")
@@ -45,6 +46,13 @@ def _named_setting(flag: str) -> Callable[[str], tuple[str, str, str]]:
     return parse
 
 
+def _rate_limit_resource(text: str) -> tuple[str, int, int]:
+    try:
+        return parse_resource(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _settings(entries: list[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
     settings: dict[str, dict[str, str]] = {}
     for name, key, value in entries:
@@ -69,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                        type=_named_setting("--backend-config"))
     serve.add_argument("--cache-config", action="append", default=[],
                        type=_named_setting("--cache-config"))
+    serve.add_argument("--rate-limit", choices=["off", "execution_count"], default="off")
+    serve.add_argument("--rate-limit-resource", action="append", default=[],
+                       type=_rate_limit_resource, help="<name>:<count>[:<device>], repeatable")
     serve.add_argument("--http-port", type=int, default=8000)
     serve.add_argument("--grpc-port", type=int, default=8001)
     serve.add_argument("--metrics-port", type=int, default=8002)
@@ -110,6 +121,8 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         backend_directories=[Path(p) for p in args.backend_directory],
         backend_config=_settings(args.backend_config),
         cache_config=_settings(args.cache_config),
+        rate_limit=args.rate_limit,
+        rate_limit_resources=args.rate_limit_resource,
         model_control_mode=args.model_control_mode,
         load_models=args.load_model,
         strict_readiness=args.strict_readiness,

@@ -25,6 +25,7 @@ from .model import Model, StatisticsSnapshot
 from .repository import ModelLifeCycle, ModelReadyState, ModelRepositoryManager, VersionStatus
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
 from .response_cache import CacheSnapshot, ResponseCache
+from .scheduler.rate_limiter import RateLimiter
 from .tensor import wire_datatype
 
 log = logging.getLogger("tritium.server")
@@ -50,6 +51,9 @@ class ServerOptions:
     server_id: str = "triton"
     # --cache-config: cache name -> {setting: value}, e.g. {"local": {"size": "1048576"}}.
     cache_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    # --rate-limit (off | execution_count) and --rate-limit-resource (name, count, device).
+    rate_limit: str = "off"
+    rate_limit_resources: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 class InferenceServer:
@@ -68,6 +72,8 @@ class InferenceServer:
         self.lifecycle = ModelLifeCycle(
             self.repository, self.backends, thread_count=options.model_load_thread_count,
             response_cache=self.response_cache,
+            rate_limiter=(RateLimiter(options.rate_limit_resources)
+                          if options.rate_limit == "execution_count" else None),
         )
         self._live = False
         self._stopping = False

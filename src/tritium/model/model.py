@@ -36,6 +36,7 @@ from ..request import (
 )
 from ..response_cache import ModelResponseCache, ResponseCache
 from ..scheduler import Scheduler, create_scheduler
+from ..scheduler.rate_limiter import RateLimiter
 from .instance import ModelInstance
 from .request_normalizer import RequestSpec, normalize_request
 from .statistics import ModelStatistics
@@ -92,6 +93,7 @@ class Model:
         auto_complete: bool,
         gpu_count: int = 0,
         response_cache: ResponseCache | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> "Model":
         loaded = backends.acquire(config.backend)
         try:
@@ -111,7 +113,8 @@ class Model:
         model = cls(backends, loaded, handle, ModelStatistics(config.name, str(version)))
         try:
             model._complete_config(loaded, gpu_count)
-            model._create_instances(parallel=loaded.attributes.parallel_instance_loading)
+            model._create_instances(parallel=loaded.attributes.parallel_instance_loading,
+                                    rate_limiter=rate_limiter)
             model.scheduler = create_scheduler(
                 model.config, model.instances, loaded.handle.execution_policy
             )
@@ -133,7 +136,7 @@ class Model:
         validate_model_io_config(config)
         self.handle._replace_config(config)
 
-    def _create_instances(self, *, parallel: bool) -> None:
+    def _create_instances(self, *, parallel: bool, rate_limiter: RateLimiter | None) -> None:
         decoupled = self.decoupled
         for group in self.config.instance_group:
             kind = mc.ModelInstanceGroup.Kind.Name(group.kind)
@@ -144,7 +147,7 @@ class Model:
                     name = f"{group.name}_{index}"
                     handle = InstanceHandle(self.handle, name, kind, device, group)
                     instance = ModelInstance(
-                        handle, self._backend.library, self.statistics, decoupled
+                        handle, self._backend.library, self.statistics, decoupled, rate_limiter
                     )
                     self.instances.append(instance)
         if parallel and len(self.instances) > 1:
