@@ -21,7 +21,8 @@ from ..request import InferenceRequest, log_prefix
 class PolicyQueue:
     """One priority level: the requests in time, then the delayed ones (both FIFO)."""
 
-    __slots__ = ("max_size", "timeout_ns", "allow_override", "delay", "queue", "delayed")
+    __slots__ = ("max_size", "timeout_ns", "allow_override", "delay", "queue", "delayed",
+                 "timed")
 
     def __init__(self, policy: mc.ModelQueuePolicy) -> None:
         self.max_size = policy.max_queue_size
@@ -31,6 +32,8 @@ class PolicyQueue:
         # (request, deadline in perf_counter ns or 0 for none)
         self.queue: deque[tuple[InferenceRequest, int]] = deque()
         self.delayed: deque[InferenceRequest] = deque()
+        # How many queued requests have a deadline: none (the usual case) skips `expire`.
+        self.timed = 0
 
     def __len__(self) -> int:
         return len(self.queue) + len(self.delayed)
@@ -43,14 +46,19 @@ class PolicyQueue:
             timeout_ns = request.timeout_us * 1000
         deadline = request.queue_start_ns + timeout_ns if timeout_ns else 0
         self.queue.append((request, deadline))
+        if deadline:
+            self.timed += 1
 
     def expire(self, now_ns: int, rejected: list[InferenceRequest]) -> int:
         """Apply the timeout policy to the requests past their deadline; return the closest
         deadline still ahead (0 if none)."""
         closest = 0
+        if not self.timed:
+            return closest
         kept: deque[tuple[InferenceRequest, int]] = deque()
         for request, deadline in self.queue:
             if deadline and deadline <= now_ns:
+                self.timed -= 1
                 if self.delay:
                     self.delayed.append(request)
                 else:
@@ -71,7 +79,10 @@ class PolicyQueue:
         """Remove and return the first `count` requests in serving order."""
         taken: list[InferenceRequest] = []
         while count and self.queue:
-            taken.append(self.queue.popleft()[0])
+            request, deadline = self.queue.popleft()
+            if deadline:
+                self.timed -= 1
+            taken.append(request)
             count -= 1
         while count and self.delayed:
             taken.append(self.delayed.popleft())
@@ -116,8 +127,6 @@ class PriorityQueue:
         rejected: list[InferenceRequest] = []
         closest = 0
         for level in self._ordered:
-            if not level.queue:
-                continue
             deadline = level.expire(now_ns, rejected)
             if deadline and (not closest or deadline < closest):
                 closest = deadline
