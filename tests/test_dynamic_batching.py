@@ -225,7 +225,7 @@ def test_a_lone_request_waits_the_queue_delay_and_no_longer(server):
     assert outcome.error is None
     queue_us = metric(server, "nv_inference_queue_duration_us", "identity_delayed")
     # max_queue_delay_microseconds: 300000; the request waited for a fuller batch, then left.
-    assert 300_000 <= queue_us < 300_000 + 200_000
+    assert 300_000 <= queue_us < 300_000 + 400_000
 
 
 def test_requests_of_different_shapes_are_never_batched_together(server):
