@@ -88,7 +88,7 @@ PROBES = {
         "probe_ragged", "preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 5000000",
         ragged=True),
     "probe_shapes": probe_config(
-        "probe_shapes", "preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 300000"),
+        "probe_shapes", "preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 1000000"),
     "probe_priority": probe_config(
         "probe_priority", "priority_levels: 2 default_priority_level: 2", max_batch_size=1),
     "probe_reject": probe_config("probe_reject", """
@@ -229,10 +229,13 @@ def test_a_lone_request_waits_the_queue_delay_and_no_longer(server):
 
 
 def test_requests_of_different_shapes_are_never_batched_together(server):
+    # Without the shape check these would fill batches of the preferred size 4 at once.
     arrays = [rows(100, width=3 if i % 2 else 5) for i in range(8)]
     outcomes = concurrently(server, "probe_shapes", arrays)
     assert all(o.column("SHAPES")[0] == 1 for o in outcomes)
-    assert max(o.column("REQUESTS")[0] for o in outcomes) > 1
+    # The same model batches requests of one shape.
+    outcomes = concurrently(server, "probe_shapes", [rows(0, width=3) for _ in range(4)])
+    assert [o.column("REQUESTS")[0] for o in outcomes] == [4, 4, 4, 4]
 
 
 def test_ragged_inputs_batch_across_shapes(server):
@@ -272,6 +275,8 @@ def test_expired_request_is_rejected_with_reject_policy(server):
     assert late.error is not None
     assert late.error.status() == "503"
     assert "Request timeout expired" in late.error.message()
+    # Rejected at its deadline, not when the instance came free.
+    assert late.received < blocker.result.as_numpy("DONE")[0, 0]
     assert infer(server, "probe_reject", rows(0)).error is None  # still serving
 
 

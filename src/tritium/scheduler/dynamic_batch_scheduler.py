@@ -58,6 +58,9 @@ class DynamicBatchScheduler:
         self._has_optional = any(i.optional for i in config.input)
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
+        # With timeouts in the queue policies, a watcher applies them at the deadline, even
+        # while every instance is busy and no slot looks at the queue.
+        self._deadlines = threading.Condition(self._lock) if self._queue.may_time_out else None
         self._stopping = False
         self._threads: list[threading.Thread] = []
 
@@ -67,6 +70,11 @@ class DynamicBatchScheduler:
                 target=self._run, args=(slot,),
                 name=f"{self._model_name}-batch-{index}", daemon=True,
             )
+            thread.start()
+            self._threads.append(thread)
+        if self._deadlines is not None:
+            thread = threading.Thread(target=self._watch_deadlines,
+                                      name=f"{self._model_name}-deadlines", daemon=True)
             thread.start()
             self._threads.append(thread)
 
@@ -81,6 +89,8 @@ class DynamicBatchScheduler:
                 if self._order is not None:
                     self._order.hold(request)
                 self._ready.notify()
+                if self._deadlines is not None:
+                    self._deadlines.notify()
         if refused is not None:
             request.respond_error(refused)
 
@@ -88,6 +98,8 @@ class DynamicBatchScheduler:
         with self._lock:
             self._stopping = True
             self._ready.notify_all()
+            if self._deadlines is not None:
+                self._deadlines.notify_all()
         for thread in self._threads:
             thread.join()
         self._threads.clear()
@@ -96,12 +108,24 @@ class DynamicBatchScheduler:
         turns = itertools.cycle(slot)
         while True:
             batch, rejected = self._next_batch()
-            for request in rejected:
-                request.respond_error(TritonError.unavailable(_TIMEOUT_EXPIRED))
+            _reject(rejected)
             if batch is None:
                 return
             if batch:
                 next(turns).execute(batch)
+
+    def _watch_deadlines(self) -> None:
+        assert self._deadlines is not None
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return
+                rejected, closest = self._queue.expire(perf_counter_ns())
+                if not rejected:
+                    wait_ns = closest - perf_counter_ns() if closest else None
+                    self._deadlines.wait(max(wait_ns, 0) / 1e9 if wait_ns is not None else None)
+                    continue
+            _reject(rejected)
 
     def _next_batch(self) -> tuple[list[InferenceRequest] | None, list[InferenceRequest]]:
         """Wait for a batch worth sending; returns it (None: stop), with the requests whose
@@ -175,3 +199,8 @@ class DynamicBatchScheduler:
         if self._has_optional:
             return key, frozenset(inputs)
         return key
+
+
+def _reject(requests: list[InferenceRequest]) -> None:
+    for request in requests:
+        request.respond_error(TritonError.unavailable(_TIMEOUT_EXPIRED))

@@ -111,6 +111,11 @@ class PriorityQueue:
     def __len__(self) -> int:
         return self._size
 
+    @property
+    def may_time_out(self) -> bool:
+        """Whether any level gives requests a deadline (its own or the request's)."""
+        return any(level.timeout_ns or level.allow_override for level in self._ordered)
+
     def enqueue(self, request: InferenceRequest) -> None:
         """Queue `request` at its level (Triton: priority 0 or above the highest level means
         the default level); raises UNAVAILABLE when the level is full."""
