@@ -12,6 +12,7 @@ assert is the order of completion, never a duration.
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 import time
 import urllib.request
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
@@ -53,6 +55,41 @@ class TritonPythonModel:
             ]))
         return responses
 '''
+
+
+# A decoupled model: two responses per request, each saying how many requests shared the execute.
+TWICE = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            data = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            sender = request.get_response_sender()
+            for _ in range(2):
+                sender.send(pb_utils.InferenceResponse([
+                    pb_utils.Tensor("OUTPUT0", data),
+                    pb_utils.Tensor("REQUESTS", np.full((data.shape[0], 1), len(requests),
+                                                        np.int32)),
+                ]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+'''
+
+TWICE_CONFIG = """
+    name: "twice"
+    backend: "python"
+    max_batch_size: 8
+    input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
+    output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
+    output { name: "REQUESTS" data_type: TYPE_INT32 dims: [ 1 ] }
+    instance_group { count: 1 kind: KIND_CPU }
+    model_transaction_policy { decoupled: true }
+    dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 1000000
+                       preserve_ordering: true }
+    """
 
 
 def probe_config(name: str, batching: str, *, max_batch_size: int = 8, instances: int = 1,
@@ -110,6 +147,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     repo = tmp_path_factory.mktemp("batching")
     for name, config in PROBES.items():
         write_model(repo, name, config, files={"1/model.py": PROBE})
+    write_model(repo, "twice", TWICE_CONFIG, files={"1/model.py": TWICE})
     write_model(repo, "identity_batched", slow_identity(
         "identity_batched", 50, "max_queue_delay_microseconds: 20000"))
     write_model(repo, "identity_delayed", slow_identity(
@@ -252,6 +290,26 @@ def test_both_instances_execute_at_once(server):
     outcomes = concurrently(server, "probe_unordered", [rows(600), rows(600)])
     first, second = sorted(o.result.as_numpy("DONE")[0, 0] for o in outcomes)
     assert second - first < 0.4
+
+
+def test_decoupled_model_batches_and_streams_every_response_in_order(server):
+    arrived: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    client.start_stream(callback=lambda result, error: arrived.put((result, error)))
+    try:
+        for index in range(4):
+            tensor = grpcclient.InferInput("INPUT0", [1, 2], "FP32")
+            tensor.set_data_from_numpy(np.full((1, 2), index, np.float32))
+            client.async_stream_infer("twice", [tensor], request_id=str(index))
+        answers = [arrived.get(timeout=30) for _ in range(8)]
+    finally:
+        client.stop_stream()
+        client.close()
+    assert [error for _, error in answers] == [None] * 8
+    # One execute of the preferred size 4; every response (not only finals) went through the
+    # preserve_ordering queue, which keeps the order the instance sent them in.
+    assert [int(r.as_numpy("REQUESTS")[0, 0]) for r, _ in answers] == [4] * 8
+    assert [r.get_response().id for r, _ in answers] == ["0", "0", "1", "1", "2", "2", "3", "3"]
 
 
 # -- order, priorities and queue policies ------------------------------------------------------
