@@ -1,7 +1,7 @@
 """The rate limiter (`--rate-limit execution_count`, instance_group `rate_limiter { ... }`).
 
-Through a real server: the Python model of test_dynamic_batching (`probe`: sleeps for its
-input's first value in ms, reports when its execute ended as DONE) in groups that need
+Through a real server: the Python model `probe` (tests/probe_model.py: sleeps for its input's
+first value in ms, reports when its execute ended as DONE) in groups that need
 resources; whether executes overlapped is read from those end times (500 ms executes: ended
 together or one after the other). The priority rule is checked on the RateLimiter itself.
 """
@@ -17,7 +17,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from models import write_model
 from server_process import ServerProcess
-from test_dynamic_batching import PROBE, concurrently, probe_config, rows
+from probe_model import PROBE, concurrently, probe_config, rows
 from tritium.scheduler.rate_limiter import RateLimiter
 
 
