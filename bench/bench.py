@@ -7,6 +7,10 @@ Suites:
 - onnx: a small ONNX MLP (64 -> 128 -> 16, FP32) on Tritium's onnxruntime backend at
   concurrency 1, batch 1 and 8, next to the same onnxruntime session settings called directly in
   one process: the difference in time per request is the server's overhead.
+- batching: the identity backend at concurrency 32 (--batch-concurrency), with and without
+  `dynamic_batching`, with no execute cost and with a fixed 2 ms one (execute_delay_ms, the
+  shape of a GPU kernel launch) that batching amortises.
+- python-batching: add_sub with `dynamic_batching { }`, Tritium vs Triton 2.51.
 
 The server runs pinned to core 0 (`taskset`) and the load generators (wrk for HTTP, h2load for
 gRPC; see loadgen.py) on core 1, so each side has one core. Results print as Markdown tables
@@ -97,27 +101,77 @@ def identity_suite(args: argparse.Namespace, pin: list[str], client_pin: list[st
     return single_table("Tritium, identity backend, FP32 [1,16], one instance", results)
 
 
-def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]) -> str:
+BATCHING_DELAYS_MS = (0, 2)
+
+
+def _delay(ms: int) -> str:
+    return f'parameters {{ key: "execute_delay_ms" value: {{ string_value: "{ms}" }} }}\n'
+
+
+def batching_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]) -> str:
+    inputs = [("INPUT0", np.random.default_rng(0).random((1, 16), dtype=np.float32))]
+    lines = ["### Tritium, identity backend, FP32 [1,16], one instance, max_batch_size 32: "
+             "dynamic batching", "",
+             "| execute cost | protocol | conc. | unbatched infer/s | batched infer/s | ratio "
+             "| batched p50/p99 (us) | errors (unbatched/batched) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp)
+        for delay in BATCHING_DELAYS_MS:
+            for batching in ("", "dynamic_batching { }"):
+                name = f"identity_{delay}ms{'_batched' if batching else ''}"
+                write_model(repo, name, identity_config(name, dims="[ 16 ]", max_batch_size=32,
+                                                        extra=_delay(delay) + batching))
+        with ServerProcess([repo], prefix=pin) as server:
+            for delay in BATCHING_DELAYS_MS:
+                for protocol in ("http", "grpc"):
+                    for concurrency in args.batch_concurrency:
+                        plain, batched = (
+                            cell(server, protocol, name, concurrency, args.seconds, inputs,
+                                 ["OUTPUT0"], client_pin)
+                            for name in (f"identity_{delay}ms", f"identity_{delay}ms_batched"))
+                        ratio = batched.throughput / plain.throughput if plain.throughput else 0
+                        print(f"identity {delay} ms {protocol} c={concurrency}: "
+                              f"{plain.throughput:,.0f}/s unbatched, "
+                              f"{batched.throughput:,.0f}/s batched", flush=True)
+                        lines.append(
+                            f"| {delay} ms | {protocol} | {concurrency} | "
+                            f"{plain.throughput:,.0f} | {batched.throughput:,.0f} | {ratio:.2f}x | "
+                            f"{batched.p50_us:,.0f} / {batched.p99_us:,.0f} | "
+                            f"{plain.errors}/{batched.errors} |")
+    return "\n".join(lines)
+
+
+def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str],
+                 batched: bool = False) -> str:
+    """add_sub as it is, or (batched) a copy named add_sub_batched with dynamic batching."""
     rng = np.random.default_rng(0)
     inputs = [("INPUT0", rng.random((1, 16), dtype=np.float32)),
               ("INPUT1", rng.random((1, 16), dtype=np.float32))]
     outputs = ["OUTPUT0", "OUTPUT1"]
+    model = "add_sub_batched" if batched else "add_sub"
+    concurrencies = args.batch_concurrency if batched else args.concurrency
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         shutil.copytree(HERE / "models", repo)
+        if batched:
+            shutil.copytree(repo / "add_sub", repo / model)
+            config = (repo / model / "config.pbtxt").read_text()
+            (repo / model / "config.pbtxt").write_text(
+                config.replace('name: "add_sub"', f'name: "{model}"') + "dynamic_batching { }\n")
         tritium = ServerProcess([repo], prefix=pin).start()
         triton = None if args.no_triton else TritonProcess([repo], prefix=pin).start(timeout=300)
         pairs, alone = [], []
         try:
             for protocol in ("http", "grpc"):
-                for concurrency in args.concurrency:
-                    ours = cell(tritium, protocol, "add_sub", concurrency, args.seconds,
+                for concurrency in concurrencies:
+                    ours = cell(tritium, protocol, model, concurrency, args.seconds,
                                 inputs, outputs, client_pin)
-                    line = f"add_sub {protocol} c={concurrency}: tritium {ours.throughput:,.0f}/s"
+                    line = f"{model} {protocol} c={concurrency}: tritium {ours.throughput:,.0f}/s"
                     if triton is None:
                         alone.append(ours)
                     else:
-                        theirs = cell(triton, protocol, "add_sub", concurrency, args.seconds,
+                        theirs = cell(triton, protocol, model, concurrency, args.seconds,
                                       inputs, outputs, client_pin)
                         pairs.append((ours, theirs))
                         line += f", triton {theirs.throughput:,.0f}/s"
@@ -127,6 +181,8 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
             if triton is not None:
                 triton.stop()
     title = "add_sub python model, FP32 [1,16] x2, one instance"
+    if batched:
+        title += ", dynamic batching"
     if triton is None:
         return single_table(f"Tritium, {title}", alone)
     return comparison_table(f"Tritium vs Triton 2.51, {title}", pairs)
@@ -135,9 +191,12 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--suite", choices=["identity", "python", "onnx", "all"], default="all")
+    parser.add_argument("--suite", choices=["identity", "python", "onnx", "batching",
+                                            "python-batching", "all"], default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--batch-concurrency", type=int, nargs="+", default=[32],
+                        help="concurrency of the batching suites")
     parser.add_argument("--no-triton", action="store_true", help="skip real Triton")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and client")
     parser.add_argument("--output", type=Path, default=HERE / "results.md")
@@ -160,6 +219,10 @@ def main() -> int:
         tables.append(python_suite(args, pin, client_pin))
     if args.suite in ("onnx", "all"):
         tables.append(onnx_bench.onnx_suite(args.seconds, pin, client_pin))
+    if args.suite in ("batching", "all"):
+        tables.append(batching_suite(args, pin, client_pin))
+    if args.suite in ("python-batching", "all"):
+        tables.append(python_suite(args, pin, client_pin, batched=True))
     text = "\n\n".join(tables)
     pinning = "server on core 0, wrk/h2load on core 1" if pin else "unpinned"
     text += f"\n\n({args.seconds} s per cell, {pinning})\n"

@@ -139,13 +139,13 @@ def test_check_shows_backend_completion(autofill_setup) -> None:
 
 def test_device_blocking_shares_one_thread_per_device() -> None:
     from tritium.backend.handles import ExecutionPolicy
-    from tritium.scheduler.default import _execution_slots
+    from tritium.scheduler.default import execution_slots
 
     class FakeInstance:
         def __init__(self, kind: str, device: int) -> None:
             self.handle = type("H", (), {"kind": kind, "device_id": device})()
 
     instances = [FakeInstance("KIND_GPU", 0), FakeInstance("KIND_GPU", 0), FakeInstance("KIND_GPU", 1)]
-    assert [len(s) for s in _execution_slots(instances, ExecutionPolicy.BLOCKING)] == [1, 1, 1]
-    slots = _execution_slots(instances, ExecutionPolicy.DEVICE_BLOCKING)
+    assert [len(s) for s in execution_slots(instances, ExecutionPolicy.BLOCKING)] == [1, 1, 1]
+    slots = execution_slots(instances, ExecutionPolicy.DEVICE_BLOCKING)
     assert sorted(len(s) for s in slots) == [1, 2]

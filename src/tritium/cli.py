@@ -13,12 +13,13 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .errors import TritonError
 from .frontend.http_server import DEFAULT_MAX_INPUT_SIZE
 from .frontend.restricted_api import build_restrictions
 from .logging_settings import LogSettings
+from .scheduler.rate_limiter import parse_resource
 from .server import InferenceServer, ServerOptions
 from .trace_settings import parse_trace_config
 
@@ -34,15 +35,33 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
 
 
-def _backend_config(text: str) -> tuple[str, str, str]:
-    """`<backend>,<key>=<value>`, or `<key>=<value>` for every backend."""
-    backend, _, setting = text.rpartition(",")
-    key, sep, value = setting.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(
-            f"--backend-config must be <backend>,<setting>=<value>, got '{text}'"
-        )
-    return backend, key, value
+def _named_setting(flag: str) -> Callable[[str], tuple[str, str, str]]:
+    """A parser for `<name>,<key>=<value>` (--backend-config: `<key>=<value>` alone too)."""
+
+    def parse(text: str) -> tuple[str, str, str]:
+        name, _, setting = text.rpartition(",")
+        key, sep, value = setting.partition("=")
+        if not sep or not key or (flag == "--cache-config" and not name):
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be <{flag[2:].split('-')[0]}>,<setting>=<value>, got '{text}'"
+            )
+        return name, key, value
+
+    return parse
+
+
+def _rate_limit_resource(text: str) -> tuple[str, int, int]:
+    try:
+        return parse_resource(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _settings(entries: list[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
+    settings: dict[str, dict[str, str]] = {}
+    for name, key, value in entries:
+        settings.setdefault(name, {})[key] = value
+    return settings
 
 
 def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
@@ -68,7 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--model-repository", "--model-store", action="append", default=[],
                        dest="model_repository", required=True, help="repeatable")
     serve.add_argument("--backend-directory", action="append", default=[])
-    serve.add_argument("--backend-config", action="append", default=[], type=_backend_config)
+    serve.add_argument("--backend-config", action="append", default=[],
+                       type=_named_setting("--backend-config"))
+    serve.add_argument("--cache-config", action="append", default=[],
+                       type=_named_setting("--cache-config"))
+    serve.add_argument("--rate-limit", choices=["off", "execution_count"], default="off")
+    serve.add_argument("--rate-limit-resource", action="append", default=[],
+                       type=_rate_limit_resource, help="<name>:<count>[:<device>], repeatable")
     serve.add_argument("--http-port", type=int, default=8000)
     serve.add_argument("--grpc-port", type=int, default=8001)
     serve.add_argument("--metrics-port", type=int, default=8002)
@@ -143,16 +168,16 @@ def check_serve_args(args: argparse.Namespace) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
-    backend_config: dict[str, dict[str, str]] = {}
-    for backend, key, value in args.backend_config:
-        backend_config.setdefault(backend, {})[key] = value
     auto_complete = not args.disable_auto_complete_config
     if args.strict_model_config is not None:
         auto_complete = not args.strict_model_config
     return ServerOptions(
         model_repositories=[Path(p) for p in args.model_repository],
         backend_directories=[Path(p) for p in args.backend_directory],
-        backend_config=backend_config,
+        backend_config=_settings(args.backend_config),
+        cache_config=_settings(args.cache_config),
+        rate_limit=args.rate_limit,
+        rate_limit_resources=args.rate_limit_resource,
         model_control_mode=args.model_control_mode,
         load_models=args.load_model,
         repository_poll_secs=args.repository_poll_secs,

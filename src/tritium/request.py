@@ -109,6 +109,8 @@ class InferenceRequest:
         "compute_input_end_ns",
         "compute_output_start_ns",
         "exec_end_ns",
+        "cache_hit_start_ns",
+        "cache_hit_ns",
         "cancelled",
     )
 
@@ -145,6 +147,9 @@ class InferenceRequest:
         self.compute_input_end_ns = 0
         self.compute_output_start_ns = 0
         self.exec_end_ns = 0
+        # Answered from the response cache: when the lookup started and how long it took.
+        self.cache_hit_start_ns = 0
+        self.cache_hit_ns = 0
         # Set when the client went away or cancelled; backends may stop early (is_cancelled).
         self.cancelled = False
 

@@ -33,6 +33,8 @@ from .repository import (
 )
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
 from .shared_memory import SharedMemoryManager
+from .response_cache import CacheSnapshot, ResponseCache
+from .scheduler.rate_limiter import RateLimiter
 from .tensor import wire_datatype
 from .trace_settings import TraceSetting, TraceSettings
 
@@ -76,6 +78,11 @@ class ServerOptions:
     # `--trace-config`: the trace settings at start-up.
     trace_default: TraceSetting = field(default_factory=TraceSetting)
     allow_client_shm: bool = False
+    # --cache-config: cache name -> {setting: value}, e.g. {"local": {"size": "1048576"}}.
+    cache_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    # --rate-limit (off | execution_count) and --rate-limit-resource (name, count, device).
+    rate_limit: str = "off"
+    rate_limit_resources: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 class InferenceServer:
@@ -90,8 +97,12 @@ class InferenceServer:
         self.repository = ModelRepositoryManager(
             options.model_repositories, auto_complete=options.auto_complete
         )
+        self.response_cache = ResponseCache.from_config(options.cache_config)
         self.lifecycle = ModelLifeCycle(
-            self.repository, self.backends, thread_count=options.model_load_thread_count
+            self.repository, self.backends, thread_count=options.model_load_thread_count,
+            response_cache=self.response_cache,
+            rate_limiter=(RateLimiter(options.rate_limit_resources)
+                          if options.rate_limit == "execution_count" else None),
         )
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)
@@ -245,6 +256,9 @@ class InferenceServer:
                 f"requested model version is not available for model '{name}'"
             )
         return [ready[number].statistics.snapshot()]
+    def cache_statistics(self) -> CacheSnapshot | None:
+        """The response cache's figures (None when --cache-config set none)."""
+        return self.response_cache.snapshot() if self.response_cache is not None else None
 
     def pending_requests(self) -> list[tuple[str, str, int]]:
         """(model, version, requests accepted but not yet answered) for each loaded version."""

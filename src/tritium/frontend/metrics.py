@@ -52,6 +52,37 @@ _FAMILIES: list[tuple[str, str, Callable]] = [
      lambda s: s.compute_output.ns // _NS_PER_US),
 ]
 
+# Per model with the response cache enabled (Triton's nv_cache_*_per_model counters).
+_CACHE_FAMILIES: list[tuple[str, str, Callable]] = [
+    ("nv_cache_num_hits_per_model", "Number of cache hits per model",
+     lambda s: s.cache_hit.count),
+    ("nv_cache_hit_duration_per_model",
+     "Total cache hit duration per model, in microseconds",
+     lambda s: s.cache_hit.ns // _NS_PER_US),
+    ("nv_cache_num_misses_per_model", "Number of cache misses per model",
+     lambda s: s.cache_miss.count),
+    ("nv_cache_miss_duration_per_model",
+     "Total cache miss (insert+lookup) duration per model, in microseconds",
+     lambda s: s.cache_miss.ns // _NS_PER_US),
+]
+
+# The server-wide response cache (Triton's nv_cache_* gauges).
+_CACHE_GAUGES: list[tuple[str, str, Callable]] = [
+    ("nv_cache_util", "Cache utilization [0.0 - 1.0]", lambda c: c.utilization),
+    ("nv_cache_num_entries", "Number of responses stored in response cache",
+     lambda c: c.entries),
+    ("nv_cache_num_hits", "Number of cache hits in response cache", lambda c: c.hits),
+    ("nv_cache_num_misses", "Number of cache misses in response cache", lambda c: c.misses),
+    ("nv_cache_num_lookups", "Number of cache lookups in response cache", lambda c: c.lookups),
+    ("nv_cache_num_evictions", "Number of cache evictions in response cache",
+     lambda c: c.evictions),
+    ("nv_cache_lookup_duration",
+     "Total cache lookup duration (hit and miss), in microseconds",
+     lambda c: c.lookup_ns // _NS_PER_US),
+    ("nv_cache_insertion_duration", "Total cache insertion duration, in microseconds",
+     lambda c: c.insertion_ns // _NS_PER_US),
+]
+
 
 class ServerCollector:
     """Turns InferenceServer.statistics() into metric families on every scrape."""
@@ -66,6 +97,17 @@ class ServerCollector:
             for snap in snapshots:
                 family.add_metric([snap.name, snap.version], value(snap))
             yield family
+        cached = [snap for snap in snapshots if snap.cache_enabled]
+        if cached:
+            for name, help_text, value in _CACHE_FAMILIES:
+                family = UntypedMetricFamily(name, help_text, labels=["model", "version"])
+                for snap in cached:
+                    family.add_metric([snap.name, snap.version], value(snap))
+                yield family
+        cache = self._server.cache_statistics()
+        if cache is not None:
+            for name, help_text, value in _CACHE_GAUGES:
+                yield GaugeMetricFamily(name, help_text, value=value(cache))
         pending = GaugeMetricFamily(
             "nv_inference_pending_request_count",
             "Instantaneous number of pending requests awaiting execution per-model.",

@@ -16,6 +16,7 @@ from ..backend.api import BackendLibrary
 from ..backend.handles import ModelInstance as InstanceHandle
 from ..errors import TritonError, as_triton_error
 from ..request import InferenceRequest
+from ..scheduler.rate_limiter import RateLimiter
 from .statistics import ModelStatistics
 
 log = logging.getLogger("tritium.model")
@@ -28,6 +29,7 @@ class ModelInstance:
         library: BackendLibrary,
         statistics: ModelStatistics,
         decoupled: bool,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         self.handle = handle
         self.name = handle.name
@@ -37,6 +39,11 @@ class ModelInstance:
         # Guards the rule "execute never runs twice at once on one instance", whatever thread
         # layout the scheduler picks.
         self._busy = threading.Lock()
+        self._rate_limiter = rate_limiter
+        self._limits = (
+            rate_limiter.register(handle.device_id, handle.group.rate_limiter)
+            if rate_limiter is not None else None
+        )
 
     def initialize(self) -> None:
         self._library.model_instance_initialize(self.handle)
@@ -49,12 +56,28 @@ class ModelInstance:
             return False
 
     def finalize(self) -> None:
+        if self._limits is not None:
+            assert self._rate_limiter is not None
+            self._rate_limiter.unregister(self._limits)
+            self._limits = None
         try:
             self._library.model_instance_finalize(self.handle)
         except Exception:
             log.exception("instance '%s' failed to finalize", self.name)
 
     def execute(self, requests: Sequence[InferenceRequest]) -> None:
+        limits = self._limits
+        if limits is None:
+            self._execute(requests)
+            return
+        assert self._rate_limiter is not None
+        self._rate_limiter.acquire(limits)  # queue time goes on until the resources are free
+        try:
+            self._execute(requests)
+        finally:
+            self._rate_limiter.release(limits)
+
+    def _execute(self, requests: Sequence[InferenceRequest]) -> None:
         with self._busy:
             start = perf_counter_ns()
             for request in requests:

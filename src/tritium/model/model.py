@@ -34,7 +34,9 @@ from ..request import (
     InferenceResponse,
     ResponseSender,
 )
+from ..response_cache import ModelResponseCache, ResponseCache
 from ..scheduler import Scheduler, create_scheduler
+from ..scheduler.rate_limiter import RateLimiter
 from .instance import ModelInstance
 from .request_normalizer import RequestSpec, normalize_request
 from .statistics import ModelStatistics
@@ -75,6 +77,7 @@ class Model:
         self._version_text = str(handle.version)
         # What normalize_request reads from the configuration (built once it is final).
         self._spec: RequestSpec | None = None
+        self._cache: ModelResponseCache | None = None
         self._inflight = 0
         self._waiters = 0
         self._retired = False
@@ -103,6 +106,8 @@ class Model:
         *,
         auto_complete: bool,
         gpu_count: int = 0,
+        response_cache: ResponseCache | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> "Model":
         loaded = backends.acquire(config.backend)
         try:
@@ -122,11 +127,13 @@ class Model:
         model = cls(backends, loaded, handle, ModelStatistics(config.name, str(version)))
         try:
             model._complete_config(loaded, gpu_count)
-            model._create_instances(parallel=loaded.attributes.parallel_instance_loading)
+            model._create_instances(parallel=loaded.attributes.parallel_instance_loading,
+                                    rate_limiter=rate_limiter)
             model.scheduler = create_scheduler(
                 model.config, model.instances, loaded.handle.execution_policy
             )
             model.scheduler.start()
+            model._cache = model_response_cache(response_cache, model)
         except BaseException:
             model._teardown()
             raise
@@ -143,7 +150,7 @@ class Model:
         validate_model_io_config(config)
         self.handle._replace_config(config)
 
-    def _create_instances(self, *, parallel: bool) -> None:
+    def _create_instances(self, *, parallel: bool, rate_limiter: RateLimiter | None) -> None:
         decoupled = self.decoupled
         for group in self.config.instance_group:
             kind = mc.ModelInstanceGroup.Kind.Name(group.kind)
@@ -154,7 +161,7 @@ class Model:
                     name = f"{group.name}_{index}"
                     handle = InstanceHandle(self.handle, name, kind, device, group)
                     instance = ModelInstance(
-                        handle, self._backend.library, self.statistics, decoupled
+                        handle, self._backend.library, self.statistics, decoupled, rate_limiter
                     )
                     self.instances.append(instance)
         if parallel and len(self.instances) > 1:
@@ -214,6 +221,8 @@ class Model:
 
         request.response_sender = ResponseSender(on_response)
         request.queue_start_ns = perf_counter_ns()
+        if self._cache is not None and self._cache.serve(request):
+            return
         try:
             scheduler.enqueue(request)
         except BaseException:
@@ -270,6 +279,17 @@ class Model:
         except Exception:
             log.exception("model '%s' failed to finalize", self.name)
         self._backends.release(self._backend)
+
+
+def model_response_cache(cache: ResponseCache | None, model: Model) -> ModelResponseCache | None:
+    """The model's use of the server's cache, if both enable it (Triton never caches for
+    decoupled or sequence models; the configuration check refuses those)."""
+    config = model.config
+    if cache is None or not config.response_cache.enable or model.decoupled \
+            or config.HasField("sequence_batching"):
+        return None
+    return ModelResponseCache(cache, model.name, model._version_text,
+                              [o.name for o in config.output], model.statistics)
 
 
 def _copy(config: mc.ModelConfig) -> mc.ModelConfig:

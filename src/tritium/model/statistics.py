@@ -47,6 +47,10 @@ class StatisticsSnapshot:
     compute_infer: Duration
     compute_output: Duration
     batch_stats: dict[int, BatchStats]
+    cache_hit: Duration = field(default_factory=Duration)
+    cache_miss: Duration = field(default_factory=Duration)
+    # The model uses the response cache (Triton reports nv_cache_*_per_model only then).
+    cache_enabled: bool = False
 
 
 class ModelStatistics:
@@ -69,6 +73,11 @@ class ModelStatistics:
         self._compute_output_ns = 0
         # batch size -> [executions, compute input ns, compute infer ns, compute output ns]
         self._batch_stats: dict[int, list[int]] = {}
+        # Requests answered from the response cache count as successes with a queue time,
+        # but not as inferences or compute (Triton's UpdateSuccessCacheHit).
+        self._cache_hit_count = self._cache_hit_ns = 0
+        self._cache_miss_count = self._cache_miss_ns = 0
+        self.cache_enabled = False
 
     def record_request(self, request: InferenceRequest, success: bool) -> None:
         """Called once per request, when its final response is sent."""
@@ -76,6 +85,9 @@ class ModelStatistics:
         now_ms = int(time.time() * 1000)
         queued = request.queue_start_ns
         exec_start = request.exec_start_ns
+        if success and request.cache_hit_ns:
+            self._record_cache_hit(request, end, now_ms)
+            return
         if not success or not exec_start:
             total = end - queued
             with self._lock:
@@ -101,6 +113,23 @@ class ModelStatistics:
             self._compute_infer_ns += compute_infer if compute_infer > 0 else 0
             self._compute_output_ns += compute_output if compute_output > 0 else 0
             self._inference_count += batch if batch > 1 else 1
+
+    def _record_cache_hit(self, request: InferenceRequest, end: int, now_ms: int) -> None:
+        total = end - request.queue_start_ns
+        queue = request.cache_hit_start_ns - request.queue_start_ns
+        with self._lock:
+            self._last_inference_ms = now_ms
+            self._success_count += 1
+            self._success_ns += total if total > 0 else 0
+            self._queue_ns += queue if queue > 0 else 0
+            self._cache_hit_count += 1
+            self._cache_hit_ns += request.cache_hit_ns
+
+    def record_cache_miss(self, ns: int) -> None:
+        """A request computed because the cache had no answer: lookup plus insertion time."""
+        with self._lock:
+            self._cache_miss_count += 1
+            self._cache_miss_ns += ns
 
     def record_execution(self, requests: Sequence[InferenceRequest]) -> None:
         """Called once per backend execute, after it returned (batch_stats, execution_count)."""
@@ -131,6 +160,7 @@ class ModelStatistics:
     def snapshot(self) -> StatisticsSnapshot:
         with self._lock:
             success = self._success_count
+            computed = success - self._cache_hit_count
             return StatisticsSnapshot(
                 name=self.name,
                 version=self.version,
@@ -140,12 +170,15 @@ class ModelStatistics:
                 success=Duration(success, self._success_ns),
                 fail=Duration(self._fail_count, self._fail_ns),
                 queue=Duration(success, self._queue_ns),
-                compute_input=Duration(success, self._compute_input_ns),
-                compute_infer=Duration(success, self._compute_infer_ns),
-                compute_output=Duration(success, self._compute_output_ns),
+                compute_input=Duration(computed, self._compute_input_ns),
+                compute_infer=Duration(computed, self._compute_infer_ns),
+                compute_output=Duration(computed, self._compute_output_ns),
                 batch_stats={
                     size: BatchStats(Duration(b[0], b[1]), Duration(b[0], b[2]),
                                      Duration(b[0], b[3]))
                     for size, b in self._batch_stats.items()
                 },
+                cache_hit=Duration(self._cache_hit_count, self._cache_hit_ns),
+                cache_miss=Duration(self._cache_miss_count, self._cache_miss_ns),
+                cache_enabled=self.cache_enabled,
             )

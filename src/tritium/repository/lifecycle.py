@@ -20,6 +20,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..backend.manager import BackendManager
 from ..errors import TritonError
 from ..model import Model
+from ..response_cache import ResponseCache
+from ..scheduler.rate_limiter import RateLimiter
 from .manager import ModelRepositoryManager, ModelSource
 
 log = logging.getLogger("tritium.repository")
@@ -48,9 +50,13 @@ class ModelLifeCycle:
         backends: BackendManager,
         *,
         thread_count: int = 4,
+        response_cache: ResponseCache | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         self._repository = repository
         self._backends = backends
+        self._response_cache = response_cache
+        self._rate_limiter = rate_limiter
         self._pool = ThreadPoolExecutor(max(thread_count, 1), thread_name_prefix="model-load")
         self._lock = threading.Lock()
         # name -> version -> status; version -1 stands for "no version could be determined".
@@ -101,6 +107,8 @@ class ModelLifeCycle:
                 self._backends,
                 auto_complete=self._repository.auto_complete,
                 gpu_count=self._repository.gpu_count,
+                response_cache=self._response_cache,
+                rate_limiter=self._rate_limiter,
             )
         except Exception as exc:
             reason = str(exc) if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"

@@ -28,7 +28,7 @@ class DefaultScheduler:
     ) -> None:
         self._model_name = model_name
         self._queue: queue.SimpleQueue[InferenceRequest | None] = queue.SimpleQueue()
-        self._slots = _execution_slots(instances, policy)
+        self._slots = execution_slots(instances, policy)
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -64,7 +64,7 @@ class DefaultScheduler:
             del request
 
 
-def _execution_slots(
+def execution_slots(
     instances: Sequence[ModelInstance], policy: ExecutionPolicy
 ) -> list[list[ModelInstance]]:
     if policy is ExecutionPolicy.BLOCKING:

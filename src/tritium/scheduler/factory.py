@@ -11,6 +11,7 @@ from ..backend.handles import ExecutionPolicy
 from .base import Scheduler
 from .default import DefaultScheduler
 from .sequence_batch_scheduler import SequenceBatchScheduler
+from .dynamic_batch_scheduler import DynamicBatchScheduler
 
 if TYPE_CHECKING:
     from ..model.instance import ModelInstance
@@ -24,4 +25,6 @@ def create_scheduler(
     """The scheduler for a model whose configuration is final and instances initialized."""
     if config.HasField("sequence_batching"):
         return SequenceBatchScheduler(config, instances)
+    if config.HasField("dynamic_batching"):
+        return DynamicBatchScheduler(config, instances, policy)
     return DefaultScheduler(config.name, instances, policy)

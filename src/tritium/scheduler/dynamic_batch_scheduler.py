@@ -1,0 +1,206 @@
+"""The dynamic batcher (`dynamic_batching { ... }`): Triton's DynamicBatchScheduler.
+
+Every execution slot (an instance, or the instances sharing a device under DEVICE_BLOCKING)
+runs a thread that, whenever it is free, forms the next batch from the shared priority queue and
+executes it; so several instances stay busy, and a free instance takes a ready batch at once.
+Forming a batch follows Triton's GetDynamicBatch: take requests in priority order while their
+summed batch size stays within `max_batch_size` and their shapes agree (inputs marked
+`allow_ragged_batch` and fixed-size inputs are not compared); stop at a preferred batch size; if
+the batch could still grow, wait until the oldest request has queued for
+`max_queue_delay_microseconds` (or a queued request's timeout is due), then send what there is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from time import perf_counter_ns
+from typing import TYPE_CHECKING, Hashable, Sequence
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..backend.handles import ExecutionPolicy
+from ..errors import TritonError
+from ..request import InferenceRequest
+from .default import execution_slots
+from .priority_queue import PriorityQueue
+from .response_order import ResponseOrder
+
+if TYPE_CHECKING:
+    from ..model.instance import ModelInstance
+
+_TIMEOUT_EXPIRED = "Request timeout expired"
+
+
+class DynamicBatchScheduler:
+    def __init__(
+        self,
+        config: mc.ModelConfig,
+        instances: Sequence[ModelInstance],
+        policy: ExecutionPolicy = ExecutionPolicy.BLOCKING,
+    ) -> None:
+        batching = config.dynamic_batching
+        self._model_name = config.name
+        self._slots = execution_slots(instances, policy)
+        self._max_batch_size = max(config.max_batch_size, 1)
+        self._preferred = frozenset(batching.preferred_batch_size)
+        self._max_preferred = max(self._preferred, default=self._max_batch_size)
+        self._delay_ns = batching.max_queue_delay_microseconds * 1000
+        self._queue = PriorityQueue(batching)
+        self._order = ResponseOrder() if batching.preserve_ordering else None
+        # Inputs whose shapes must agree within a batch (Triton's enforce_equal_shape_tensors):
+        # shape tensors, and variable-size inputs that do not allow ragged batches.
+        self._equal_shape_inputs = tuple(
+            i.name for i in config.input
+            if i.is_shape_tensor or (not i.allow_ragged_batch and -1 in i.dims)
+        )
+        # With optional inputs, requests batch together only if they give the same inputs.
+        self._has_optional = any(i.optional for i in config.input)
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        # With timeouts in the queue policies, a watcher applies them at the deadline, even
+        # while every instance is busy and no slot looks at the queue.
+        self._deadlines = threading.Condition(self._lock) if self._queue.may_time_out else None
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for index, slot in enumerate(self._slots):
+            thread = threading.Thread(
+                target=self._run, args=(slot,),
+                name=f"{self._model_name}-batch-{index}", daemon=True,
+            )
+            thread.start()
+            self._threads.append(thread)
+        if self._deadlines is not None:
+            thread = threading.Thread(target=self._watch_deadlines,
+                                      name=f"{self._model_name}-deadlines", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def enqueue(self, request: InferenceRequest) -> None:
+        with self._lock:
+            try:
+                self._queue.enqueue(request)
+            except TritonError as error:
+                refused: TritonError | None = error
+            else:
+                refused = None
+                if self._order is not None:
+                    self._order.hold(request)
+                self._ready.notify()
+                if self._deadlines is not None:
+                    self._deadlines.notify()
+        if refused is not None:
+            request.respond_error(refused)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            self._ready.notify_all()
+            if self._deadlines is not None:
+                self._deadlines.notify_all()
+        for thread in self._threads:
+            thread.join()
+        self._threads.clear()
+
+    def _run(self, slot: list[ModelInstance]) -> None:
+        turns = itertools.cycle(slot)
+        while True:
+            batch, rejected = self._next_batch()
+            _reject(rejected)
+            if batch is None:
+                return
+            if batch:
+                next(turns).execute(batch)
+
+    def _watch_deadlines(self) -> None:
+        assert self._deadlines is not None
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return
+                rejected, closest = self._queue.expire(perf_counter_ns())
+                if not rejected:
+                    wait_ns = closest - perf_counter_ns() if closest else None
+                    self._deadlines.wait(max(wait_ns, 0) / 1e9 if wait_ns is not None else None)
+                    continue
+            _reject(rejected)
+
+    def _next_batch(self) -> tuple[list[InferenceRequest] | None, list[InferenceRequest]]:
+        """Wait for a batch worth sending; returns it (None: stop), with the requests whose
+        timeout expired (to reject outside the lock)."""
+        with self._lock:
+            while True:
+                now = perf_counter_ns()
+                rejected, closest_deadline = self._queue.expire(now)
+                if self._queue:
+                    count, wait_ns = self._batch_plan(now, closest_deadline)
+                    if count:
+                        batch = self._queue.take(count)
+                        if self._queue:
+                            self._ready.notify()  # another free slot can form the next batch
+                        return batch, rejected
+                elif self._stopping:
+                    return None, rejected
+                else:
+                    wait_ns = 0
+                if rejected:
+                    return [], rejected
+                self._ready.wait(wait_ns / 1e9 if wait_ns else None)
+
+    def _batch_plan(self, now: int, closest_deadline: int) -> tuple[int, int]:
+        """How many queued requests to send now, or (0, nanoseconds to wait)."""
+        max_preferred = self._max_preferred
+        pending = count = 0
+        best_count = 0
+        send_now = False
+        oldest = now
+        shape: Hashable = None
+        check_shapes = bool(self._equal_shape_inputs) or self._has_optional
+        for request in self._queue:
+            size = request.batch_size if request.batch_size > 1 else 1
+            if count == 0:
+                if check_shapes:
+                    shape = self._shape_key(request)
+            else:
+                if pending + size > max_preferred and not best_count:
+                    best_count = count
+                if pending + size > self._max_batch_size:
+                    send_now = True
+                    break
+                if check_shapes and self._shape_key(request) != shape:
+                    send_now = True
+                    break
+            pending += size
+            count += 1
+            if request.queue_start_ns < oldest:
+                oldest = request.queue_start_ns
+            if pending in self._preferred:
+                best_count = count
+        delay_ns = self._delay_ns
+        delay_exceeded = delay_ns != 0 and now - oldest >= delay_ns
+        if best_count and not delay_exceeded:
+            return best_count, 0
+        if send_now or pending >= max_preferred or delay_exceeded or delay_ns == 0 \
+                or self._stopping:
+            return count, 0
+        wait_ns = delay_ns - (now - oldest)
+        if closest_deadline:
+            wait_ns = min(wait_ns, max(closest_deadline - now, 1000))
+        return 0, wait_ns
+
+    def _shape_key(self, request: InferenceRequest) -> Hashable:
+        inputs = request.inputs
+        key = tuple(
+            inputs[name].shape[1:] if name in inputs else None
+            for name in self._equal_shape_inputs
+        )
+        if self._has_optional:
+            return key, frozenset(inputs)
+        return key
+
+
+def _reject(requests: list[InferenceRequest]) -> None:
+    for request in requests:
+        request.respond_error(TritonError.unavailable(_TIMEOUT_EXPIRED))

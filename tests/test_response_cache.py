@@ -1,0 +1,201 @@
+"""The response cache (`--cache-config local,size=N`, `response_cache { enable: true }`).
+
+The Python model `counter` answers OUTPUT0 = INPUT0 and CALLS = how many requests it has
+executed so far, so a response served from the cache shows the CALLS of the request that
+computed it. The cache holds 1000 bytes: four responses to a [1, 50] FP32 input (200 bytes of
+OUTPUT0 + 8 of CALLS each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import urllib.request
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from models import identity_config, write_model
+from server_process import ServerProcess
+from tritium.request import InferenceRequest, InferenceResponse
+from tritium.server import InferenceServer, ServerOptions
+from tritium.tensor import Tensor
+
+COUNTER = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.calls = 0
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            self.calls += 1
+            data = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            responses.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUTPUT0", data),
+                pb_utils.Tensor("CALLS", np.array([[self.calls]], np.int64)),
+            ]))
+        return responses
+'''
+
+
+def counter_config(name: str, cache: bool) -> str:
+    return f"""
+        name: "{name}"
+        backend: "python"
+        max_batch_size: 8
+        input {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }}
+        output {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }}
+        output {{ name: "CALLS" data_type: TYPE_INT64 dims: [ 1 ] }}
+        instance_group {{ count: 1 kind: KIND_CPU }}
+        response_cache {{ enable: {str(cache).lower()} }}
+        """
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    repo = tmp_path_factory.mktemp("cache")
+    for name, cache in (("counter", True), ("counter_lru", True), ("uncached", False)):
+        write_model(repo, name, counter_config(name, cache), files={"1/model.py": COUNTER})
+    with ServerProcess([repo], "--cache-config=local,size=1000") as process:
+        yield process
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> httpclient.InferenceServerClient:
+    return httpclient.InferenceServerClient(server.http_url)
+
+
+def calls(client: Any, model: str, data: np.ndarray, outputs: list[str] | None = None,
+          **options: Any) -> int:
+    """Infer and return CALLS (the count of the execution that computed the answer)."""
+    tensor = httpclient.InferInput("INPUT0", list(data.shape), "FP32")
+    tensor.set_data_from_numpy(data)
+    wanted = [httpclient.InferRequestedOutput(n) for n in (outputs or ["OUTPUT0", "CALLS"])]
+    result = client.infer(model, [tensor], outputs=wanted, **options)
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), data)
+    return int(result.as_numpy("CALLS")[0, 0]) if result.as_numpy("CALLS") is not None else -1
+
+
+def metrics(server: ServerProcess) -> dict[str, float]:
+    """Every sample of the metrics page, by its name and labels as printed."""
+    text = urllib.request.urlopen(server.metrics_url, timeout=5).read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            samples[key] = float(value)
+    return samples
+
+
+def per_model(name: str, model: str) -> str:
+    return f'{name}{{model="{model}",version="1"}}'
+
+
+def test_identical_request_is_answered_from_the_cache(server, client):
+    data = np.arange(4, dtype=np.float32).reshape(1, 4)
+    before = metrics(server)
+    first = calls(client, "counter", data)
+    assert calls(client, "counter", data) == first
+    # Through gRPC, asking for no output in particular (so for all of them): the same request.
+    grpc = grpcclient.InferenceServerClient(server.grpc_url)
+    tensor = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+    tensor.set_data_from_numpy(data)
+    assert int(grpc.infer("counter", [tensor]).as_numpy("CALLS")[0, 0]) == first
+    after = metrics(server)
+
+    def delta(name: str) -> float:
+        key = per_model(name, "counter")
+        return after[key] - before.get(key, 0)
+
+    assert delta("nv_cache_num_hits_per_model") == 2
+    assert delta("nv_cache_num_misses_per_model") == 1
+    assert delta("nv_inference_request_success") == 3
+    assert delta("nv_inference_count") == 1  # cached requests are not inferences
+    assert delta("nv_inference_exec_count") == 1
+    assert after["nv_cache_num_entries"] >= 1
+    assert 0 < after["nv_cache_util"] <= 1
+
+
+@pytest.mark.parametrize("change", ["data", "shape", "outputs", "parameters"])
+def test_a_different_request_is_computed(client, change):
+    data = np.full((1, 6), 7, np.float32)
+    first = calls(client, "counter", data)
+    if change == "data":
+        again = calls(client, "counter", data + 1)
+    elif change == "shape":  # same bytes, other shape (Triton would answer from the cache)
+        again = calls(client, "counter", data.reshape(2, 3))
+    elif change == "outputs":
+        again = calls(client, "counter", data, outputs=["OUTPUT0"])
+        assert again == -1  # only OUTPUT0 came back: this was not the cached response
+        again = calls(client, "counter", data, outputs=["CALLS", "OUTPUT0"])
+        assert again == first  # the same outputs in another order are the same request
+        return
+    else:
+        again = calls(client, "counter", data, parameters={"flavour": "mint"})
+    assert again > first
+
+
+def test_least_recently_used_response_is_evicted_first(server, client):
+    rows = [np.full((1, 50), float(i), np.float32) for i in range(5)]
+    first = [calls(client, "counter_lru", r) for r in rows[:4]]  # the cache is full now
+    evictions = metrics(server)["nv_cache_num_evictions"]
+    assert calls(client, "counter_lru", rows[0]) == first[0]  # a hit: rows[0] is fresh again
+    # Evicts rows[1], the least recently used of the four (and whatever older tests left).
+    calls(client, "counter_lru", rows[4])
+    assert metrics(server)["nv_cache_num_evictions"] > evictions
+    assert calls(client, "counter_lru", rows[0]) == first[0]
+    assert calls(client, "counter_lru", rows[1]) > first[3]  # computed again
+
+
+def test_response_larger_than_the_cache_is_served_but_not_kept(client):
+    big = np.ones((1, 400), np.float32)  # 1608 bytes > 1000
+    first = calls(client, "counter", big)
+    assert calls(client, "counter", big) > first
+
+
+def test_model_without_response_cache_always_executes(client):
+    data = np.zeros((1, 3), np.float32)
+    first = calls(client, "uncached", data)
+    assert calls(client, "uncached", data) == first + 1
+
+
+def test_unknown_cache_is_refused_at_startup(tmp_path):
+    write_model(tmp_path, "counter", counter_config("counter", True),
+                files={"1/model.py": COUNTER})
+    process = ServerProcess([tmp_path], "--cache-config=redis,host=localhost")
+    run = subprocess.run(process.command(), env=process.environment(), capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode != 0
+    assert "unable to find cache 'redis'" in run.stderr + run.stdout
+
+
+def test_statistics_count_hits_as_successes_without_compute(tmp_path):
+    write_model(tmp_path, "cached_identity", identity_config(
+        "cached_identity", extra="response_cache { enable: true }"))
+    server = InferenceServer(ServerOptions([tmp_path], cache_config={"local": {"size": "4096"}}))
+    server.start()
+    try:
+        async def scenario() -> list[InferenceResponse]:
+            data = np.ones((1, 2), np.float32)
+            return [await server.infer(InferenceRequest(
+                "cached_identity", inputs={"INPUT0": Tensor.from_numpy("INPUT0", data)}))
+                for _ in range(3)]
+
+        assert all(r.error is None for r in asyncio.run(scenario()))
+        statistics = server.lifecycle.get("cached_identity").statistics
+    finally:
+        server.shutdown()  # an instance records its execution after it has responded
+    snapshot = statistics.snapshot()
+    assert snapshot.success.count == snapshot.queue.count == 3
+    assert snapshot.cache_hit.count == 2 and snapshot.cache_hit.ns > 0
+    assert snapshot.cache_miss.count == 1 and snapshot.cache_miss.ns > 0
+    assert snapshot.compute_infer.count == snapshot.inference_count == 1
+    assert snapshot.execution_count == 1
