@@ -1,9 +1,11 @@
 """The gRPC frontend: Triton's `inference.GRPCInferenceService` and `grpc.health.v1.Health`.
 
-It runs on `grpc.aio` inside the server's event loop (uvloop or the default loop; both work), and
-uses Triton's own protobuf stubs from `tritonclient.grpc`, so the real `tritonclient` talks to it
-unmodified. A ModelInfer request is decoded into an `InferenceRequest` (`grpc_codec`), handed to
-`InferenceServer.infer`, and the response is encoded back the way Triton does. ModelStreamInfer
+The RPC bodies are grpcio method handlers run by Tritium's own HTTP/2 transport
+(`grpc_server`, `http2`) in the server's event loop: grpcio's server would cost more CPU per call
+than the rest of a request. Messages are Triton's own protobuf stubs from `tritonclient.grpc`, so
+the real `tritonclient` talks to it unmodified. A ModelInfer request is decoded into an
+`InferenceRequest` (`grpc_codec`), handed to `InferenceServer.infer`, and the response is encoded
+back the way Triton does. ModelStreamInfer
 (bidirectional streaming, the one way to decoupled models) lives in `grpc_stream`.
 
 Errors carry Triton's status codes and messages (src/grpc/infer_handler.cc), and the status
@@ -27,6 +29,7 @@ from .grpc_codec import (
     parse_infer_request,
 )
 from .grpc_repository import RepositoryService
+from .grpc_server import GrpcServer
 from .grpc_shared_memory import handlers as shared_memory_handlers
 from .grpc_stream import StreamInferHandler
 from . import logging_api, trace_api
@@ -37,22 +40,6 @@ log = logging.getLogger("tritium.frontend.grpc")
 
 SERVICE = "inference.GRPCInferenceService"
 HEALTH_SERVICE = "grpc.health.v1.Health"
-
-# Triton sets both limits to INT32_MAX (grpc_server.cc); gRPC's defaults (4 MB receive) would
-# refuse ordinary image batches.
-_MAX_MESSAGE = 2**31 - 1
-_SERVER_OPTIONS = [
-    ("grpc.max_receive_message_length", _MAX_MESSAGE),
-    ("grpc.max_send_message_length", _MAX_MESSAGE),
-    # Triton does not share its port (reuse_port defaults to false): a port already in use must
-    # fail to bind instead of silently splitting the traffic with another process.
-    ("grpc.so_reuseport", 0),
-    # gRPC core cancels calls once more than 1000 wait to be matched with a handler; under a
-    # burst of concurrent clients (perf_analyzer --concurrency-range) that rejected requests
-    # that Triton serves. Let them queue instead.
-    ("grpc.server.max_pending_requests", 1 << 20),
-    ("grpc.server.max_pending_requests_hard_limit", 1 << 20),
-]
 
 _STATUS: dict[Code, grpc.StatusCode] = {code: grpc.StatusCode[code.grpc_name] for code in Code}
 
@@ -72,43 +59,30 @@ class GrpcFrontend:
         self.address = address
         self.port = port
         self.description = f"GRPCInferenceService at {address}:{port}"
-        self._grpc: grpc.aio.Server | None = None
+        self._grpc: GrpcServer | None = None
 
     async def start(self) -> None:
         """Bind and start serving; raise OSError if the address cannot be bound."""
-        grpc_server = grpc.aio.server(options=_SERVER_OPTIONS)
         service = _InferenceService(self.server)
         handlers = restrict_grpc(service.method_handlers(), self.restrictions)
         health = restrict_grpc(
             {"Check": grpc.unary_unary_rpc_method_handler(service.health_check)},
             self.restrictions,
         )
-        grpc_server.add_generic_rpc_handlers(
-            (
-                grpc.method_handlers_generic_handler(SERVICE, handlers),
-                grpc.method_handlers_generic_handler(HEALTH_SERVICE, health),
-            )
-        )
-        if hasattr(grpc_server, "add_registered_method_handlers"):  # grpcio >= 1.63
-            # Registered methods skip gRPC's per-call method-name lookup.
-            grpc_server.add_registered_method_handlers(SERVICE, handlers)
-            grpc_server.add_registered_method_handlers(HEALTH_SERVICE, health)
-        host = f"[{self.address}]" if ":" in self.address and not self.address.startswith("[") \
-            else self.address
-        target = f"{host}:{self.port}"
+        routes = {f"/{SERVICE}/{name}": handler for name, handler in handlers.items()}
+        routes.update({f"/{HEALTH_SERVICE}/{name}": handler for name, handler in health.items()})
+        grpc_server = GrpcServer(routes)
+        host = self.address.strip("[]")
         try:
-            bound = grpc_server.add_insecure_port(target)
-        except RuntimeError:  # grpcio >= 1.5x raises RuntimeError("Failed to bind to address ...")
-            bound = 0
-        if not bound:
-            await grpc_server.stop(None)
+            bound = await grpc_server.start(host, self.port)
+        except OSError:
+            target = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
             raise OSError(
                 f"failed to start GRPC service: unable to bind {target} (address in use or "
                 "not available)"
-            )
+            ) from None
         self.port = bound
         self.description = f"GRPCInferenceService at {self.address}:{bound}"
-        await grpc_server.start()
         self._grpc = grpc_server
 
     async def stop(self, grace: float) -> None:
