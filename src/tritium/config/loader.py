@@ -63,3 +63,13 @@ def read_model_config(model_path: Path, *, auto_complete: bool) -> mc.ModelConfi
             f"failed to open text file for read {config_path}: {exc.strerror}"
         ) from None
     return parse_config_text(text, str(config_path))
+
+
+def declares_ensemble(model_path: Path) -> bool:
+    """Whether the model's config.pbtxt makes it an ensemble (an unreadable one does not):
+    ensembles load after the models they are made of."""
+    try:
+        config = read_model_config(model_path, auto_complete=True)
+    except TritonError:
+        return False
+    return config.platform == "ensemble"

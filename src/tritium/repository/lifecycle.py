@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..backend.manager import BackendManager
+from ..config import declares_ensemble
 from ..errors import TritonError
 from ..model import Model
 from .manager import ModelRepositoryManager, ModelSource
@@ -59,6 +60,10 @@ class ModelLifeCycle:
         """Load `names` (every model in the repositories when None); blocks until all settle."""
         scan = self._repository.scan()
         wanted = sorted(set(scan.models) | set(scan.errors)) if names is None else names
+        # Ensembles wait for their composing models while loading: queue them after the rest.
+        wanted = sorted(
+            wanted, key=lambda n: n in scan.models and declares_ensemble(scan.models[n].path)
+        )
         futures: list[Future[None]] = []
         for name in wanted:
             if name in scan.errors:
