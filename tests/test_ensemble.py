@@ -139,6 +139,16 @@ INVALID = {
         "ensemble bad_batch allows maximum batch size 16, but it contains model id_fp32 which "
         "only allows maximum batch size to be 8",
     ),
+    "bad_mixed_decoupled": (
+        [step("repeat_int32", {"IN": "X"}, {"OUT": "t1"}),
+         step("repeat_int32", {"IN": "X"}, {"OUT": "t2"}),
+         step("id2_int32", {"INPUT0": "t1", "INPUT1": "t2"}, {"OUTPUT0": "Y", "OUTPUT1": "Y2"})],
+        'input { name: "X" data_type: TYPE_INT32 dims: [ -1 ] }',
+        'output { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] }\n'
+        'output { name: "Y2" data_type: TYPE_INT32 dims: [ 1 ] }', 0,
+        "in ensemble bad_mixed_decoupled, step of model 'bad_mixed_decoupled' receives inputs "
+        "originated from different decoupled models",
+    ),
 }
 
 
@@ -148,6 +158,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     write_model(repo, "id_fp32", identity_config("id_fp32"))
     write_model(repo, "id_int32", identity_config("id_int32", "TYPE_INT32", "[ 1 ]",
                                                   max_batch_size=0))
+    write_model(repo, "id2_int32", identity_config("id2_int32", "TYPE_INT32", "[ 1 ]",
+                                                   max_batch_size=0, inputs=2))
     write_model(repo, "repeat_int32", REPEAT.format(name="repeat_int32", optional="optional: true"))
     for name, extra in (("add_one", ""), ("slow_a", DELAY), ("slow_b", DELAY),
                         ("failing", 'parameters { key: "fail" value { string_value: '
@@ -178,6 +190,11 @@ def server(tmp_path_factory: pytest.TempPathFactory):
             step("repeat_int32", {"IN": "X"}, {"OUT": "t", "IDX": "IDX"}),
             step("id_int32", {"INPUT0": "t"}, {"OUTPUT0": "Y"}),
         ], max_batch_size=0))
+    # a non-batching ensemble around a batching model: the batch dimension comes and goes
+    write_model(repo, "unbatched", ensemble(
+        "unbatched", 'input { name: "X" data_type: TYPE_FP32 dims: [ 3 ] }',
+        'output { name: "Y" data_type: TYPE_FP32 dims: [ 3 ] }',
+        [step("id_fp32", {"INPUT0": "X"}, {"OUTPUT0": "Y"})], max_batch_size=0))
     for name, (steps, inputs, outputs, batch, _) in INVALID.items():
         write_model(repo, name, ensemble(name, inputs, outputs, steps, batch))
     with ServerProcess([repo], "--exit-on-error=false") as process:
@@ -231,6 +248,14 @@ def test_batched_request_flows_through_every_step(http) -> None:
     result = http.infer("chain", [fp32_input(httpclient, x)])
     np.testing.assert_array_equal(result.as_numpy("Y"), x + 1)
     assert result.as_numpy("INFO").shape == (3, 1)
+
+
+def test_non_batching_ensemble_of_a_batching_model(http) -> None:
+    x = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    result = http.infer("unbatched", [fp32_input(httpclient, x)])
+    # the step saw [1, 3]; the ensemble answers in its own shape, [3] (as Triton 2.51)
+    assert result.get_response()["outputs"][0]["shape"] == [3]
+    np.testing.assert_array_equal(result.as_numpy("Y"), x)
 
 
 def test_diamond_runs_independent_steps_in_parallel(http) -> None:
