@@ -122,33 +122,48 @@ class _EnsembleRun:
     # -- the steps ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        request = self.request
-        request.exec_start_ns = perf_counter_ns()
-        steps: list[tuple[int, InferenceRequest]] = []
+        self.request.exec_start_ns = perf_counter_ns()
         with self.lock:
             try:
-                self._resolve_models()
-            except TritonError as exc:
-                self.error = exc
-            else:
-                batch = request.batch_size if self.plan.batching else 0
-                requested = set(self.requested)
-                for name, consumers in self.consumers.items():
-                    readers = len(consumers) + (name in requested)
-                    self.data[name] = _TensorData(readers)
-                updated: Updated = set()
-                for name, tensor in request.inputs.items():
-                    data = self.data[name]
-                    data.batch_size = batch
-                    updated.add((name, data.add(tensor)))
-                for name in self.plan.optional_inputs - set(request.inputs):
-                    data = self.data[name]
-                    data.batch_size = batch
-                    updated.add((name, data.add(None)))
-                steps = self._next_steps(updated)
-                self._finish(self._response(updated))
+                steps = self._begin()
+            except Exception as exc:
+                steps = self._fail(exc)
             self._finish_if_done()
         self._schedule(steps)
+
+    def _begin(self) -> list[tuple[int, InferenceRequest]]:
+        """The request's inputs are the first tensors; the steps they make ready."""
+        request = self.request
+        try:
+            self._resolve_models()
+        except TritonError as exc:
+            self.error = exc
+            return []
+        batch = request.batch_size if self.plan.batching else 0
+        requested = set(self.requested)
+        for name, consumers in self.consumers.items():
+            self.data[name] = _TensorData(len(consumers) + (name in requested))
+        updated: Updated = set()
+        for name, tensor in request.inputs.items():
+            data = self.data[name]
+            data.batch_size = batch
+            updated.add((name, data.add(tensor)))
+        for name in self.plan.optional_inputs - set(request.inputs):
+            data = self.data[name]
+            data.batch_size = batch
+            updated.add((name, data.add(None)))
+        steps = self._next_steps(updated)
+        self._finish(self._response(updated))
+        return steps
+
+    def _fail(self, exc: Exception) -> list[tuple[int, InferenceRequest]]:
+        """A fault of the scheduler itself fails the request at once: steps still running
+        are left to finish unheard, so the client is never left waiting."""
+        log.exception("ensemble '%s' failed", self.plan.name)
+        if self.error is None:
+            self.error = as_triton_error(exc)
+        self.inflight.clear()
+        return []
 
     def _resolve_models(self) -> None:
         """Hold the composing models' configurations for the request (Triton takes the model
@@ -264,26 +279,36 @@ class _EnsembleRun:
     ) -> None:
         """A composing model answered: take its outputs, start what they make ready, send what
         the ensemble can answer."""
-        steps: list[tuple[int, InferenceRequest]] = []
         with self.lock:
-            if flags & RESPONSE_COMPLETE_FINAL:
-                self.inflight.discard(step_request)
-                self._add_compute(step_request)
-            updated: Updated = set()
-            if response is not None:
-                if response.error is not None:
-                    if self.error is None:
-                        self.error = response.error
-                elif self.error is None:
-                    updated = self._consume(index, step_request, response)
-            if self.error is None:
-                steps = self._next_steps(updated)
-                self._finish(self._response(updated) if updated else None)
+            try:
+                steps = self._advance(index, step_request, response, flags)
+            except Exception as exc:
+                steps = self._fail(exc)
             self._finish_if_done()
             if self.request.cancelled:
                 for pending in self.inflight:
                     pending.cancelled = True
         self._schedule(steps)
+
+    def _advance(
+        self, index: int, step_request: InferenceRequest, response: InferenceResponse | None,
+        flags: int,
+    ) -> list[tuple[int, InferenceRequest]]:
+        if flags & RESPONSE_COMPLETE_FINAL:
+            self.inflight.discard(step_request)
+            self._add_compute(step_request)
+        if response is None:
+            return []
+        if response.error is not None:
+            if self.error is None:
+                self.error = response.error
+            return []
+        if self.error is not None:
+            return []
+        updated = self._consume(index, step_request, response)
+        steps = self._next_steps(updated)
+        self._finish(self._response(updated) if updated else None)
+        return steps
 
     def _consume(
         self, index: int, step_request: InferenceRequest, response: InferenceResponse
