@@ -331,6 +331,22 @@ def test_decoupled_step_streams_through_grpc(grpc) -> None:
         grpc.stop_stream()
 
 
+def test_decoupled_step_without_responses_sends_only_the_final_flag(grpc) -> None:
+    got: queue.Queue = queue.Queue()
+    grpc.start_stream(callback=lambda result, error: got.put((result, error)))
+    try:
+        tensor = grpcclient.InferInput("X", [0], "INT32")
+        tensor.set_data_from_numpy(np.zeros(0, dtype=np.int32))
+        grpc.async_stream_infer("streaming", [tensor], enable_empty_final_response=True)
+        result, error = got.get(timeout=20)
+        assert error is None, error
+        response = result.get_response()
+        assert not response.outputs
+        assert response.parameters["triton_final_response"].bool_param
+    finally:
+        grpc.stop_stream()
+
+
 def test_decoupled_ensemble_config_and_unary_refusal(http, grpc) -> None:
     assert http.get_model_config("streaming")["model_transaction_policy"] == {"decoupled": True}
     assert http.get_model_config("chain")["model_transaction_policy"] == {"decoupled": False}
@@ -340,6 +356,12 @@ def test_decoupled_ensemble_config_and_unary_refusal(http, grpc) -> None:
         http.infer("streaming", [tensor])
     assert error.value.message() == (
         "HTTP end point doesn't support models with decoupled transaction policy")
+    tensor = grpcclient.InferInput("X", [1], "INT32")
+    tensor.set_data_from_numpy(np.array([1], dtype=np.int32))
+    with pytest.raises(InferenceServerException) as error:
+        grpc.infer("streaming", [tensor])
+    assert error.value.message() == (
+        "ModelInfer RPC doesn't support models with decoupled transaction policy")
 
 
 def test_ensemble_config_and_metadata_as_triton(http) -> None:
