@@ -185,7 +185,7 @@ class _EnsembleRun:
                     for tensor in step.input_to_tensor.values()
                 ):
                     ready.add((index, iteration))
-        steps = [(index, self._step_request(index, iteration)) for index, iteration in sorted(ready)]
+        steps = [(index, self._step_request(index, it)) for index, it in sorted(ready)]
         self.inflight.update(step_request for _, step_request in steps)
         return steps
 
