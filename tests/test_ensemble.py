@@ -84,7 +84,8 @@ INFO = 'output { name: "INFO" data_type: TYPE_STRING dims: [ 1 ] }'
 DELAY = 'parameters { key: "delay_ms" value { string_value: "400" } }'
 
 # Broken ensembles and the reason Triton 2.51 gives for each (the same repository on the
-# reference server printed these; the poll-time ones lack a quote, as Triton's do).
+# reference server printed these; the poll-time ones lack a quote, as Triton's do). Where a
+# composing model failed to load, Triton also prefixes its reason with the code ("Internal: ").
 INVALID = {
     "bad_cycle": (
         [step("id_fp32", {"INPUT0": "Y"}, {"OUTPUT0": "t"}),
@@ -149,6 +150,13 @@ INVALID = {
         "in ensemble bad_mixed_decoupled, step of model 'bad_mixed_decoupled' receives inputs "
         "originated from different decoupled models",
     ),
+    "bad_dependency": (
+        [step("id_broken", {"INPUT0": "X"}, {"OUTPUT1": "Y"})],
+        X_FP32, Y_FP32, 8,
+        "ensemble 'bad_dependency' depends on 'id_broken' which has no loaded version. Model "
+        "'id_broken' loading failed with error: version 1 is at UNAVAILABLE state: identity "
+        "model 'id_broken' needs an output for each input; missing OUTPUT0;",
+    ),
 }
 
 
@@ -158,6 +166,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     write_model(repo, "id_fp32", identity_config("id_fp32"))
     write_model(repo, "id_int32", identity_config("id_int32", "TYPE_INT32", "[ 1 ]",
                                                   max_batch_size=0))
+    # the identity backend refuses it (no OUTPUT0 for INPUT0)
+    write_model(repo, "id_broken", identity_config("id_broken").replace('"OUTPUT0"', '"OUTPUT1"'))
     write_model(repo, "id2_int32", identity_config("id2_int32", "TYPE_INT32", "[ 1 ]",
                                                    max_batch_size=0, inputs=2))
     write_model(repo, "repeat_int32", REPEAT.format(name="repeat_int32", optional="optional: true"))

@@ -82,21 +82,33 @@ def _composing_configs(
         if not any(_settling(states.get(name), name in coming) for name in names):
             break
         time.sleep(0.02)
-    configs: dict[str, mc.ModelConfig] = {}
-    missing: list[str] = []
-    for step in config.ensemble_scheduling.step:
-        try:
-            model = server.lifecycle.get(step.model_name, step.model_version)
-        except TritonError:
-            if step.model_name not in missing:
-                missing.append(step.model_name)
-        else:
-            configs[step.model_name] = model.config
+    states = server.lifecycle.status()
+    missing = [name for name in names if name not in states]
     if missing:
         raise TritonError.invalid_arg(
             f"ensemble {config.name} contains models that are not available or ambiguous: "
             + ", ".join(missing)
         )
+    configs: dict[str, mc.ModelConfig] = {}
+    for step in config.ensemble_scheduling.step:
+        name, version = step.model_name, step.model_version
+        versions = states[name]
+        if not any(s.state is ModelReadyState.READY for s in versions.values()):
+            failures = "".join(
+                f"version {v} is at {s.state.value} state: {s.reason};"
+                for v, s in sorted(versions.items())
+            )
+            raise TritonError.invalid_arg(
+                f"ensemble '{config.name}' depends on '{name}' which has no loaded version. "
+                f"Model '{name}' loading failed with error: {failures}"
+            )
+        try:
+            configs[name] = server.lifecycle.get(name, version).config
+        except TritonError:
+            raise TritonError.invalid_arg(
+                f"ensemble '{config.name}' depends on '{name}' whose required version "
+                f"{version} is not loaded"
+            ) from None
     return configs
 
 
