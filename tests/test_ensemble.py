@@ -200,6 +200,11 @@ def server(tmp_path_factory: pytest.TempPathFactory):
             step("repeat_int32", {"IN": "X"}, {"OUT": "t", "IDX": "IDX"}),
             step("id_int32", {"INPUT0": "t"}, {"OUTPUT0": "Y"}),
         ], max_batch_size=0))
+    # an ensemble with an ensemble as a step
+    write_model(repo, "nested", ensemble("nested", X_FP32, Y_FP32.replace('"Y"', '"Z"'), [
+        step("chain", {"X": "X"}, {"Y": "t"}),
+        step("id_fp32", {"INPUT0": "t"}, {"OUTPUT0": "Z"}),
+    ]))
     # a non-batching ensemble around a batching model: the batch dimension comes and goes
     write_model(repo, "unbatched", ensemble(
         "unbatched", 'input { name: "X" data_type: TYPE_FP32 dims: [ 3 ] }',
@@ -258,6 +263,23 @@ def test_batched_request_flows_through_every_step(http) -> None:
     result = http.infer("chain", [fp32_input(httpclient, x)])
     np.testing.assert_array_equal(result.as_numpy("Y"), x + 1)
     assert result.as_numpy("INFO").shape == (3, 1)
+
+
+def test_ensemble_of_an_ensemble(http) -> None:
+    x = np.array([[1.0, 2.0]], dtype=np.float32)
+    result = http.infer("nested", [fp32_input(httpclient, x)], request_id="n1",
+                        sequence_id=42, sequence_start=True)
+    np.testing.assert_array_equal(result.as_numpy("Z"), x + 1)
+    response = result.get_response()
+    assert response["id"] == "n1"
+    # the sequence settings travel through both levels (Triton 2.51 answers the same)
+    assert response["parameters"] == {"sequence_id": 42, "sequence_start": True,
+                                      "sequence_end": False}
+    # a string sequence id comes back as a string (as Triton 2.51 for one level; with two,
+    # Triton 2.51 crashes)
+    for model in ("chain", "nested"):
+        result = http.infer(model, [fp32_input(httpclient, x)], sequence_id="abc")
+        assert result.get_response()["parameters"]["sequence_id"] == "abc"
 
 
 def test_non_batching_ensemble_of_a_batching_model(http) -> None:
