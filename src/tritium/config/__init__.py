@@ -18,17 +18,20 @@ what Triton core does to it, in the order Triton does it:
 
 from .json_form import model_config_from_json, model_config_to_json
 from .loader import parse_config_text, read_model_config
-from .normalize import normalize_instance_groups, normalize_model_config
+from .normalize import ENSEMBLE_PLATFORM, normalize_instance_groups, normalize_model_config
 from .validate import validate_instance_groups, validate_model_config
+from .validate_ensemble import validate_ensemble_steps
 from .validate_io import validate_model_io_config
 
 __all__ = [
+    "ENSEMBLE_PLATFORM",
     "model_config_from_json",
     "model_config_to_json",
     "normalize_instance_groups",
     "normalize_model_config",
     "parse_config_text",
     "read_model_config",
+    "validate_ensemble_steps",
     "validate_instance_groups",
     "validate_model_config",
     "validate_model_io_config",

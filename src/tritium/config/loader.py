@@ -63,3 +63,4 @@ def read_model_config(model_path: Path, *, auto_complete: bool) -> mc.ModelConfi
             f"failed to open text file for read {config_path}: {exc.strerror}"
         ) from None
     return parse_config_text(text, str(config_path))
+

@@ -19,6 +19,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
 from .normalize import ENSEMBLE_PLATFORM
+from .validate_ensemble import validate_ensemble_graph
 
 # Triton's default --min-compute-capability, printed with std::to_string(double).
 MIN_COMPUTE_CAPABILITY = 6.0
@@ -265,7 +266,7 @@ def _check_typed_control(
 
 
 def _validate_ensemble_basics(config: mc.ModelConfig) -> None:
-    """The shape checks of ValidateEnsembleSchedulingConfig; its data-flow graph is not here."""
+    """ValidateEnsembleSchedulingConfig: what an ensemble may not carry, then its data flow."""
     name = config.name
     if config.platform != ENSEMBLE_PLATFORM:
         raise _invalid(
@@ -280,12 +281,7 @@ def _validate_ensemble_basics(config: mc.ModelConfig) -> None:
         raise _invalid(f"model_warmup can not be specified for ensemble '{name}'")
     if not config.ensemble_scheduling.step:
         raise _invalid(f"must specify 'step' for ensemble '{name}'")
-    for index, step in enumerate(config.ensemble_scheduling.step):
-        for field in ("model_name", "input_map", "output_map"):
-            if not getattr(step, field):
-                raise _invalid(
-                    f"must specify '{field}' in step {index} of ensemble '{name}'"
-                )
+    validate_ensemble_graph(config)
 
 
 def _validate_model_metrics(metrics: mc.ModelMetrics) -> None:

@@ -1,6 +1,6 @@
 """Model: one loaded version of a model, with its instances, scheduler and statistics.
 
-`Model.load` is Triton's TritonModel::Create: acquire the backend, normalise instance groups with
+`Model.load` is Triton's TritonModel::Create (an ensemble is an EnsembleModel instead): acquire the backend, normalise instance groups with
 the backend's preferred groups, let the backend initialise (and possibly auto-complete) the model,
 re-validate, create one instance per instance-group count, then build the scheduler. `unload`
 undoes it in reverse, after the requests in flight have finished.
@@ -20,6 +20,7 @@ from ..backend.handles import Model as ModelHandle
 from ..backend.handles import ModelInstance as InstanceHandle
 from ..backend.manager import BackendManager, LoadedBackend
 from ..config import (
+    ENSEMBLE_PLATFORM,
     normalize_instance_groups,
     normalize_model_config,
     validate_instance_groups,
@@ -109,6 +110,11 @@ class Model:
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
     ) -> "Model":
+        if config.platform == ENSEMBLE_PLATFORM:
+            # Imported here: the ensemble module builds on this one and on the repository.
+            from .ensemble import EnsembleModel
+
+            return EnsembleModel.load_ensemble(config, version, model_path, backends.server)
         loaded = backends.acquire(config.backend)
         try:
             handle = ModelHandle(

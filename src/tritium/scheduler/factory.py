@@ -12,17 +12,29 @@ from .base import Scheduler
 from .default import DefaultScheduler
 from .sequence_batch_scheduler import SequenceBatchScheduler
 from .dynamic_batch_scheduler import DynamicBatchScheduler
+from .ensemble_scheduler import EnsembleScheduler
 
 if TYPE_CHECKING:
     from ..model.instance import ModelInstance
+    from ..model.statistics import ModelStatistics
+    from ..server import InferenceServer
 
 
 def create_scheduler(
     config: mc.ModelConfig,
     instances: Sequence[ModelInstance],
     policy: ExecutionPolicy,
+    *,
+    server: InferenceServer | None = None,
+    statistics: ModelStatistics | None = None,
 ) -> Scheduler:
-    """The scheduler for a model whose configuration is final and instances initialized."""
+    """The scheduler for a model whose configuration is final and instances initialized.
+
+    An ensemble has no instances: its scheduler sends each step through `server` and records
+    the ensemble's own `statistics`."""
+    if config.HasField("ensemble_scheduling"):
+        assert server is not None and statistics is not None
+        return EnsembleScheduler(config, server, statistics)
     if config.HasField("sequence_batching"):
         return SequenceBatchScheduler(config, instances)
     if config.HasField("dynamic_batching"):
