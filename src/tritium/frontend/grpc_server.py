@@ -191,13 +191,8 @@ class _Call:
             response = await handler.unary_unary(request, self.context)
             serialize = handler.response_serializer
             data = serialize(response) if serialize is not None else response
-        except AbortError as abort:
-            self._finish(abort.code, abort.details)
-        except asyncio.CancelledError:
-            if self.deadline_passed:
-                self._finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
-        except Exception as exc:
-            self._failed(exc)
+        except BaseException as exc:
+            self._stopped(exc)
         else:
             self._clear_deadline()
             self.connection.send_data(self.stream, _PREFIX.pack(0, len(data)) + data,
@@ -217,20 +212,25 @@ class _Call:
                     connection.send_data(stream, message)
                 else:
                     connection.send_data(stream, message, headers=_RESPONSE_HEADERS)
-        except AbortError as abort:
-            self._finish(abort.code, abort.details)
-        except asyncio.CancelledError:
-            if self.deadline_passed:
-                self._finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
-        except Exception as exc:
-            self._failed(exc)
+        except BaseException as exc:
+            self._stopped(exc)
         else:
             self._finish(grpc.StatusCode.OK, "")
 
-    def _failed(self, exc: Exception) -> None:
-        """A body that raised: UNKNOWN with grpc.aio's wording; the server keeps serving."""
-        log.error("gRPC call failed", exc_info=exc)
-        self._finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc)}: {exc}")
+    def _stopped(self, exc: BaseException) -> None:
+        """End a call whose body did not return: aborted (its status), cancelled (by the
+        client, silently, or by its deadline), or failed (UNKNOWN with grpc.aio's wording; the
+        server keeps serving)."""
+        if isinstance(exc, AbortError):
+            self._finish(exc.code, exc.details)
+        elif isinstance(exc, asyncio.CancelledError):
+            if self.deadline_passed:
+                self._finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+        elif isinstance(exc, Exception):
+            log.error("gRPC call failed", exc_info=exc)
+            self._finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc)}: {exc}")
+        else:
+            raise exc
 
     def _finish(self, code: grpc.StatusCode, details: str) -> None:
         """End the call with a status (trailers, or a trailers-only answer)."""
