@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import TritonError
 from .frontend.http_server import DEFAULT_MAX_INPUT_SIZE
 from .frontend.restricted_api import build_restrictions
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
-from .server import InferenceServer, ServerOptions
+from .server import ServerOptions
 from .trace_settings import parse_trace_config
 
 log = logging.getLogger("tritium")
