@@ -25,6 +25,7 @@ from tritium.backend import (
 )
 
 from ..framework import import_framework, parse_int, utf8_strings
+from ..sequence_io import SequenceTensors
 from .autocomplete import auto_complete, needs_auto_complete
 from .session import SessionFactory, SessionInfo, model_path, ort_error, share_sessions
 from .validate import validate_io
@@ -46,7 +47,12 @@ class OnnxModelState(ModelState):
         config.CopyFrom(model.config)
         session = SessionFactory(self.ort, config).create(model_path(model))
         default = model.backend.config.get("default-max-batch-size", "0")
-        auto_complete(config, SessionInfo.of(session), parse_int("default-max-batch-size", default))
+        auto_complete(
+            config,
+            SessionInfo.of(session),
+            parse_int("default-max-batch-size", default),
+            SequenceTensors.of(config),
+        )
         model.set_config(config)
 
     def session_for(self, instance: ModelInstance) -> Any:
@@ -71,7 +77,10 @@ class OnnxInstanceState(ModelInstanceState):
         info = SessionInfo.of(self.session)
         validate_io(config, info)
         self._run_options = self.model_state.sessions.run_options
-        self._output_names = [o.name for o in config.output]
+        # The state outputs are run too: the sequence batcher asks for them on every request
+        # and keeps them as the sequence's next state (never returned to the client).
+        states = SequenceTensors.of(config).states
+        self._output_names = [o.name for o in config.output] + [s.output_name for s in states]
         # Scalars travel as shape [1] (plus the batch dimension) and run with shape [].
         self._scalar_inputs = {n for n, t in info.inputs.items() if not t.dims}
         self._string_inputs = {i.name for i in config.input if i.data_type == mc.TYPE_STRING}

@@ -16,6 +16,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritium.backend import TritonError
 
+from ..sequence_io import SequenceTensors
 from .session import SessionInfo, TensorInfo
 
 log = logging.getLogger("tritium.backend.onnxruntime")
@@ -26,15 +27,26 @@ def needs_auto_complete(config: mc.ModelConfig) -> bool:
     return not (inputs > 0 and len(config.output) > 0)
 
 
-def auto_complete(config: mc.ModelConfig, info: SessionInfo, default_max_batch_size: int) -> None:
-    """Fill `config` in place from the session's tensors (AutoCompleteConfig)."""
+def auto_complete(
+    config: mc.ModelConfig,
+    info: SessionInfo,
+    default_max_batch_size: int,
+    sequence: SequenceTensors,
+) -> None:
+    """Fill `config` in place from the session's tensors (AutoCompleteConfig).
+
+    The sequence batcher's control and state tensors are left out: the scheduler fills those,
+    so listing them as inputs would make every client request miss them. (Triton lists them,
+    and the instance then fails to load, counting them twice.)"""
     no_inputs = len(config.input) + len(config.batch_input) == 0
     no_outputs = len(config.output) == 0
     _auto_complete_max_batch(config, info, default_max_batch_size)
     if no_inputs:
-        _fill(config.input, info.inputs.values(), config.max_batch_size)
+        inputs = [t for t in info.inputs.values() if t.name not in sequence.input_names]
+        _fill(config.input, inputs, config.max_batch_size)
     if no_outputs:
-        _fill(config.output, info.outputs.values(), config.max_batch_size)
+        outputs = [t for t in info.outputs.values() if t.name not in sequence.output_names]
+        _fill(config.output, outputs, config.max_batch_size)
 
 
 def _auto_complete_max_batch(

@@ -50,11 +50,12 @@ class TensorInfo:
     name: str
     config_type: int  # mc.TYPE_INVALID for types Triton cannot serve
     dims: tuple[int, ...]
+    onnx_type: str = ""  # as onnxruntime spells it: "tensor(float)"
 
     @classmethod
     def from_node(cls, node: Any) -> "TensorInfo":
         dims = tuple(d if isinstance(d, int) and d >= 0 else -1 for d in node.shape or ())
-        return cls(node.name, CONFIG_TYPES.get(node.type, mc.TYPE_INVALID), dims)
+        return cls(node.name, CONFIG_TYPES.get(node.type, mc.TYPE_INVALID), dims, node.type)
 
 
 @dataclass(frozen=True)

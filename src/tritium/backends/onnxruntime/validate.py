@@ -1,6 +1,7 @@
 """The configuration checked against the ONNX model when an instance loads, with the messages of
-Triton's ORT backend (ValidateInputs, ValidateOutputs, CompareDimsSupported): a configuration
-that contradicts the model is refused, naming the tensor."""
+Triton's ORT backend (ValidateInputs, ValidateOutputs, CompareDimsSupported, and for stateful
+models ValidateBooleanSequenceControl / ValidateTypedSequenceControl and the state checks): a
+configuration that contradicts the model is refused, naming the tensor."""
 
 from __future__ import annotations
 
@@ -11,19 +12,74 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritium.backend import TritonError
 from tritium.tensor import dims_string, wire_datatype
 
+from ..sequence_io import SequenceTensors
 from .session import SessionInfo, TensorInfo
 
 _ModelIO = Union[mc.ModelInput, mc.ModelOutput]
 
 
 def validate_io(config: mc.ModelConfig, info: SessionInfo) -> None:
-    _validate_inputs(config, info)
+    sequence = SequenceTensors.of(config)
+    _validate_controls(config, info, sequence)
+    _validate_inputs(config, info, len(sequence))
     _validate_outputs(config, info)
+    _validate_states(config, info, sequence)
 
 
-def _validate_inputs(config: mc.ModelConfig, info: SessionInfo) -> None:
+def _validate_controls(
+    config: mc.ModelConfig, info: SessionInfo, sequence: SequenceTensors
+) -> None:
+    """Each control input is a model input of shape [1] (after the batch dimension) and of the
+    type the scheduler sends."""
+    name = config.name
+    for control in sequence.controls:
+        tensor = info.inputs.get(control.name)
+        if tensor is None:
+            raise TritonError.internal(
+                f"configuration specified sequence control '{control.name}', but model does "
+                "not provide that input"
+            )
+        dims = tensor.dims[1:] if config.max_batch_size > 0 else tensor.dims
+        if dims != (1,):
+            raise TritonError.invalid_arg(
+                f"unable to load model '{name}', sequence control '{control.name}' in model "
+                f"has dims {dims_string(dims)} but dims [1] is expected"
+            )
+        if tensor.config_type != control.data_type:
+            raise TritonError.invalid_arg(
+                f"unable to load model '{name}', sequence control '{control.name}', the model "
+                f"expects data-type {_onnx_type_name(tensor)} but the model configuration "
+                f"specifies data-type {mc.DataType.Name(control.data_type)}"
+            )
+
+
+def _validate_states(
+    config: mc.ModelConfig, info: SessionInfo, sequence: SequenceTensors
+) -> None:
+    """Each state is a model input and a model output of the state's type."""
+    for state in sequence.states:
+        for tensor_name, tensors, kind in (
+            (state.input_name, info.inputs, "input"),
+            (state.output_name, info.outputs, "output"),
+        ):
+            tensor = _find(tensor_name, tensors, kind)
+            if tensor.config_type != state.data_type:
+                raise TritonError.invalid_arg(
+                    f"unable to load model '{config.name}', configuration expects datatype "
+                    f"{mc.DataType.Name(state.data_type)} for {kind} state '{tensor_name}', "
+                    f"model provides TYPE_{wire_datatype(tensor.config_type)}"
+                )
+
+
+def _onnx_type_name(tensor: TensorInfo) -> str:
+    """OnnxDataTypeName: the ONNX element type in capitals (FLOAT, INT32, ...)."""
+    return tensor.onnx_type.removeprefix("tensor(").removesuffix(")").upper()
+
+
+def _validate_inputs(config: mc.ModelConfig, info: SessionInfo, sequence_inputs: int) -> None:
     name = config.name
     expected = sum(1 for i in config.input if not i.optional) + len(config.batch_input)
+    expected += sequence_inputs
     if len(info.inputs) != expected:
         raise TritonError.invalid_arg(
             f"unable to load model '{name}', configuration expects {expected} inputs, "
@@ -36,7 +92,7 @@ def _validate_inputs(config: mc.ModelConfig, info: SessionInfo) -> None:
                 f"unable to load model '{name}', optional input '{io.name}' is not supported "
                 "for models that support batching"
             )
-        tensor = _find(io, allowed, "input")
+        tensor = _find(io.name, allowed, "input")
         _check_datatype(name, io, tensor, "input")
         if tensor.dims:
             _compare_dims(name, io.name, tensor.dims, _dims(io), config.max_batch_size)
@@ -46,7 +102,7 @@ def _validate_inputs(config: mc.ModelConfig, info: SessionInfo) -> None:
 
 def _validate_outputs(config: mc.ModelConfig, info: SessionInfo) -> None:
     for io in config.output:
-        tensor = _find(io, info.outputs, "output")
+        tensor = _find(io.name, info.outputs, "output")
         _check_datatype(config.name, io, tensor, "output")
         if tensor.dims:
             _compare_dims(config.name, io.name, tensor.dims, _dims(io), config.max_batch_size)
@@ -54,13 +110,13 @@ def _validate_outputs(config: mc.ModelConfig, info: SessionInfo) -> None:
             _check_scalar(config.name, io)
 
 
-def _find(io: _ModelIO, allowed: dict[str, TensorInfo], kind: str) -> TensorInfo:
+def _find(name: str, allowed: dict[str, TensorInfo], kind: str) -> TensorInfo:
     """CheckAllowedModelInput / CheckAllowedModelOutput."""
-    tensor = allowed.get(io.name)
+    tensor = allowed.get(name)
     if tensor is None:
         names = ", ".join(sorted(allowed))
         raise TritonError.invalid_arg(
-            f"unexpected inference {kind} '{io.name}', allowed {kind}s are: {names}"
+            f"unexpected inference {kind} '{name}', allowed {kind}s are: {names}"
         )
     return tensor
 
