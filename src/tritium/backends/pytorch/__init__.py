@@ -29,6 +29,7 @@ from tritium.backend import (
 from tritium.tensor import wire_datatype
 
 from ..framework import import_framework, utf8_strings
+from ..sequence_io import SequenceTensors
 from .naming import forward_signature, input_indices, output_indices
 from .settings import TorchSettings, apply_thread_counts
 
@@ -103,13 +104,18 @@ class TorchInstanceState(ModelInstanceState):
         config = instance.model.config
         self.torch = self.model_state.torch
         self.module = self.model_state.load()
-        expected = len(config.input) + len(config.batch_input)
+        sequence = SequenceTensors.of(config)
+        _check_controls(sequence)
+        expected = len(config.input) + len(config.batch_input) + len(sequence)
         self.signature = forward_signature(self.module, config.name, expected)
-        self.input_index = input_indices(config, self.signature)
-        self.output_index = output_indices(config)
+        self.input_index = input_indices(config, self.signature, sequence)
+        # The state outputs are read on every execution: the sequence batcher keeps them as the
+        # sequence's next state (and never returns them to the client).
+        self.output_index = output_indices(config, sequence)
         _check_datatypes(config, self.model_state.max_batch_size > 0)
         self.string_inputs = {i.name for i in config.input if i.data_type == mc.TYPE_STRING}
         self.output_types = {o.name: o.data_type for o in config.output}
+        self.output_types.update({s.output_name: s.data_type for s in sequence.states})
 
     def execute(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         torch = self.torch
@@ -183,6 +189,16 @@ def _config_type(dtype: np.dtype) -> int:
         if np.dtype(name) == dtype:
             return config_type
     return mc.TYPE_INVALID
+
+
+def _check_controls(sequence: SequenceTensors) -> None:
+    """ValidateTypedSequenceControl: a CORRID control of a type torch cannot hold is refused."""
+    for control in sequence.controls:
+        if control.data_type not in _TORCH_TYPES:
+            raise TritonError.internal(
+                f"input '{control.name}' type '{mc.DataType.Name(control.data_type)}' is not "
+                "supported by PyTorch."
+            )
 
 
 def _check_datatypes(config: mc.ModelConfig, batching: bool) -> None:

@@ -5,6 +5,8 @@ Inputs: every configured name is a forward argument (FORWARD_ARGUMENT); else eve
 `<name>__<index>` (NAMED_INDEX); else the configuration's order is the argument order
 (STRICT_CONFIG_ORDERING). A single `Dict[str, Tensor]` argument takes every input by name.
 Outputs: `<name>__<index>` when every name has that form, else the configuration's order.
+A stateful model's sequence control inputs are always `<name>__<index>`; with implicit state,
+every input, output and state must be `<name>__<index>` (Triton's rules for both).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritium.backend import TritonError
+
+from ..sequence_io import SequenceTensors
 
 log = logging.getLogger("tritium.backend.pytorch")
 
@@ -63,17 +67,24 @@ def forward_signature(module: Any, model: str, expected_inputs: int) -> Signatur
     return Signature(tuple(a.name for a in arguments), dict_input=False)
 
 
-def input_indices(config: mc.ModelConfig, signature: Signature) -> dict[str, int]:
-    """Configured input name -> position among forward()'s arguments (or in the dict)."""
+def input_indices(
+    config: mc.ModelConfig, signature: Signature, sequence: SequenceTensors
+) -> dict[str, int]:
+    """Configured input name (and each sequence control and state input) -> position among
+    forward()'s arguments (or in the dict)."""
     names = [i.name for i in config.input]
     if not names:
         raise TritonError.internal(
             "model configuration must contain at least one input, none were specified."
         )
+    controls = {c.name: _control_index(c.name) for c in sequence.controls}
+    states = [s.input_name for s in sequence.states]
     if signature.dict_input:
-        return {name: index for index, name in enumerate(names)}
+        return {name: index for index, name in enumerate([*names, *controls, *states])}
     convention = _convention(names, signature.arguments, config.name, "input")
     indices = _indices(names, convention, signature.arguments)
+    indices.update(controls)
+    indices.update(_state_indices(config.name, convention, states))
     for name, index in indices.items():
         if index >= len(signature.arguments):
             raise TritonError.invalid_arg(
@@ -83,14 +94,55 @@ def input_indices(config: mc.ModelConfig, signature: Signature) -> dict[str, int
     return indices
 
 
-def output_indices(config: mc.ModelConfig) -> dict[str, int]:
-    """Configured output name -> position in what forward() returns."""
+def output_indices(config: mc.ModelConfig, sequence: SequenceTensors) -> dict[str, int]:
+    """Configured output name (and each state output) -> position in what forward() returns."""
     names = [o.name for o in config.output]
     if not names:
         raise TritonError.internal(
             "model configuration must contain at least one output, none were specified."
         )
-    return _indices(names, _convention(names, (), config.name, "output"), ())
+    convention = _convention(names, (), config.name, "output")
+    indices = _indices(names, convention, ())
+    states = [s.output_name for s in sequence.states]
+    indices.update(_state_indices(config.name, convention, states))
+    return indices
+
+
+def _named_index(name: str) -> int | None:
+    """The index of a `<name>__<index>` name, None for another name."""
+    _, delimiter, index = name.partition(DELIMITER)
+    return int(index) if delimiter and index.isdigit() else None
+
+
+def _control_index(name: str) -> int:
+    index = _named_index(name)
+    if index is None:
+        raise TritonError.internal(
+            f"input '{name}' does not follow <name>__<index> naming convention."
+        )
+    return index
+
+
+def _state_indices(
+    model: str, convention: NamingConvention, names: list[str]
+) -> dict[str, int]:
+    if not names:
+        return {}
+    if convention is not NamingConvention.NAMED_INDEX:
+        raise TritonError.invalid_arg(
+            f"PyTorch model '{model}' is using sequence batching with state but not all "
+            "inputs and outputs follow the <name>__<index> naming convention. "
+        )
+    indices: dict[str, int] = {}
+    for name in names:
+        index = _named_index(name)
+        if index is None:
+            raise TritonError.invalid_arg(
+                f"PyTorch model '{model}' is using sequence batching with state but state "
+                f"'{name}' does not follow the <name>__<index> naming convention. "
+            )
+        indices[name] = index
+    return indices
 
 
 def _convention(
