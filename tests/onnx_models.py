@@ -77,6 +77,32 @@ def scalar() -> onnx.ModelProto:
     )
 
 
+def accumulator(batch: "int | str" = "batch") -> onnx.ModelProto:
+    """A stateful model for the sequence batcher: OUTPUT = INPUT + STATE_IN, the sum restarting
+    when START is 1; STATE_OUT = OUTPUT; the controls START (int32), END (fp32), READY (bool)
+    and CORRID (uint64) echoed as <name>_OUT so tests see what the scheduler sent."""
+    dims = [batch, 1]
+    controls = (("START", TensorProto.INT32), ("END", TensorProto.FLOAT),
+                ("READY", TensorProto.BOOL), ("CORRID", TensorProto.UINT64))
+    one = helper.make_tensor("one_value", TensorProto.INT32, [], [1])
+    nodes = [
+        helper.make_node("Constant", [], ["one"], value=one),
+        helper.make_node("Sub", ["one", "START"], ["carry"]),
+        helper.make_node("Mul", ["STATE_IN", "carry"], ["kept"]),
+        helper.make_node("Add", ["INPUT", "kept"], ["OUTPUT"]),
+        helper.make_node("Identity", ["OUTPUT"], ["STATE_OUT"]),
+    ] + [helper.make_node("Identity", [name], [f"{name}_OUT"]) for name, _ in controls]
+    return _model(
+        nodes,
+        [_value("INPUT", TensorProto.INT32, dims)]
+        + [_value(name, kind, dims) for name, kind in controls]
+        + [_value("STATE_IN", TensorProto.INT32, dims)],
+        [_value("OUTPUT", TensorProto.INT32, dims)]
+        + [_value(f"{name}_OUT", kind, dims) for name, kind in controls]
+        + [_value("STATE_OUT", TensorProto.INT32, dims)],
+    )
+
+
 def save(model: onnx.ModelProto, path: Path, external_data: bool = False) -> Path:
     """Write `model` to `path`; with `external_data`, `path` is a directory holding
     `model.onnx` and its weights in a separate file, as large models are shipped."""

@@ -31,6 +31,16 @@ class Doubler(torch.nn.Module):
         return inputs["x"] * 2 + inputs["y"]
 
 
+class Accumulator(torch.nn.Module):
+    """The stateful accumulator of onnx_models.accumulator, arguments by position: the sum of
+    `value` restarts when `start` is 1, the controls are echoed, the new state comes last."""
+
+    def forward(self, value: torch.Tensor, start: torch.Tensor, end: torch.Tensor,
+                ready: torch.Tensor, corrid: torch.Tensor, state: torch.Tensor):
+        total = value + state * (1 - start)
+        return total, start, end, ready, corrid, total
+
+
 class Shout(torch.nn.Module):
     """Strings: a List[str] in, a List[str] out."""
 
