@@ -72,6 +72,14 @@ class SequenceTensors:
         """Model outputs the scheduler keeps as state: computed on every execution."""
         return frozenset(s.output_name for s in self.states)
 
+    @property
+    def string_inputs(self) -> frozenset[str]:
+        """The controls and state inputs of TYPE_STRING (a CORRID carrying string ids)."""
+        return frozenset(
+            [c.name for c in self.controls if c.data_type == mc.TYPE_STRING]
+            + [s.input_name for s in self.states if s.data_type == mc.TYPE_STRING]
+        )
+
     def __len__(self) -> int:
         """How many model inputs these tensors add to the configured ones."""
         return len(self.controls) + len(self.states)

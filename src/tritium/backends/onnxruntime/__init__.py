@@ -79,11 +79,14 @@ class OnnxInstanceState(ModelInstanceState):
         self._run_options = self.model_state.sessions.run_options
         # The state outputs are run too: the sequence batcher asks for them on every request
         # and keeps them as the sequence's next state (never returned to the client).
-        states = SequenceTensors.of(config).states
-        self._output_names = [o.name for o in config.output] + [s.output_name for s in states]
+        sequence = SequenceTensors.of(config)
+        self._output_names = [o.name for o in config.output] + [
+            s.output_name for s in sequence.states
+        ]
         # Scalars travel as shape [1] (plus the batch dimension) and run with shape [].
         self._scalar_inputs = {n for n, t in info.inputs.items() if not t.dims}
         self._string_inputs = {i.name for i in config.input if i.data_type == mc.TYPE_STRING}
+        self._string_inputs.update(sequence.string_inputs)
         self._output_dims = {
             o.name: tuple(o.dims) for o in config.output if not info.outputs[o.name].dims
         }
