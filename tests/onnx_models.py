@@ -77,13 +77,13 @@ def scalar() -> onnx.ModelProto:
     )
 
 
-def accumulator(batch: "int | str" = "batch") -> onnx.ModelProto:
+def accumulator(batch: "int | str" = "batch", corrid: int = TensorProto.UINT64) -> onnx.ModelProto:
     """A stateful model for the sequence batcher: OUTPUT = INPUT + STATE_IN, the sum restarting
     when START is 1; STATE_OUT = OUTPUT; the controls START (int32), END (fp32), READY (bool)
-    and CORRID (uint64) echoed as <name>_OUT so tests see what the scheduler sent."""
+    and CORRID (`corrid`) echoed as <name>_OUT so tests see what the scheduler sent."""
     dims = [batch, 1]
     controls = (("START", TensorProto.INT32), ("END", TensorProto.FLOAT),
-                ("READY", TensorProto.BOOL), ("CORRID", TensorProto.UINT64))
+                ("READY", TensorProto.BOOL), ("CORRID", corrid))
     one = helper.make_tensor("one_value", TensorProto.INT32, [], [1])
     nodes = [
         helper.make_node("Constant", [], ["one"], value=one),

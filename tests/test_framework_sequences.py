@@ -15,6 +15,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from onnx import TensorProto
+
 import onnx_models
 import torch_models
 from models import write_model
@@ -62,9 +64,11 @@ sequence_batching {{
 """
 
 
-def accumulator_config(model: str, names: dict[str, str] | None = None, **kwargs: Any) -> str:
+def accumulator_config(model: str, names: dict[str, str] | None = None,
+                       corrid_type: str | None = None, **kwargs: Any) -> str:
     n = names or names_of(model)
-    corrid = CORRID_TYPE[model].removeprefix("TYPE_")
+    corrid_type = corrid_type or CORRID_TYPE[model]
+    corrid = corrid_type.removeprefix("TYPE_")
     outputs = ", ".join(
         f'{{ name: "{n[name]}" data_type: TYPE_{datatype} dims: [ 1 ] }}'
         for name, datatype in (("OUTPUT", "INT32"), ("START_OUT", "INT32"),
@@ -75,16 +79,16 @@ def accumulator_config(model: str, names: dict[str, str] | None = None, **kwargs
     return f"""
 platform: "{PLATFORM[model]}"
 max_batch_size: 4
-{sequence_batching(n, CORRID_TYPE[model], **kwargs)}
+{sequence_batching(n, corrid_type, **kwargs)}
 input [ {{ name: "{n['INPUT']}" data_type: TYPE_INT32 dims: [ 1 ] }} ]
 output [ {outputs} ]
 instance_group [ {{ count: 1 kind: KIND_CPU }} ]
 """
 
 
-def add_onnx(repo: Path, name: str, config: str | None) -> None:
+def add_onnx(repo: Path, name: str, config: str | None, **model: Any) -> None:
     write_model(repo, name, config)
-    onnx_models.save(onnx_models.accumulator(), repo / name / "1" / "model.onnx")
+    onnx_models.save(onnx_models.accumulator(**model), repo / name / "1" / "model.onnx")
 
 
 def add_torch(repo: Path, name: str, config: str) -> None:
@@ -106,11 +110,13 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     full = "direct { max_queue_delay_microseconds: 2000000 minimum_slot_utilization: 1.0 }"
     add_onnx(repo, "acc_onnx_batched", accumulator_config("acc_onnx", strategy=full))
     add_torch(repo, "acc_pt_batched", accumulator_config("acc_pt", strategy=full))
+    add_onnx(repo, "acc_onnx_string_id", accumulator_config("acc_onnx", corrid_type="TYPE_STRING"),
+             corrid=TensorProto.STRING)
     with ServerProcess([repo]) as process:
         yield process
 
 
-def step(client: Any, module: Any, model: str, value: int, sequence_id: int, *,
+def step(client: Any, module: Any, model: str, value: int, sequence_id: int | str, *,
          start: bool = False, end: bool = False, outputs: list[str] | None = None) -> Any:
     names = names_of(model)
     tensor = module.InferInput(names["INPUT"], [1, 1], "INT32")
@@ -210,6 +216,21 @@ def test_concurrent_sequences_batched_together_stay_apart(server: ServerProcess,
     counts = stats["model_stats"][0]
     assert counts["inference_count"] == 24
     assert counts["execution_count"] < 24  # requests of different sequences ran together
+
+
+@pytest.mark.parametrize("protocol,module", CLIENTS)
+def test_string_correlation_ids_reach_the_model(server: ServerProcess, protocol: str,
+                                                module: Any) -> None:
+    """A TYPE_STRING CORRID control: a string sequence id arrives as that text."""
+    client = module.InferenceServerClient(getattr(server, f"{protocol}_url"))
+    model = "acc_onnx_string_id"
+    ids = [f"{protocol}-left", f"{protocol}-right"]
+    for position, (left, right) in enumerate(((1, 10), (2, 20), (3, 30))):
+        for sequence_id, added in zip(ids, (left, right)):
+            result = step(client, module, model, added, sequence_id,
+                          start=position == 0, end=position == 2)
+            assert value(result, model, "CORRID_OUT") == sequence_id.encode()
+    assert value(result, model, "OUTPUT") == 60
 
 
 def test_auto_complete_leaves_control_and_state_tensors_to_the_scheduler(
