@@ -19,7 +19,7 @@ from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
 from server_process import ServerProcess
-from test_grpc_stream import REPEAT, metric
+from test_grpc_stream import REPEAT
 
 # A Python model: OUT = IN + 1, and INFO (one string per batch row) saying what it saw and
 # when it ran: its request id and parameters, and its start and end time.
@@ -301,15 +301,15 @@ def test_diamond_runs_independent_steps_in_parallel(http) -> None:
 
 
 def test_only_requested_outputs_are_computed(server, http) -> None:
-    before_a = metric(server, "nv_inference_request_success", "slow_a")
-    before_b = metric(server, "nv_inference_request_success", "slow_b")
+    before_a = server.metric("nv_inference_request_success", "slow_a")
+    before_b = server.metric("nv_inference_request_success", "slow_b")
     x = np.array([[1.0]], dtype=np.float32)
     result = http.infer("diamond", [fp32_input(httpclient, x)],
                         outputs=[httpclient.InferRequestedOutput("A")])
     assert [o["name"] for o in result.get_response()["outputs"]] == ["A"]
-    assert metric(server, "nv_inference_request_success", "slow_a") == before_a + 1
+    assert server.metric("nv_inference_request_success", "slow_a") == before_a + 1
     # the step that writes only unrequested outputs is pruned, as Triton does
-    assert metric(server, "nv_inference_request_success", "slow_b") == before_b
+    assert server.metric("nv_inference_request_success", "slow_b") == before_b
 
 
 def test_step_error_fails_the_request_with_its_message(server, http, grpc) -> None:
@@ -428,7 +428,7 @@ def test_invalid_ensemble_is_unavailable_with_tritons_reason(server, http, name)
 
 def test_statistics_for_ensemble_and_composing_models(server, http) -> None:
     def counts(model: str) -> tuple[float, ...]:
-        return tuple(metric(server, name, model) for name in (
+        return tuple(server.metric(name, model) for name in (
             "nv_inference_request_success", "nv_inference_request_failure",
             "nv_inference_count", "nv_inference_exec_count"))
 
@@ -452,8 +452,8 @@ def test_statistics_for_ensemble_and_composing_models(server, http) -> None:
 
 
 def test_ensemble_compute_time_is_its_steps_time(server, http) -> None:
-    before = metric(server, "nv_inference_compute_infer_duration_us", "diamond")
+    before = server.metric("nv_inference_compute_infer_duration_us", "diamond")
     http.infer("diamond", [fp32_input(httpclient, np.ones((1, 1), dtype=np.float32))])
-    spent = metric(server, "nv_inference_compute_infer_duration_us", "diamond") - before
+    spent = server.metric("nv_inference_compute_infer_duration_us", "diamond") - before
     # both steps sleep 0.4 s; the ensemble's compute time sums its steps', as Triton's does
     assert spent >= 800_000
