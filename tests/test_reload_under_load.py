@@ -137,7 +137,7 @@ def test_request_in_flight_completes_on_the_version_being_replaced(server: Serve
 
     thread = threading.Thread(target=slow_request)
     thread.start()
-    time.sleep(0.5)  # the request is executing on the slow version
+    server.wait_pending("busy", 1)  # the slow version holds the request
     config["parameters"] = {"execute_delay_ms": {"string_value": "0"}}
     control.load_model("busy", config=json.dumps(config))
     # The new version serves at once, while the old one still finishes its request.

@@ -201,7 +201,7 @@ def test_index_shows_unloading_while_requests_drain(explicit: ServerProcess) -> 
 
     request = threading.Thread(target=slow_infer)
     request.start()
-    time.sleep(0.5)  # the request is executing
+    explicit.wait_pending("slowexec", 1)  # the request is in flight
     unloader = threading.Thread(
         target=httpclient.InferenceServerClient(explicit.http_url).unload_model,
         args=("slowexec",))

@@ -243,7 +243,7 @@ def test_unregister_during_a_request_unmaps_when_it_ends(http, shm_server, regio
     client = httpclient.InferenceServerClient(shm_server.http_url, concurrency=2)
     inputs, outputs = fp32_io(httpclient, data, "in", "out", 64)
     pending = client.async_infer("identity_slow", inputs, outputs=outputs)
-    time.sleep(0.1)  # the slow model (300 ms) now holds the request
+    shm_server.wait_pending("identity_slow", 1)  # the slow model (300 ms) holds the request
     http.unregister_system_shared_memory()
     assert http.get_system_shared_memory_status() == []
     result = pending.get_result()
