@@ -402,3 +402,46 @@ def test_none_mode_refuses_load_and_unload(tmp_path: Path) -> None:
         assert info.value.message() == message
         assert grpc.is_model_ready("m")
         assert grpc.get_model_repository_index().models[0].state == "READY"
+
+
+@pytest.mark.parametrize("call, parameters, repository, code, message", [
+    ("load", {"config": ("int64_param", 5)}, "", "INVALID_ARGUMENT",
+     "invalid value type for load parameter 'config', expected string_param."),
+    ("load", {"config": ("bytes_param", b"{}")}, "", "INVALID_ARGUMENT",
+     "invalid value type for load parameter 'config', expected string_param."),
+    ("load", {"file:1/model.py": ("string_param", "x")}, "", "INVALID_ARGUMENT",
+     "invalid value type for load parameter 'file:1/model.py', expected bytes_param."),
+    ("load", {"foo": ("int64_param", 1)}, "", "INVALID_ARGUMENT",
+     "unrecognized load parameter 'foo'."),
+    ("load", {}, "elsewhere", "UNIMPLEMENTED",
+     "'repository_name' specification is not supported"),
+    ("unload", {"unload_dependents": ("string_param", "yes")}, "", "INVALID_ARGUMENT",
+     "invalid value type for 'unload_dependents' parameter, expected bool_param."),
+    ("unload", {}, "elsewhere", "UNIMPLEMENTED",
+     "'repository_name' specification is not supported"),
+    ("index", {}, "elsewhere", "UNIMPLEMENTED",
+     "'repository_name' specification is not supported"),
+])
+def test_grpc_repository_parameters_of_the_wrong_kind_are_refused_as_triton(
+        explicit: ServerProcess, call, parameters, repository, code, message) -> None:
+    # tritonclient always sends the right kinds; other gRPC clients may not (Triton 2.51's words).
+    import grpc
+    from tritonclient.grpc import service_pb2 as pb, service_pb2_grpc
+
+    kinds = {key: pb.ModelRepositoryParameter(**{kind: value})
+             for key, (kind, value) in parameters.items()}
+    request = {
+        "load": lambda: pb.RepositoryModelLoadRequest(
+            repository_name=repository, model_name="never", parameters=kinds),
+        "unload": lambda: pb.RepositoryModelUnloadRequest(
+            repository_name=repository, model_name="never", parameters=kinds),
+        "index": lambda: pb.RepositoryIndexRequest(repository_name=repository),
+    }[call]()
+    with grpc.insecure_channel(explicit.grpc_url) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        method = {"load": stub.RepositoryModelLoad, "unload": stub.RepositoryModelUnload,
+                  "index": stub.RepositoryIndex}[call]
+        with pytest.raises(grpc.RpcError) as info:
+            method(request, timeout=30)
+    assert (info.value.code().name, info.value.details()) == (code, message)
+    assert states(explicit, "never") == [{"name": "never"}]  # nothing was loaded
