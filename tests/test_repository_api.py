@@ -268,9 +268,23 @@ def test_bad_config_json_fails_as_triton(explicit: ServerProcess) -> None:
     body = json.dumps({"parameters": {"config": 5}}).encode()
     assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
         500, '{"error":"attempt to access JSON non-string as string"}')
-    body = json.dumps({"parameters": {"unload_dependents": "yes"}}).encode()
-    assert post(explicit, "/v2/repository/models/ready_b/unload", body) == (
-        500, '{"error":"attempt to access JSON non-boolean as boolean"}')
+    body = json.dumps({"parameters": {"foo": 1}}).encode()
+    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
+        500, '{"error":"attempt to access JSON non-string as string"}')
+    body = json.dumps({"parameters": {"unload_dependents": "true"}}).encode()
+    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
+        500, '{"error":"unexpected error on creating Triton parameter"}')
+
+
+@pytest.mark.parametrize("parameters", [{"unload_dependents": "yes"}, {"foo": 1}, [], 5])
+def test_unload_ignores_parameters_it_does_not_know_as_triton(explicit: ServerProcess,
+                                                               parameters) -> None:
+    # Triton 2.51 answers these unloads with an empty 200 and unloads the model.
+    client = httpclient.InferenceServerClient(explicit.http_url)
+    client.load_model("ready_b")
+    body = json.dumps({"parameters": parameters}).encode()
+    assert post(explicit, "/v2/repository/models/ready_b/unload", body) == (200, "")
+    assert not client.is_model_ready("ready_b")
 
 
 def test_repository_routes_and_methods_answer_as_triton(explicit: ServerProcess) -> None:
