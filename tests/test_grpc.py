@@ -136,11 +136,15 @@ def test_model_ready(client):
     assert not client.is_model_ready("identity_fp32", "9")
 
 
-def test_model_ready_with_a_version_that_is_not_a_number(stub):
+@pytest.mark.parametrize("version", ["abc", "99999999999999999999"])
+def test_model_ready_with_a_version_that_is_not_a_number(stub, version):
+    # Past int64, std::stol fails in Triton as for text.
     with pytest.raises(grpc.RpcError) as info:
-        stub.ModelReady(pb.ModelReadyRequest(name="identity_fp32", version="abc"))
+        stub.ModelReady(pb.ModelReadyRequest(name="identity_fp32", version=version))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "version string 'abc'" in info.value.details()
+    assert info.value.details() == (
+        f"failed to get model version from specified version string '{version}' (details: "
+        "stol), version should be an integral value > 0")
 
 
 def test_model_metadata(client):

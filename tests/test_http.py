@@ -375,6 +375,12 @@ def test_version_routes(server, client):
     i.set_data_from_numpy(np.ones((1, 2), np.float32))
     result = client.infer("identity_versions", [i], model_version="2")
     assert result.get_response()["model_version"] == "2"
+    # Past int64 the version is not a number to Triton (std::stol), not an unknown version.
+    reply = post(server, "/v2/models/identity_versions/versions/99999999999999999999/infer",
+                 {"inputs": [f32_input([1, 2])]})
+    assert (reply.status, reply.json()) == (400, {"error": (
+        "failed to get model version from specified version string '99999999999999999999' "
+        "(details: stol), version should be an integral value > 0")})
 
 
 def test_request_parameters_are_accepted(server):

@@ -411,6 +411,9 @@ def _on_loop(loop: asyncio.AbstractEventLoop, callback: Deliver) -> Deliver:
     return deliver
 
 
+_LONG_LIMIT = 2**63
+
+
 def parse_version(version: str | int) -> int:
     """Triton's GetModelVersionFromString: "" means -1 (the version policy picks)."""
     if isinstance(version, int):
@@ -421,7 +424,7 @@ def parse_version(version: str | int) -> int:
         value = int(version.strip()) if version.strip().lstrip("+-").isdigit() else None
     except ValueError:
         value = None
-    if value is None:
+    if value is None or not -_LONG_LIMIT <= value < _LONG_LIMIT:  # what std::stol can read
         raise TritonError.invalid_arg(
             f"failed to get model version from specified version string '{version}' "
             "(details: stol), version should be an integral value > 0"
