@@ -296,8 +296,11 @@ def test_cuda_shared_memory_as_triton_without_gpus(shm_server, http, grpc_client
 
 
 def test_metadata_lists_the_extensions_when_enabled(http):
-    extensions = http.get_server_metadata()["extensions"]
-    assert "system_shared_memory" in extensions and "cuda_shared_memory" in extensions
+    # Exactly what Triton 2.51 lists.
+    assert http.get_server_metadata()["extensions"] == [
+        "classification", "sequence", "model_repository", "model_repository(unload_dependents)",
+        "schedule_policy", "model_configuration", "system_shared_memory", "cuda_shared_memory",
+        "binary_tensor_data", "parameters", "statistics", "trace", "logging"]
 
 
 # -- the default: registration is off -----------------------------------------------------------

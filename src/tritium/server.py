@@ -40,20 +40,23 @@ from .trace_settings import TraceSetting, TraceSettings
 
 log = logging.getLogger("tritium.server")
 
-# The protocol extensions this server implements (reported by server metadata).
+# The protocol extensions this server implements (reported by server metadata), in Triton
+# 2.51's order; schedule_policy is the request `priority` and `timeout` parameters.
 EXTENSIONS = [
     "classification",
     "sequence",
     "model_repository",
     "model_repository(unload_dependents)",
-    "binary_tensor_data",
+    "schedule_policy",
     "model_configuration",
+    "binary_tensor_data",
     "parameters",
     "statistics",
     "trace",
     "logging",
 ]
-# Listed only when clients may register regions (--allow-client-shm=true).
+# Listed only when clients may register regions (--allow-client-shm=true), where Triton lists
+# them: after model_configuration.
 SHARED_MEMORY_EXTENSIONS = ["system_shared_memory", "cuda_shared_memory"]
 
 
@@ -182,7 +185,8 @@ class InferenceServer:
     def metadata(self) -> dict[str, Any]:
         extensions = list(EXTENSIONS)
         if self.shared_memory.enabled:
-            extensions += SHARED_MEMORY_EXTENSIONS
+            at = extensions.index("model_configuration") + 1
+            extensions[at:at] = SHARED_MEMORY_EXTENSIONS
         return {"name": self.id, "version": self.version, "extensions": extensions}
 
     def model_ready(self, name: str, version: str | int = "") -> bool:
