@@ -276,7 +276,8 @@ def test_preserve_ordering_holds_later_responses(server, model, held):
     # response is held until the slow first one's execute has ended.
     with ThreadPoolExecutor(2) as pool:
         slow = pool.submit(infer, server, model, rows(800))
-        time.sleep(0.2)  # the slow one is executing before the fast one arrives
+        # The slow one is ahead in the queue (max_batch_size 1: each instance takes one).
+        server.wait_pending(model, 1)
         fast = pool.submit(infer, server, model, rows(0))
         slow_outcome, fast_outcome = slow.result(), fast.result()
     slow_done = slow_outcome.result.as_numpy("DONE")[0, 0]
