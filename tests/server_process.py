@@ -114,6 +114,15 @@ class ServerProcess:
                 return float(line.rsplit(" ", 1)[1])
         raise AssertionError(f"no {name} for {model}:\n{text}")
 
+    def wait_metric(self, name: str, model: str, value: float, timeout: float = 10.0) -> None:
+        """Wait until the figure reaches `value`: an instance records its execute only after
+        the backend returned, which can be just after the client got its answer."""
+        deadline = time.monotonic() + timeout
+        while (current := self.metric(name, model)) < value:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} of {model} is {current}, never {value}")
+            time.sleep(0.01)
+
     def wait_pending(self, model: str, count: int, timeout: float = 30.0) -> None:
         """Wait until the server holds `count` accepted, unanswered requests for `model`: the
         synchronisation point for tests that act while requests are in flight (no sleeps)."""

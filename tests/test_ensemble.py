@@ -437,6 +437,8 @@ def test_statistics_for_ensemble_and_composing_models(server, http) -> None:
     http.infer("chain", [fp32_input(httpclient, np.ones((3, 2), dtype=np.float32))])
     with pytest.raises(InferenceServerException):
         http.infer("failing_chain", [fp32_input(httpclient, np.ones((1, 2), dtype=np.float32))])
+    for model, executions in (("add_one", 2), ("id_fp32", 3)):  # recorded after answering
+        server.wait_metric("nv_inference_exec_count", model, before[model][3] + executions)
     after = {m: counts(m) for m in before}
 
     def delta(model: str) -> tuple[float, ...]:

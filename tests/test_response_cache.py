@@ -109,6 +109,8 @@ def test_identical_request_is_answered_from_the_cache(server, client):
     tensor = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
     tensor.set_data_from_numpy(data)
     assert int(grpc.infer("counter", [tensor]).as_numpy("CALLS")[0, 0]) == first
+    server.wait_metric("nv_inference_exec_count", "counter",  # recorded after answering
+                       before.get(per_model("nv_inference_exec_count", "counter"), 0) + 1)
     after = metrics(server)
 
     def delta(name: str) -> float:
