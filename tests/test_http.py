@@ -905,9 +905,18 @@ def test_stop_after_grace_cancels_stuck_request():
         frontend = HttpFrontend(stand_in, "127.0.0.1", 0)
         await frontend.start()
         body = json.dumps({"inputs": [f32_input([1], [1])]}).encode()
-        stuck = asyncio.create_task(_http(frontend.port, "POST", "/v2/models/m/infer", body))
+        reader, writer = await asyncio.open_connection("127.0.0.1", frontend.port)
+        writer.write(b"POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                     b"\r\n%s" % (len(body), body))
         await stand_in.entered.wait()
         await frontend.stop(grace=0.2)  # returns although the request never finishes
-        stuck.cancel()
+        # ... and the stuck client is not left hanging: it gets a 500, as from an ASGI server
+        # cancelling the request's task, and its connection is closed (read() reaches EOF).
+        answer = await asyncio.wait_for(reader.read(), 10)
+        assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
+        assert b"\r\nconnection: close\r\n" in answer
+        writer.close()
+        for task in stand_in.tasks:
+            task.cancel()
 
     asyncio.run(main())
