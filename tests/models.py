@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from tritonclient.utils import np_to_triton_dtype
 
 
 def write_model(repo: Path, name: str, config: str | None, versions: tuple[int, ...] = (1,),
@@ -44,3 +49,16 @@ def standard_repository(repo: Path) -> Path:
     write_model(repo, "identity_slow", identity_config(
         "identity_slow", extra='parameters { key: "execute_delay_ms" value: { string_value: "300" } }'))
     return repo
+
+
+def infer_arrays(module: ModuleType, url: str, model: str, arrays: dict[str, np.ndarray],
+                 outputs: list[str] | None = None) -> Any:
+    """One inference with tritonclient's http or grpc `module`, inputs named as in `arrays`
+    (datatypes from the numpy dtypes), asking for `outputs` (default: all)."""
+    client = module.InferenceServerClient(url)
+    inputs = []
+    for name, array in arrays.items():
+        inputs.append(module.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype)))
+        inputs[-1].set_data_from_numpy(array)
+    requested = [module.InferRequestedOutput(n) for n in outputs] if outputs else None
+    return client.infer(model, inputs, outputs=requested)

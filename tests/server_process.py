@@ -105,6 +105,33 @@ class ServerProcess:
     def log(self) -> str:
         return Path(self._log.name).read_text(errors="replace")
 
+    def metric(self, name: str, model: str) -> float:
+        """One of the model's Prometheus figures, as a scraper reads it from --metrics-port."""
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as response:
+            text = response.read().decode()
+        for line in text.splitlines():
+            if line.startswith(name + "{") and f'model="{model}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"no {name} for {model}:\n{text}")
+
+    def wait_metric(self, name: str, model: str, value: float, timeout: float = 10.0) -> None:
+        """Wait until the figure reaches `value`: an instance records its execute only after
+        the backend returned, which can be just after the client got its answer."""
+        deadline = time.monotonic() + timeout
+        while (current := self.metric(name, model)) < value:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} of {model} is {current}, never {value}")
+            time.sleep(0.01)
+
+    def wait_pending(self, model: str, count: int, timeout: float = 30.0) -> None:
+        """Wait until the server holds `count` accepted, unanswered requests for `model`: the
+        synchronisation point for tests that act while requests are in flight (no sleeps)."""
+        deadline = time.monotonic() + timeout
+        while (pending := self.metric("nv_inference_pending_request_count", model)) != count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{model}: {pending} requests pending, never {count}")
+            time.sleep(0.01)
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else None

@@ -228,7 +228,7 @@ def test_dynamic_batching_preferred_size_defaults_to_max_batch_size(tmp_path):
     assert list(cfg.dynamic_batching.preferred_batch_size) == [8]
     cfg = loaded(tmp_path, "b", f"dynamic_batching {{ }} {IO}")
     assert list(cfg.dynamic_batching.preferred_batch_size) == []
-    cfg = loaded(tmp_path, "c", f"max_batch_size: 8 dynamic_batching {{ preferred_batch_size: 2 }}")
+    cfg = loaded(tmp_path, "c", "max_batch_size: 8 dynamic_batching { preferred_batch_size: 2 }")
     assert list(cfg.dynamic_batching.preferred_batch_size) == [2]
 
 

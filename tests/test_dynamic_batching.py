@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import time
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -115,20 +114,27 @@ def after_blocker(server: ServerProcess, model: str, blocker_ms: float,
     the `then` requests, one after another in that order, each without waiting for answers."""
     with ThreadPoolExecutor(len(then) + 1) as pool:
         blocker = pool.submit(infer, server, model, rows(blocker_ms))
-        time.sleep(0.3)  # the blocker is executing by now: the others queue behind it
+        server.wait_pending(model, 1)
+        time.sleep(0.1)  # accepted; the idle instance takes it at once: the others queue behind
         futures = []
         for data, options in then:
             futures.append(pool.submit(infer, server, model, data, **options))
-            time.sleep(0.05)  # keep the queue order the order of `then`
+            # The server holds it (or has already refused it) before the next one is sent, so
+            # the queue order is the order of `then`.
+            _wait_held_or_answered(server, model, blocker, futures)
         return blocker.result(), [f.result() for f in futures]
 
 
-def metric(server: ServerProcess, name: str, model: str) -> float:
-    text = urllib.request.urlopen(server.metrics_url, timeout=5).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + "{") and f'model="{model}"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no {name} for {model}:\n{text}")
+def _wait_held_or_answered(server: ServerProcess, model: str, blocker: Future,
+                           futures: list[Future]) -> None:
+    sent = [blocker, *futures]
+    deadline = time.monotonic() + 30
+    while server.metric("nv_inference_pending_request_count", model) != sum(
+            not f.done() for f in sent):
+        assert time.monotonic() < deadline, f"{model}: the server never took the request"
+        time.sleep(0.005)
+
+
 
 
 # -- batches form ------------------------------------------------------------------------------
@@ -140,8 +146,8 @@ def test_concurrent_requests_share_executes_and_each_gets_its_own_rows(server):
     for array, outcome in zip(arrays, outcomes):
         assert outcome.error is None, outcome.error
         np.testing.assert_array_equal(outcome.result.as_numpy("OUTPUT0"), array)
-    executions = metric(server, "nv_inference_exec_count", "identity_batched")
-    assert metric(server, "nv_inference_count", "identity_batched") == 32
+    executions = server.metric("nv_inference_exec_count", "identity_batched")
+    assert server.metric("nv_inference_count", "identity_batched") == 32
     assert executions < 32  # several requests per execute
 
 
@@ -162,14 +168,14 @@ def test_preferred_batch_size_is_sent_without_waiting_for_the_delay(server):
     outcomes = concurrently(server, "probe_preferred", [rows(0) for _ in range(4)])
     assert [o.column("REQUESTS")[0] for o in outcomes] == [2, 2, 2, 2]
     # The queue delay is 5 s; batches of the preferred size left at once.
-    queue_us = metric(server, "nv_inference_queue_duration_us", "probe_preferred")
+    queue_us = server.metric("nv_inference_queue_duration_us", "probe_preferred")
     assert queue_us / 4 < 2_000_000
 
 
 def test_a_lone_request_waits_the_queue_delay_and_no_longer(server):
     outcome = infer(server, "identity_delayed", rows(0))
     assert outcome.error is None
-    queue_us = metric(server, "nv_inference_queue_duration_us", "identity_delayed")
+    queue_us = server.metric("nv_inference_queue_duration_us", "identity_delayed")
     # max_queue_delay_microseconds: 300000; the request waited for a fuller batch, then left.
     assert 300_000 <= queue_us < 300_000 + 400_000
 
@@ -270,7 +276,8 @@ def test_preserve_ordering_holds_later_responses(server, model, held):
     # response is held until the slow first one's execute has ended.
     with ThreadPoolExecutor(2) as pool:
         slow = pool.submit(infer, server, model, rows(800))
-        time.sleep(0.2)  # the slow one is executing before the fast one arrives
+        # The slow one is ahead in the queue (max_batch_size 1: each instance takes one).
+        server.wait_pending(model, 1)
         fast = pool.submit(infer, server, model, rows(0))
         slow_outcome, fast_outcome = slow.result(), fast.result()
     slow_done = slow_outcome.result.as_numpy("DONE")[0, 0]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from server_process import ROOT, ServerProcess
 
@@ -59,8 +60,13 @@ def test_metrics_count_successes_failures_and_batches(example_server: ServerProc
         client.infer("identity_fp32", [inp])
     bad = httpclient.InferInput("INPUT0", [3, 4], "INT32")
     bad.set_data_from_numpy(data.astype(np.int32))
-    with pytest.raises(Exception):
+    with pytest.raises(InferenceServerException) as info:
         client.infer("identity_fp32", [bad])
+    assert (info.value.status(), info.value.message()) == ("400", (
+        "[request id: <id_unknown>] inference input 'INPUT0' data-type is 'INT32', but model "
+        "'identity_fp32' expects 'FP32'"))
+    example_server.wait_metric("nv_inference_exec_count", "identity_fp32",
+                               metric(before, "nv_inference_exec_count", "identity_fp32") + 2)
     after = urllib.request.urlopen(example_server.metrics_url).read().decode()
 
     def delta(name: str) -> float:

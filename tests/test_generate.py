@@ -412,13 +412,6 @@ def test_pipelined_requests_behind_a_stream_are_answered_in_order(server):
         sock.close()
 
 
-def metric(server: ServerProcess, name: str, model: str) -> float:
-    with urllib.request.urlopen(server.metrics_url, timeout=10) as response:
-        text = response.read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + "{") and f'model="{model}"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no {name} for {model}")
 
 
 def wait_for(condition: Any, what: str, timeout: float = 10.0) -> None:
@@ -436,7 +429,7 @@ def test_client_disconnecting_mid_stream_cancels_the_request(server, repo):
     # The model sees request.is_cancelled() and stops early (100 responses would take 10 s).
     wait_for(lambda: log.exists() and "gone" in log.read_text().split(),
              "the model never saw the cancellation")
-    wait_for(lambda: metric(server, "nv_inference_pending_request_count", "gen_stream") == 0,
+    wait_for(lambda: server.metric("nv_inference_pending_request_count", "gen_stream") == 0,
              "the cancelled request is still pending")
     reply = post(server, "gen_stream/generate_stream", {"text_input": "after", "count": 2})
     assert [e["text_output"] for e in reply.events()] == ["after 0", "after 1"]

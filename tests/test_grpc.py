@@ -136,11 +136,15 @@ def test_model_ready(client):
     assert not client.is_model_ready("identity_fp32", "9")
 
 
-def test_model_ready_with_a_version_that_is_not_a_number(stub):
+@pytest.mark.parametrize("version", ["abc", "99999999999999999999"])
+def test_model_ready_with_a_version_that_is_not_a_number(stub, version):
+    # Past int64, std::stol fails in Triton as for text.
     with pytest.raises(grpc.RpcError) as info:
-        stub.ModelReady(pb.ModelReadyRequest(name="identity_fp32", version="abc"))
+        stub.ModelReady(pb.ModelReadyRequest(name="identity_fp32", version=version))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "version string 'abc'" in info.value.details()
+    assert info.value.details() == (
+        f"failed to get model version from specified version string '{version}' (details: "
+        "stol), version should be an integral value > 0")
 
 
 def test_model_metadata(client):
@@ -189,22 +193,29 @@ def test_health_check_answers_serving(channel):
     assert check(b"\x0a" + bytes([len(service)]) + service) == SERVING
 
 
-def test_rpcs_of_later_issues_are_unimplemented_with_a_clear_message(stub):
-    """Read-only RPCs answer, or say UNIMPLEMENTED naming the RPC (never a bare UNKNOWN)."""
-    calls = {
-        "ModelStatistics": pb.ModelStatisticsRequest(),
-        "RepositoryIndex": pb.RepositoryIndexRequest(),
-        "SystemSharedMemoryStatus": pb.SystemSharedMemoryStatusRequest(),
-        "CudaSharedMemoryStatus": pb.CudaSharedMemoryStatusRequest(),
-        "TraceSetting": pb.TraceSettingRequest(),
-        "LogSettings": pb.LogSettingsRequest(),
-    }
-    for name, request in calls.items():
-        try:
-            getattr(stub, name)(request)
-        except grpc.RpcError as err:
-            assert err.code() == grpc.StatusCode.UNIMPLEMENTED, (name, err.details())
-            assert name in err.details()
+def test_read_only_extension_rpcs_answer(stub):
+    """Every read-only extension RPC answers on a default server (none is UNIMPLEMENTED)."""
+    statistics = stub.ModelStatistics(pb.ModelStatisticsRequest())
+    assert "identity_fp32" in {m.name for m in statistics.model_stats}
+    index = stub.RepositoryIndex(pb.RepositoryIndexRequest())
+    assert "identity_fp32" in {m.name for m in index.models}
+    assert stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest()).regions == {}
+    assert stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest()).regions == {}
+    assert stub.TraceSetting(pb.TraceSettingRequest()).settings["trace_level"].value == ["OFF"]
+    assert "log_verbose_level" in stub.LogSettings(pb.LogSettingsRequest()).settings
+
+
+def test_classification_over_grpc_is_refused_not_ignored(client):
+    # Only HTTP classifies; raw values under a classification request would look like an answer.
+    data = np.random.rand(1, 5).astype(np.float32)
+    inp = grpcclient.InferInput("INPUT0", data.shape, "FP32")
+    inp.set_data_from_numpy(data)
+    with pytest.raises(InferenceServerException) as info:
+        client.infer("identity_fp32", [inp],
+                     outputs=[grpcclient.InferRequestedOutput("OUTPUT0", class_count=2)])
+    assert info.value.status() == "StatusCode.UNIMPLEMENTED"
+    assert info.value.message() == (
+        "classification of output 'OUTPUT0' is supported over HTTP only")
 
 
 # -- inference ---------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import queue
 import shutil
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -151,12 +150,6 @@ def outputs_of(items: list[tuple[Any, Any]], name: str = "OUT") -> list[int]:
     ]
 
 
-def metric(server: ServerProcess, name: str, model: str) -> float:
-    text = urllib.request.urlopen(server.metrics_url, timeout=5).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + "{") and f'model="{model}"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no {name} for {model}:\n{text}")
 
 
 # -- square ------------------------------------------------------------------------------------
@@ -554,7 +547,7 @@ def wait_until_idle(server: ServerProcess, model: str, timeout: float = 5.0) -> 
     """The cancelled request ends early (the model stops at cancellation); without that it
     would stay pending for the rest of its ~8 s of delays."""
     deadline = time.monotonic() + timeout
-    while metric(server, "nv_inference_pending_request_count", model) != 0:
+    while server.metric("nv_inference_pending_request_count", model) != 0:
         assert time.monotonic() < deadline, "cancelled request still pending"
         time.sleep(0.05)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 
 import grpc
 import numpy as np
@@ -75,6 +76,20 @@ def test_an_unknown_method_is_unimplemented(server) -> None:
     assert info.value.details() == "Method not found!"
 
 
+_SETTINGS, _GOAWAY, _PROTOCOL_ERROR = 0x4, 0x7, 0x1
+
+
+def _frames(data: bytes) -> list[tuple[int, bytes]]:
+    """(type, payload) of each whole HTTP/2 frame in what the server sent."""
+    frames = []
+    while len(data) >= 9:
+        length = int.from_bytes(data[:3], "big")
+        frames.append((data[3], data[9:9 + length]))
+        data = data[9 + length:]
+    assert data == b"", "the server sent a partial frame"
+    return frames
+
+
 @pytest.mark.parametrize("garbage", [
     b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",  # not HTTP/2 at all
     b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x04\x09\x00\x00\x00\x00\x07abcd",  # bad frame
@@ -90,7 +105,12 @@ def test_a_connection_speaking_nonsense_is_closed_and_others_are_served(server, 
             if not chunk:
                 break
             received += chunk
-    # The server answered with its SETTINGS and a GOAWAY, or closed at once; either way, it
-    # closed the connection and keeps serving everyone else.
+    # A connection error, as RFC 9113 wants it: the server's SETTINGS, then a GOAWAY that says
+    # PROTOCOL_ERROR, then the connection closed; and everyone else is still served.
+    frames = _frames(received)
+    assert frames[0][0] == _SETTINGS
+    kind, payload = frames[-1]
+    assert kind == _GOAWAY
+    assert struct.unpack(">I", payload[4:8])[0] == _PROTOCOL_ERROR
     with grpcclient.InferenceServerClient(server.grpc_url) as client:
         assert client.is_server_live()

@@ -129,7 +129,11 @@ def test_server_metadata(server, client):
     assert reply.headers["content-type"] == "application/json"
     document = reply.json()
     assert document["name"] == "triton"
-    assert "binary_tensor_data" in document["extensions"]
+    # Triton 2.51's list, without the shared-memory pair (off unless --allow-client-shm).
+    assert document["extensions"] == [
+        "classification", "sequence", "model_repository", "model_repository(unload_dependents)",
+        "schedule_policy", "model_configuration", "binary_tensor_data", "parameters",
+        "statistics", "trace", "logging"]
     assert client.get_server_metadata() == document
 
 
@@ -375,6 +379,12 @@ def test_version_routes(server, client):
     i.set_data_from_numpy(np.ones((1, 2), np.float32))
     result = client.infer("identity_versions", [i], model_version="2")
     assert result.get_response()["model_version"] == "2"
+    # Past int64 the version is not a number to Triton (std::stol), not an unknown version.
+    reply = post(server, "/v2/models/identity_versions/versions/99999999999999999999/infer",
+                 {"inputs": [f32_input([1, 2])]})
+    assert (reply.status, reply.json()) == (400, {"error": (
+        "failed to get model version from specified version string '99999999999999999999' "
+        "(details: stol), version should be an integral value > 0")})
 
 
 def test_request_parameters_are_accepted(server):
@@ -895,9 +905,18 @@ def test_stop_after_grace_cancels_stuck_request():
         frontend = HttpFrontend(stand_in, "127.0.0.1", 0)
         await frontend.start()
         body = json.dumps({"inputs": [f32_input([1], [1])]}).encode()
-        stuck = asyncio.create_task(_http(frontend.port, "POST", "/v2/models/m/infer", body))
+        reader, writer = await asyncio.open_connection("127.0.0.1", frontend.port)
+        writer.write(b"POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                     b"\r\n%s" % (len(body), body))
         await stand_in.entered.wait()
         await frontend.stop(grace=0.2)  # returns although the request never finishes
-        stuck.cancel()
+        # ... and the stuck client is not left hanging: it gets a 500, as from an ASGI server
+        # cancelling the request's task, and its connection is closed (read() reaches EOF).
+        answer = await asyncio.wait_for(reader.read(), 10)
+        assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
+        assert b"\r\nconnection: close\r\n" in answer
+        writer.close()
+        for task in stand_in.tasks:
+            task.cancel()
 
     asyncio.run(main())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import subprocess
 
 import numpy as np
 import pytest
@@ -155,3 +156,15 @@ def test_an_endless_body_is_refused_without_waiting_for_its_end(small_limit, hea
                      % (MODEL.encode(), head) + b"a" * (3 * LIMIT))
         assert _read_response(sock) == (400, TOO_LARGE % LIMIT)
         assert sock.recv(1) == b""  # and the connection is closed
+
+
+@pytest.mark.parametrize("flag", ["--http-max-input-size=0", "--http-max-input-size=-1",
+                                  "--model-load-thread-count=0"])
+def test_a_limit_that_is_not_positive_is_refused_at_start(tmp_path, flag) -> None:
+    process = ServerProcess([tmp_path], flag)
+    run = subprocess.run(process.command(), env=process.environment(), capture_output=True,
+                         text=True, timeout=60)
+    name, value = flag.split("=")
+    assert run.returncode == 2
+    assert run.stderr.endswith(
+        f"error: argument {name}: expected a whole number greater than 0, got '{value}'\n")

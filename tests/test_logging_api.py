@@ -133,7 +133,10 @@ def test_http_and_grpc_read_and_change_the_same_settings(log_server) -> None:
     (b"", 400, "failed to parse the request JSON buffer: The document is empty. at 0"),
 ])
 def test_http_errors_change_nothing(log_server, body, status, message) -> None:
+    client = httpclient.InferenceServerClient(log_server.http_url)
+    before = client.get_log_settings()
     assert _post(log_server, body) == (status, {"error": message})
+    assert client.get_log_settings() == before
     assert _post(log_server, b"{}")[1]["log_verbose_level"] == 0
 
 

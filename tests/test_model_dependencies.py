@@ -2,9 +2,6 @@
 ensemble with a missing or failed composing model is refused with Triton's reason (and gets no
 state, as in Triton 2.51), unloading a composing model unloads the ensembles that use it, and
 `unload_dependents` unloads an ensemble's composing models with it.
-
-These tests observe states and reasons, so they hold whether or not ensembles can serve yet:
-where an ensemble's own load result depends on the ensemble scheduler, they accept either.
 """
 
 from __future__ import annotations
@@ -71,13 +68,6 @@ def index(server: ServerProcess, name: str) -> list[dict]:
     return [e for e in client.get_model_repository_index() if e["name"] == name]
 
 
-def try_load(client: httpclient.InferenceServerClient, name: str) -> None:
-    """Load an ensemble whose own load may fail until ensembles can serve."""
-    try:
-        client.load_model(name)
-    except InferenceServerException as exc:
-        assert "depends on" not in exc.message() and "not available" not in exc.message()
-
 
 def post(server: ServerProcess, path: str) -> tuple[int, str]:
     request = urllib.request.Request(f"http://{server.http_url}{path}", data=b"", method="POST")
@@ -91,10 +81,10 @@ def post(server: ServerProcess, path: str) -> tuple[int, str]:
 def test_loading_an_ensemble_loads_its_composing_models_first(server: ServerProcess) -> None:
     client = httpclient.InferenceServerClient(server.http_url)
     assert not client.is_model_ready("a") and not client.is_model_ready("b")
-    try_load(client, "ens_ab")
+    client.load_model("ens_ab")
     assert client.is_model_ready("a")
     assert client.is_model_ready("b")
-    assert index(server, "ens_ab")[0]["state"] in ("READY", "UNAVAILABLE")
+    assert client.is_model_ready("ens_ab")
 
 
 def test_ensemble_with_a_missing_composing_model_is_refused(server: ServerProcess) -> None:
@@ -120,20 +110,19 @@ def test_ensemble_with_a_failed_composing_model_is_refused(server: ServerProcess
 
 def test_unloading_a_composing_model_unloads_the_ensembles_using_it(server: ServerProcess) -> None:
     client = httpclient.InferenceServerClient(server.http_url)
-    try_load(client, "ens_c")
-    before = index(server, "ens_c")[0]["state"]
+    client.load_model("ens_c")
+    assert client.is_model_ready("ens_c")
     client.unload_model("c")
     assert not client.is_model_ready("c")
     assert not client.is_model_ready("ens_c")
-    if before == "READY":  # once ensembles serve
-        assert index(server, "ens_c")[0] == {
-            "name": "ens_c", "version": "1", "state": "UNAVAILABLE", "reason": "unloaded"}
+    assert index(server, "ens_c")[0] == {
+        "name": "ens_c", "version": "1", "state": "UNAVAILABLE", "reason": "unloaded"}
 
 
 def test_unload_dependents_unloads_the_composing_models(server: ServerProcess) -> None:
     client = httpclient.InferenceServerClient(server.http_url)
-    try_load(client, "ens_d")
-    assert client.is_model_ready("d")
+    client.load_model("ens_d")
+    assert client.is_model_ready("ens_d") and client.is_model_ready("d")
     client.unload_model("ens_d", unload_dependents=True)
     assert not client.is_model_ready("d")
     assert index(server, "d")[0]["reason"] == "unloaded"
@@ -141,11 +130,10 @@ def test_unload_dependents_unloads_the_composing_models(server: ServerProcess) -
 
 def test_unload_without_dependents_keeps_the_composing_models(server: ServerProcess) -> None:
     client = grpcclient.InferenceServerClient(server.grpc_url)
-    try:
-        client.load_model("ens_e")
-    except InferenceServerException:
-        pass
+    client.load_model("ens_e")
+    assert client.is_model_ready("ens_e")
     client.unload_model("ens_e")
+    assert not client.is_model_ready("ens_e")
     assert client.is_model_ready("e")
 
 

@@ -17,7 +17,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 import onnx_models
-from models import write_model
+from models import infer_arrays, write_model
 from server_process import ROOT, ServerProcess
 
 CLIENTS = (("http", httpclient), ("grpc", grpcclient))
@@ -75,16 +75,6 @@ def config_of(server: ServerProcess, model: str) -> dict:
         return json.loads(r.read())
 
 
-def infer(module, url: str, model: str, arrays: dict[str, np.ndarray], outputs=None):
-    client = module.InferenceServerClient(url)
-    inputs = []
-    for name, array in arrays.items():
-        datatype = "BYTES" if array.dtype == np.object_ else "FP32"
-        inputs.append(module.InferInput(name, list(array.shape), datatype))
-        inputs[-1].set_data_from_numpy(array)
-    requested = [module.InferRequestedOutput(n) for n in outputs] if outputs else None
-    return client.infer(model, inputs, outputs=requested)
-
 
 def test_auto_complete_from_the_graph(server: ServerProcess) -> None:
     config = config_of(server, "addsub_auto")
@@ -115,16 +105,17 @@ def test_outputs_match_onnxruntime(server: ServerProcess, repo: Path, protocol, 
         x = rng.standard_normal((batch, 64)).astype(np.float32)
         expected = direct(repo / "mlp" / "1" / "model.onnx", {"x": x})[0]
         for model in ("mlp", "mlp_external", "mlp_renamed"):
-            got = infer(module, url, model, {"x": x}).as_numpy("logits")
+            got = infer_arrays(module, url, model, {"x": x}).as_numpy("logits")
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
     a = rng.standard_normal((3, 4)).astype(np.float32)
     b = rng.standard_normal((3, 4)).astype(np.float32)
-    result = infer(module, url, "addsub_auto", {"INPUT0": a, "INPUT1": b})
+    result = infer_arrays(module, url, "addsub_auto", {"INPUT0": a, "INPUT1": b})
     np.testing.assert_allclose(result.as_numpy("OUTPUT0"), a + b)
     np.testing.assert_allclose(result.as_numpy("OUTPUT1"), a - b)
     # The Python model in the same repository answers alike.
-    py = infer(module, url, "add_sub", {"INPUT0": a[:1].reshape(4), "INPUT1": b[:1].reshape(4)})
+    py = infer_arrays(module, url, "add_sub",
+                      {"INPUT0": a[:1].reshape(4), "INPUT1": b[:1].reshape(4)})
     np.testing.assert_allclose(py.as_numpy("OUTPUT0"), (a + b)[0])
 
 
@@ -132,7 +123,8 @@ def test_only_requested_outputs_are_returned(server: ServerProcess) -> None:
     a = np.ones((2, 4), np.float32)
     for protocol, module in CLIENTS:
         url = server.http_url if protocol == "http" else server.grpc_url
-        result = infer(module, url, "addsub_auto", {"INPUT0": a, "INPUT1": a}, outputs=["OUTPUT1"])
+        result = infer_arrays(module, url, "addsub_auto", {"INPUT0": a, "INPUT1": a},
+                              outputs=["OUTPUT1"])
         assert result.as_numpy("OUTPUT0") is None
         np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), np.zeros((2, 4), np.float32))
 
@@ -141,7 +133,7 @@ def test_strings_round_trip(server: ServerProcess) -> None:
     text = np.array([[b"hello", "wörld".encode()], [b"", b"onnx"]], dtype=np.object_)
     for protocol, module in CLIENTS:
         url = server.http_url if protocol == "http" else server.grpc_url
-        out = infer(module, url, "strings_auto", {"TEXT_IN": text}).as_numpy("TEXT_OUT")
+        out = infer_arrays(module, url, "strings_auto", {"TEXT_IN": text}).as_numpy("TEXT_OUT")
         assert out.tolist() == text.tolist()
 
 
@@ -149,7 +141,7 @@ def test_scalars_travel_as_one_element(server: ServerProcess) -> None:
     config = config_of(server, "scalar_auto")
     assert config["max_batch_size"] == 0 and config["input"][0]["dims"] == [1]
     value = np.array([3.0], np.float32)
-    result = infer(grpcclient, server.grpc_url, "scalar_auto", {"VALUE": value})
+    result = infer_arrays(grpcclient, server.grpc_url, "scalar_auto", {"VALUE": value})
     np.testing.assert_array_equal(result.as_numpy("HALF"), np.array([1.5], np.float32))
 
 
@@ -159,7 +151,7 @@ def test_concurrent_requests_of_mixed_batch_sizes(server: ServerProcess, repo: P
     expected = [direct(repo / "mlp" / "1" / "model.onnx", {"x": x})[0] for x in batches]
 
     def call(x: np.ndarray) -> np.ndarray:
-        return infer(grpcclient, server.grpc_url, "mlp", {"x": x}).as_numpy("logits")
+        return infer_arrays(grpcclient, server.grpc_url, "mlp", {"x": x}).as_numpy("logits")
 
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(call, batches))
@@ -170,11 +162,12 @@ def test_concurrent_requests_of_mixed_batch_sizes(server: ServerProcess, repo: P
 def test_wrong_shape_is_refused_and_server_keeps_serving(server: ServerProcess) -> None:
     bad = np.ones((1, 5), np.float32)
     with pytest.raises(InferenceServerException) as info:
-        infer(httpclient, server.http_url, "addsub_auto", {"INPUT0": bad, "INPUT1": bad})
+        infer_arrays(httpclient, server.http_url, "addsub_auto", {"INPUT0": bad, "INPUT1": bad})
     assert info.value.status() == "400"
     assert "INPUT0" in info.value.message() and "[-1,4]" in info.value.message()
     good = np.ones((1, 4), np.float32)
-    result = infer(httpclient, server.http_url, "addsub_auto", {"INPUT0": good, "INPUT1": good})
+    result = infer_arrays(httpclient, server.http_url, "addsub_auto",
+                          {"INPUT0": good, "INPUT1": good})
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), good * 2)
 
 
@@ -227,7 +220,8 @@ def test_contradicting_configs_and_missing_files_are_refused(tmp_path: Path) -> 
         assert not client.is_model_ready("bad_dims")
         assert client.is_model_ready("good")
         with pytest.raises(InferenceServerException):
-            infer(httpclient, server.http_url, "bad_type", {"INPUT0": np.ones((1, 4), np.float32)})
+            infer_arrays(httpclient, server.http_url, "bad_type",
+                         {"INPUT0": np.ones((1, 4), np.float32)})
 
 
 def test_invalid_parameters_are_refused(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ of the repository extension gets."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

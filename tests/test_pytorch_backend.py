@@ -18,7 +18,7 @@ from tritonclient.utils import InferenceServerException
 
 import onnx_models
 import torch_models
-from models import write_model
+from models import infer_arrays, write_model
 from server_process import ROOT, ServerProcess
 
 CLIENTS = (("http", httpclient), ("grpc", grpcclient))
@@ -74,16 +74,6 @@ def server(repo: Path):
         yield process
 
 
-def infer(module, url: str, model: str, arrays: dict[str, np.ndarray], outputs=None):
-    client = module.InferenceServerClient(url)
-    types = {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64", np.dtype(object): "BYTES"}
-    inputs = []
-    for name, array in arrays.items():
-        inputs.append(module.InferInput(name, list(array.shape), types[array.dtype]))
-        inputs[-1].set_data_from_numpy(array)
-    requested = [module.InferRequestedOutput(n) for n in outputs] if outputs else None
-    return client.infer(model, inputs, outputs=requested)
-
 
 @pytest.mark.parametrize("protocol,module", CLIENTS)
 def test_outputs_match_torch(server: ServerProcess, protocol: str, module) -> None:
@@ -94,36 +84,36 @@ def test_outputs_match_torch(server: ServerProcess, protocol: str, module) -> No
         x = rng.standard_normal((batch, 64)).astype(np.float32)
         with torch.no_grad():
             expected = mlp(torch.from_numpy(x)).numpy()
-        got = infer(module, url, "mlp_pt", {"x__0": x}).as_numpy("logits__0")
+        got = infer_arrays(module, url, "mlp_pt", {"x__0": x}).as_numpy("logits__0")
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
     a = rng.standard_normal((2, 4)).astype(np.float32)
     b = rng.standard_normal((2, 4)).astype(np.float32)
-    result = infer(module, url, "addsub_pt", {"INPUT__0": a, "INPUT__1": b})
+    result = infer_arrays(module, url, "addsub_pt", {"INPUT__0": a, "INPUT__1": b})
     np.testing.assert_allclose(result.as_numpy("OUTPUT__0"), a + b)
     np.testing.assert_allclose(result.as_numpy("OUTPUT__1"), a - b)
-    onnx = infer(module, url, "addsub_onnx", {"INPUT0": a, "INPUT1": b})
+    onnx = infer_arrays(module, url, "addsub_onnx", {"INPUT0": a, "INPUT1": b})
     np.testing.assert_allclose(onnx.as_numpy("OUTPUT1"), a - b)
-    py = infer(module, url, "add_sub", {"INPUT0": a[0], "INPUT1": b[0]})
+    py = infer_arrays(module, url, "add_sub", {"INPUT0": a[0], "INPUT1": b[0]})
     np.testing.assert_allclose(py.as_numpy("OUTPUT0"), (a + b)[0])
 
 
 def test_inputs_follow_forward_argument_names_and_dicts(server: ServerProcess) -> None:
     minuend = np.array([[10, 20, 30]], dtype=np.int64)
     subtrahend = np.array([[1, 2, 3]], dtype=np.int64)
-    result = infer(grpcclient, server.grpc_url, "difference_pt",
+    result = infer_arrays(grpcclient, server.grpc_url, "difference_pt",
                    {"subtrahend": subtrahend, "minuend": minuend})
     np.testing.assert_array_equal(result.as_numpy("DIFF"), minuend - subtrahend)
 
     x = np.array([[1, 2]], dtype=np.float32)
     y = np.array([[10, 20]], dtype=np.float32)
-    result = infer(httpclient, server.http_url, "doubler_pt", {"x": x, "y": y})
+    result = infer_arrays(httpclient, server.http_url, "doubler_pt", {"x": x, "y": y})
     np.testing.assert_array_equal(result.as_numpy("out__0"), x * 2 + y)
 
 
 def test_only_requested_outputs_and_strings(server: ServerProcess, tmp_path: Path) -> None:
     a = np.ones((1, 4), np.float32)
-    result = infer(httpclient, server.http_url, "addsub_pt", {"INPUT__0": a, "INPUT__1": a},
+    result = infer_arrays(httpclient, server.http_url, "addsub_pt", {"INPUT__0": a, "INPUT__1": a},
                    outputs=["OUTPUT__1"])
     assert result.as_numpy("OUTPUT__0") is None
     np.testing.assert_array_equal(result.as_numpy("OUTPUT__1"), np.zeros((1, 4), np.float32))
@@ -133,7 +123,7 @@ def test_only_requested_outputs_and_strings(server: ServerProcess, tmp_path: Pat
     expected = [w.encode() for w in shout(["hello", "wörld"])]
     for protocol, module in CLIENTS:
         url = server.http_url if protocol == "http" else server.grpc_url
-        out = infer(module, url, "shout_pt", {"WORDS": words}).as_numpy("LOUD")
+        out = infer_arrays(module, url, "shout_pt", {"WORDS": words}).as_numpy("LOUD")
         assert out.tolist() == expected
 
 
@@ -145,7 +135,8 @@ def test_concurrent_requests_of_mixed_batch_sizes(server: ServerProcess) -> None
         expected = [mlp(torch.from_numpy(x)).numpy() for x in batches]
 
     def call(x: np.ndarray) -> np.ndarray:
-        return infer(grpcclient, server.grpc_url, "mlp_pt", {"x__0": x}).as_numpy("logits__0")
+        result = infer_arrays(grpcclient, server.grpc_url, "mlp_pt", {"x__0": x})
+        return result.as_numpy("logits__0")
 
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(call, batches))
@@ -185,11 +176,11 @@ def test_bad_configs_and_files_are_refused(tmp_path: Path) -> None:
         a = np.ones((1, 4), np.float32)
         arrays = {"INPUT__0": a, "INPUT__1": a}
         with pytest.raises(InferenceServerException) as info:
-            infer(httpclient, server.http_url, "wrong_type", arrays)
+            infer_arrays(httpclient, server.http_url, "wrong_type", arrays)
         assert ("configuration expects datatype TYPE_FP64 for output 'OUTPUT__0', model "
                 "provides TYPE_FP32") in info.value.message()
         with pytest.raises(InferenceServerException) as info:
-            infer(grpcclient, server.grpc_url, "wrong_index", arrays)
+            infer_arrays(grpcclient, server.grpc_url, "wrong_index", arrays)
         assert ("The output OUTPUT__5 in the model configuration refers to an output index "
                 "which doesn't exist. This model has 2 outputs") in info.value.message()
 
@@ -211,7 +202,8 @@ def test_without_torch_pytorch_models_are_unavailable_and_the_rest_serves(
         client = httpclient.InferenceServerClient(server.http_url)
         assert not client.is_model_ready("addsub_pt")
         a = np.ones((1, 4), np.float32)
-        result = infer(httpclient, server.http_url, "addsub_onnx", {"INPUT0": a, "INPUT1": a})
+        result = infer_arrays(httpclient, server.http_url, "addsub_onnx",
+                              {"INPUT0": a, "INPUT1": a})
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a * 2)
-        py = infer(httpclient, server.http_url, "add_sub", {"INPUT0": a[0], "INPUT1": a[0]})
+        py = infer_arrays(httpclient, server.http_url, "add_sub", {"INPUT0": a[0], "INPUT1": a[0]})
         np.testing.assert_array_equal(py.as_numpy("OUTPUT0"), a[0] * 2)

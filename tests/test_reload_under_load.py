@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -44,32 +45,14 @@ class Counter:
                 self.errors.append(error)
 
 
-def http_client_loop(url: str, stop: threading.Event, counter: Counter, seed: int) -> None:
-    client = httpclient.InferenceServerClient(url)
+def client_loop(client_module: ModuleType, url: str, stop: threading.Event, counter: Counter,
+                seed: int) -> None:
+    """Infer on `busy` until `stop`, with tritonclient's http or grpc module."""
+    client = client_module.InferenceServerClient(url)
     n = 0
     while not stop.is_set():
         data = np.array([[seed, n]], np.float32)
-        tensor = httpclient.InferInput("INPUT0", [1, 2], "FP32")
-        tensor.set_data_from_numpy(data)
-        counter.add(sent=1)
-        try:
-            out = client.infer("busy", [tensor]).as_numpy("OUTPUT0")
-        except InferenceServerException as exc:
-            counter.add(error=str(exc))
-        else:
-            if np.array_equal(out, data):
-                counter.add(answered=1)
-            else:
-                counter.add(error=f"wrong answer {out} for {data}")
-        n += 1
-
-
-def grpc_client_loop(url: str, stop: threading.Event, counter: Counter, seed: int) -> None:
-    client = grpcclient.InferenceServerClient(url)
-    n = 0
-    while not stop.is_set():
-        data = np.array([[seed, n]], np.float32)
-        tensor = grpcclient.InferInput("INPUT0", [1, 2], "FP32")
+        tensor = client_module.InferInput("INPUT0", [1, 2], "FP32")
         tensor.set_data_from_numpy(data)
         counter.add(sent=1)
         try:
@@ -90,10 +73,10 @@ def test_no_request_is_lost_while_reloading(server: ServerProcess) -> None:
     stop = threading.Event()
     counter = Counter()
     clients = [
-        threading.Thread(target=http_client_loop, args=(server.http_url, stop, counter, 1)),
-        threading.Thread(target=http_client_loop, args=(server.http_url, stop, counter, 2)),
-        threading.Thread(target=grpc_client_loop, args=(server.grpc_url, stop, counter, 3)),
-        threading.Thread(target=grpc_client_loop, args=(server.grpc_url, stop, counter, 4)),
+        threading.Thread(target=client_loop, args=(httpclient, server.http_url, stop, counter, 1)),
+        threading.Thread(target=client_loop, args=(httpclient, server.http_url, stop, counter, 2)),
+        threading.Thread(target=client_loop, args=(grpcclient, server.grpc_url, stop, counter, 3)),
+        threading.Thread(target=client_loop, args=(grpcclient, server.grpc_url, stop, counter, 4)),
     ]
     for thread in clients:
         thread.start()
@@ -137,7 +120,7 @@ def test_request_in_flight_completes_on_the_version_being_replaced(server: Serve
 
     thread = threading.Thread(target=slow_request)
     thread.start()
-    time.sleep(0.5)  # the request is executing on the slow version
+    server.wait_pending("busy", 1)  # the slow version holds the request
     config["parameters"] = {"execute_delay_ms": {"string_value": "0"}}
     control.load_model("busy", config=json.dumps(config))
     # The new version serves at once, while the old one still finishes its request.

@@ -201,7 +201,7 @@ def test_index_shows_unloading_while_requests_drain(explicit: ServerProcess) -> 
 
     request = threading.Thread(target=slow_infer)
     request.start()
-    time.sleep(0.5)  # the request is executing
+    explicit.wait_pending("slowexec", 1)  # the request is in flight
     unloader = threading.Thread(
         target=httpclient.InferenceServerClient(explicit.http_url).unload_model,
         args=("slowexec",))
@@ -268,9 +268,23 @@ def test_bad_config_json_fails_as_triton(explicit: ServerProcess) -> None:
     body = json.dumps({"parameters": {"config": 5}}).encode()
     assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
         500, '{"error":"attempt to access JSON non-string as string"}')
-    body = json.dumps({"parameters": {"unload_dependents": "yes"}}).encode()
-    assert post(explicit, "/v2/repository/models/ready_b/unload", body) == (
-        500, '{"error":"attempt to access JSON non-boolean as boolean"}')
+    body = json.dumps({"parameters": {"foo": 1}}).encode()
+    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
+        500, '{"error":"attempt to access JSON non-string as string"}')
+    body = json.dumps({"parameters": {"unload_dependents": "true"}}).encode()
+    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
+        500, '{"error":"unexpected error on creating Triton parameter"}')
+
+
+@pytest.mark.parametrize("parameters", [{"unload_dependents": "yes"}, {"foo": 1}, [], 5])
+def test_unload_ignores_parameters_it_does_not_know_as_triton(explicit: ServerProcess,
+                                                               parameters) -> None:
+    # Triton 2.51 answers these unloads with an empty 200 and unloads the model.
+    client = httpclient.InferenceServerClient(explicit.http_url)
+    client.load_model("ready_b")
+    body = json.dumps({"parameters": parameters}).encode()
+    assert post(explicit, "/v2/repository/models/ready_b/unload", body) == (200, "")
+    assert not client.is_model_ready("ready_b")
 
 
 def test_repository_routes_and_methods_answer_as_triton(explicit: ServerProcess) -> None:
@@ -402,3 +416,46 @@ def test_none_mode_refuses_load_and_unload(tmp_path: Path) -> None:
         assert info.value.message() == message
         assert grpc.is_model_ready("m")
         assert grpc.get_model_repository_index().models[0].state == "READY"
+
+
+@pytest.mark.parametrize("call, parameters, repository, code, message", [
+    ("load", {"config": ("int64_param", 5)}, "", "INVALID_ARGUMENT",
+     "invalid value type for load parameter 'config', expected string_param."),
+    ("load", {"config": ("bytes_param", b"{}")}, "", "INVALID_ARGUMENT",
+     "invalid value type for load parameter 'config', expected string_param."),
+    ("load", {"file:1/model.py": ("string_param", "x")}, "", "INVALID_ARGUMENT",
+     "invalid value type for load parameter 'file:1/model.py', expected bytes_param."),
+    ("load", {"foo": ("int64_param", 1)}, "", "INVALID_ARGUMENT",
+     "unrecognized load parameter 'foo'."),
+    ("load", {}, "elsewhere", "UNIMPLEMENTED",
+     "'repository_name' specification is not supported"),
+    ("unload", {"unload_dependents": ("string_param", "yes")}, "", "INVALID_ARGUMENT",
+     "invalid value type for 'unload_dependents' parameter, expected bool_param."),
+    ("unload", {}, "elsewhere", "UNIMPLEMENTED",
+     "'repository_name' specification is not supported"),
+    ("index", {}, "elsewhere", "UNIMPLEMENTED",
+     "'repository_name' specification is not supported"),
+])
+def test_grpc_repository_parameters_of_the_wrong_kind_are_refused_as_triton(
+        explicit: ServerProcess, call, parameters, repository, code, message) -> None:
+    # tritonclient always sends the right kinds; other gRPC clients may not (Triton 2.51's words).
+    import grpc
+    from tritonclient.grpc import service_pb2 as pb, service_pb2_grpc
+
+    kinds = {key: pb.ModelRepositoryParameter(**{kind: value})
+             for key, (kind, value) in parameters.items()}
+    request = {
+        "load": lambda: pb.RepositoryModelLoadRequest(
+            repository_name=repository, model_name="never", parameters=kinds),
+        "unload": lambda: pb.RepositoryModelUnloadRequest(
+            repository_name=repository, model_name="never", parameters=kinds),
+        "index": lambda: pb.RepositoryIndexRequest(repository_name=repository),
+    }[call]()
+    with grpc.insecure_channel(explicit.grpc_url) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        method = {"load": stub.RepositoryModelLoad, "unload": stub.RepositoryModelUnload,
+                  "index": stub.RepositoryIndex}[call]
+        with pytest.raises(grpc.RpcError) as info:
+            method(request, timeout=30)
+    assert (info.value.code().name, info.value.details()) == (code, message)
+    assert states(explicit, "never") == [{"name": "never"}]  # nothing was loaded

@@ -109,6 +109,8 @@ def test_identical_request_is_answered_from_the_cache(server, client):
     tensor = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
     tensor.set_data_from_numpy(data)
     assert int(grpc.infer("counter", [tensor]).as_numpy("CALLS")[0, 0]) == first
+    server.wait_metric("nv_inference_exec_count", "counter",  # recorded after answering
+                       before.get(per_model("nv_inference_exec_count", "counter"), 0) + 1)
     after = metrics(server)
 
     def delta(name: str) -> float:
@@ -167,14 +169,20 @@ def test_model_without_response_cache_always_executes(client):
     assert calls(client, "uncached", data) == first + 1
 
 
-def test_unknown_cache_is_refused_at_startup(tmp_path):
+@pytest.mark.parametrize("flag, message", [
+    ("--cache-config=redis,host=localhost",
+     "unable to find cache 'redis': Tritium provides only the 'local' cache"),
+    ("--cache-config=local,size=lots", "cache 'local' size must be a number of bytes, got 'lots'"),
+])
+def test_unknown_cache_is_refused_at_startup(tmp_path, flag, message):
     write_model(tmp_path, "counter", counter_config("counter", True),
                 files={"1/model.py": COUNTER})
-    process = ServerProcess([tmp_path], "--cache-config=redis,host=localhost")
+    process = ServerProcess([tmp_path], flag)
     run = subprocess.run(process.command(), env=process.environment(), capture_output=True,
                          text=True, timeout=60)
-    assert run.returncode != 0
-    assert "unable to find cache 'redis'" in run.stderr + run.stdout
+    assert run.returncode == 1
+    # One line saying what is wrong, as tritonserver's, not a traceback.
+    assert run.stderr == f"error: creating server: INVALID_ARG - {message}\n"
 
 
 def test_statistics_count_hits_as_successes_without_compute(tmp_path):

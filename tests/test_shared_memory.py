@@ -243,7 +243,7 @@ def test_unregister_during_a_request_unmaps_when_it_ends(http, shm_server, regio
     client = httpclient.InferenceServerClient(shm_server.http_url, concurrency=2)
     inputs, outputs = fp32_io(httpclient, data, "in", "out", 64)
     pending = client.async_infer("identity_slow", inputs, outputs=outputs)
-    time.sleep(0.1)  # the slow model (300 ms) now holds the request
+    shm_server.wait_pending("identity_slow", 1)  # the slow model (300 ms) holds the request
     http.unregister_system_shared_memory()
     assert http.get_system_shared_memory_status() == []
     result = pending.get_result()
@@ -296,8 +296,11 @@ def test_cuda_shared_memory_as_triton_without_gpus(shm_server, http, grpc_client
 
 
 def test_metadata_lists_the_extensions_when_enabled(http):
-    extensions = http.get_server_metadata()["extensions"]
-    assert "system_shared_memory" in extensions and "cuda_shared_memory" in extensions
+    # Exactly what Triton 2.51 lists.
+    assert http.get_server_metadata()["extensions"] == [
+        "classification", "sequence", "model_repository", "model_repository(unload_dependents)",
+        "schedule_policy", "model_configuration", "system_shared_memory", "cuda_shared_memory",
+        "binary_tensor_data", "parameters", "statistics", "trace", "logging"]
 
 
 # -- the default: registration is off -----------------------------------------------------------

@@ -83,6 +83,16 @@ def _stats(http: httpclient.InferenceServerClient, model: str, version: str = ""
     return entry
 
 
+def _stats_after(http: httpclient.InferenceServerClient, model: str, executions: int) -> dict:
+    """The statistics once `executions` executes are recorded: an instance records its
+    execute after the backend returned, which may be just after the client got its answer."""
+    deadline = time.monotonic() + 10
+    while (entry := _stats(http, model))["execution_count"] < executions:
+        assert time.monotonic() < deadline, f"{model}: {entry['execution_count']} executions"
+        time.sleep(0.01)
+    return entry
+
+
 def test_every_ready_version_is_listed_with_tritons_members(stats_server) -> None:
     status, content_type, body = _get(stats_server, "/v2/models/stats")
     assert (status, content_type) == (200, "application/json")
@@ -101,7 +111,7 @@ def test_successful_requests_count_and_time(http, grpc_client) -> None:
     _infer_fp32(http, rows=2)
     _infer_fp32(http, rows=2)
     _infer_fp32(http, rows=1)
-    after = _stats(http, "identity_fp32")
+    after = _stats_after(http, "identity_fp32", before["execution_count"] + 3)
     stats, old = after["inference_stats"], before["inference_stats"]
     assert stats["success"]["count"] == old["success"]["count"] + 3
     assert stats["success"]["ns"] > old["success"]["ns"]
@@ -128,6 +138,7 @@ def test_a_failed_execution_counts_as_a_failure(http, grpc_client) -> None:
     _error_model(http, 0)
     with pytest.raises(InferenceServerException, match="mode 3 raised"):
         _error_model(http, 3)
+    _stats_after(http, "error_model", before.execution_count + 2)
     after = grpc_client.get_inference_statistics("error_model").model_stats[0]
     assert after.inference_stats.success.count == before.inference_stats.success.count + 1
     assert after.inference_stats.fail.count == before.inference_stats.fail.count + 1

@@ -47,6 +47,16 @@ def _named_setting(flag: str) -> Callable[[str], tuple[str, str, str]]:
     return parse
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number greater than 0, got '{text}'")
+    return value
+
+
 def _rate_limit_resource(text: str) -> tuple[str, int, int]:
     try:
         return parse_resource(text)
@@ -108,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--disable-auto-complete-config", default=False)
     _flag(serve, "--strict-model-config", default=None,
           help="deprecated: true means --disable-auto-complete-config")
-    serve.add_argument("--model-load-thread-count", type=int, default=4)
+    serve.add_argument("--model-load-thread-count", type=_positive_int, default=4)
     serve.add_argument("--exit-timeout-secs", type=float, default=30.0)
     serve.add_argument("--log-verbose", type=int, default=0)
     _flag(serve, "--log-info", default=True)
@@ -125,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="<groups>:<header key>=<value>; repeatable")
     serve.add_argument("--grpc-restricted-protocol", action="append", default=[],
                        help="<groups>:<header key>=<value>; repeatable")
-    serve.add_argument("--http-max-input-size", type=int, default=DEFAULT_MAX_INPUT_SIZE,
+    serve.add_argument("--http-max-input-size", type=_positive_int,
+                       default=DEFAULT_MAX_INPUT_SIZE,
                        help="largest HTTP request body, in bytes (default 64 MB)")
     serve.add_argument("--id", default="triton")
     _flag(serve, "--allow-client-shm", default=False,

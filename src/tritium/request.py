@@ -8,7 +8,6 @@ threads while frontends wait on the event loop.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -167,9 +166,6 @@ class InferenceRequest:
 
     def respond_error(self, error: TritonError) -> None:
         self.respond(InferenceResponse(error=error))
-
-    def mark_queued(self) -> None:
-        self.queue_start_ns = time.perf_counter_ns()
 
 
 _NO_ID_PREFIX = "[request id: <id_unknown>] "

@@ -40,20 +40,23 @@ from .trace_settings import TraceSetting, TraceSettings
 
 log = logging.getLogger("tritium.server")
 
-# The protocol extensions this server implements (reported by server metadata).
+# The protocol extensions this server implements (reported by server metadata), in Triton
+# 2.51's order; schedule_policy is the request `priority` and `timeout` parameters.
 EXTENSIONS = [
     "classification",
     "sequence",
     "model_repository",
     "model_repository(unload_dependents)",
-    "binary_tensor_data",
+    "schedule_policy",
     "model_configuration",
+    "binary_tensor_data",
     "parameters",
     "statistics",
     "trace",
     "logging",
 ]
-# Listed only when clients may register regions (--allow-client-shm=true).
+# Listed only when clients may register regions (--allow-client-shm=true), where Triton lists
+# them: after model_configuration.
 SHARED_MEMORY_EXTENSIONS = ["system_shared_memory", "cuda_shared_memory"]
 
 
@@ -182,7 +185,8 @@ class InferenceServer:
     def metadata(self) -> dict[str, Any]:
         extensions = list(EXTENSIONS)
         if self.shared_memory.enabled:
-            extensions += SHARED_MEMORY_EXTENSIONS
+            at = extensions.index("model_configuration") + 1
+            extensions[at:at] = SHARED_MEMORY_EXTENSIONS
         return {"name": self.id, "version": self.version, "extensions": extensions}
 
     def model_ready(self, name: str, version: str | int = "") -> bool:
@@ -411,6 +415,9 @@ def _on_loop(loop: asyncio.AbstractEventLoop, callback: Deliver) -> Deliver:
     return deliver
 
 
+_LONG_LIMIT = 2**63
+
+
 def parse_version(version: str | int) -> int:
     """Triton's GetModelVersionFromString: "" means -1 (the version policy picks)."""
     if isinstance(version, int):
@@ -421,7 +428,7 @@ def parse_version(version: str | int) -> int:
         value = int(version.strip()) if version.strip().lstrip("+-").isdigit() else None
     except ValueError:
         value = None
-    if value is None:
+    if value is None or not -_LONG_LIMIT <= value < _LONG_LIMIT:  # what std::stol can read
         raise TritonError.invalid_arg(
             f"failed to get model version from specified version string '{version}' "
             "(details: stol), version should be an integral value > 0"

@@ -52,7 +52,11 @@ def model_table(server: InferenceServer) -> str:
 
 async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
-    server = InferenceServer(options)
+    try:
+        server = InferenceServer(options)  # refuses a bad --cache-config, for one
+    except TritonError as exc:
+        print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
+        return 1
     try:
         await loop.run_in_executor(None, server.start)
     except TritonError as exc:

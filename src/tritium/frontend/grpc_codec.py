@@ -186,11 +186,16 @@ def decode_infer_request(
     targets: dict[str, OutputRegion] | None = None
     for out in message.outputs:
         out_parameters = _plain(out.parameters) if out.parameters else {}
-        if out_parameters and _SHM_PARAMETERS.intersection(out_parameters):
-            if "classification" in out_parameters and "shared_memory_region" in out_parameters:
+        if out_parameters and "classification" in out_parameters:
+            if "shared_memory_region" in out_parameters:
                 raise TritonError.invalid_arg(
                     "output can't set both 'shared_memory_region' and 'classification'"
                 )
+            # Only the HTTP frontend classifies; answering raw values here would look right.
+            raise TritonError.unsupported(
+                f"classification of output '{out.name}' is supported over HTTP only"
+            )
+        if out_parameters and _SHM_PARAMETERS.intersection(out_parameters):
             if targets is None:
                 targets = {}
             targets[out.name] = OutputRegion(_tensor_region(out.parameters, out.name, regions))

@@ -62,18 +62,24 @@ def _index(server: InferenceServer, body: bytes) -> Answer:
 def _load(server: InferenceServer, body: bytes, *, name: str) -> Answer:
     parameters: dict[str, Any] = {}
     for key, value in _parameters(body).items():
-        if key == "config" or key.startswith(FILE_PREFIX):
-            if not isinstance(value, str):
-                raise TritonError.internal("attempt to access JSON non-string as string")
-            parameters[key] = value if key == "config" else _base64(key, value)
+        # Triton 2.51 reads every parameter as a string, then knows only these keys.
+        if not isinstance(value, str):
+            raise TritonError.internal("attempt to access JSON non-string as string")
+        if key == "config":
+            parameters[key] = value
+        elif key.startswith(FILE_PREFIX):
+            parameters[key] = _base64(key, value)
+        else:
+            raise TritonError.internal("unexpected error on creating Triton parameter")
     server.load_model(name, parameters)
     return 200, None
 
 
 def _unload(server: InferenceServer, body: bytes, *, name: str) -> Answer:
-    dependents = _parameters(body).get("unload_dependents", False)
-    if not isinstance(dependents, bool):
-        raise TritonError.internal("attempt to access JSON non-boolean as boolean")
+    # Triton 2.51 unloads whatever the parameters say: only a boolean `unload_dependents`
+    # counts, other members and kinds are ignored.
+    parameters = _parse(body).get("parameters")
+    dependents = isinstance(parameters, dict) and parameters.get("unload_dependents") is True
     server.unload_model(name, dependents)
     return 200, None
 
