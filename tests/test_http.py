@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import http.client
 import json
 import socket
 import struct
@@ -23,55 +22,13 @@ import tritonclient.http as httpclient
 import tritonclient.http.aio as aioclient
 from tritonclient.utils import InferenceServerException
 
+from raw_http import Reply, call, post
 from tritium.errors import TritonError
 from tritium.frontend.http import HttpFrontend
 from tritium.request import InferenceResponse
 from tritium.tensor import Tensor
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-class Reply:
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-    def json(self) -> Any:
-        length = self.headers.get("inference-header-content-length")
-        return json.loads(self.body[: int(length)] if length is not None else self.body)
-
-    def binary(self) -> bytes:
-        return self.body[int(self.headers["inference-header-content-length"]) :]
-
-    @property
-    def error(self) -> str:
-        return self.json()["error"]
-
-
-def call(server, method: str, path: str, body: bytes = b"",
-         headers: dict[str, str] | None = None) -> Reply:
-    host, port = server.http_url.split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=30)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        data = response.read()
-        return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
-    finally:
-        conn.close()
-
-
-def post(server, path: str, document: Any = None, *, binary: bytes = b"",
-         raw: bytes | None = None, headers: dict[str, str] | None = None) -> Reply:
-    """POST a JSON document; with `binary`, as the JSON header of a binary-extension body."""
-    headers = dict(headers or {})
-    if raw is not None:
-        return call(server, "POST", path, raw, headers)
-    header = json.dumps(document).encode()
-    if binary:
-        headers.setdefault("Inference-Header-Content-Length", str(len(header)))
-    return call(server, "POST", path, header + binary, headers)
 
 
 def f32_input(data: list, shape: list[int] | None = None, name: str = "INPUT0") -> dict:
