@@ -8,8 +8,6 @@ frontend's ports and graceful stop in test_http_frontend_in_process.py.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from tritonclient.utils import InferenceServerException
 

@@ -7,7 +7,6 @@ server must still serve.
 
 from __future__ import annotations
 
-import gzip
 import json
 import socket
 import struct
