@@ -9,8 +9,7 @@ import tritonclient.http as httpclient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 # The helper modules' asserts explain their failures like the tests' own.
-pytest.register_assert_rewrite("raw_http", "http_infer_requests", "grpc_fixtures",
-                              "grpc_stream_fixtures", "pb_utils_fake_runtime")
+pytest.register_assert_rewrite("raw_http", "http_infer_requests", "grpc_stream_fixtures")
 
 from models import standard_repository  # noqa: E402
 from server_process import ServerProcess  # noqa: E402

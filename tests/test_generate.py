@@ -101,7 +101,8 @@ def test_non_ascii_text_round_trips(server):
 
 
 def test_batching_model_gets_the_batch_dimension(server):
-    reply = post(server, "/v2/models/gen_batched/generate", {"text_input": "hi", "n": 3, "vec": [1, 2]})
+    reply = post(server, "/v2/models/gen_batched/generate",
+                 {"text_input": "hi", "n": 3, "vec": [1, 2]})
     assert reply.status == 200
     assert reply.body == (b'{"model_name":"gen_batched","model_version":"1",'
                           b'"shapes":"{\\"n\\": [1, 1], \\"text_input\\": [1, 1], '
@@ -254,10 +255,12 @@ def test_generate_wants_exactly_one_response(server, count):
 
 
 def test_generate_with_a_failing_first_response(server):
-    reply = post(server, "/v2/models/gen_stream/generate", {"text_input": "hi", "count": 2, "fail_at": 0})
+    reply = post(server, "/v2/models/gen_stream/generate",
+                 {"text_input": "hi", "count": 2, "fail_at": 0})
     assert reply.status == 400
     assert reply.json() == {"error": SINGLE}
-    reply = post(server, "/v2/models/gen_stream/generate", {"text_input": "hi", "count": 1, "fail_at": 0})
+    reply = post(server, "/v2/models/gen_stream/generate",
+                 {"text_input": "hi", "count": 1, "fail_at": 0})
     assert reply.status == 400
     assert reply.json() == {"error": "failed at 0"}
 
@@ -401,7 +404,8 @@ def test_client_disconnecting_mid_stream_cancels_the_request(server, repo):
              "the model never saw the cancellation")
     wait_for(lambda: server.metric("nv_inference_pending_request_count", "gen_stream") == 0,
              "the cancelled request is still pending")
-    reply = post(server, "/v2/models/gen_stream/generate_stream", {"text_input": "after", "count": 2})
+    reply = post(server, "/v2/models/gen_stream/generate_stream",
+                 {"text_input": "after", "count": 2})
     assert [e["text_output"] for e in reply.events()] == ["after 0", "after 1"]
 
 
