@@ -9,7 +9,6 @@ import base64
 import json
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ import tritonclient.http.aio as httpaio
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
-from raw_http import post
+from raw_http import call as raw_call, post
 from server_process import ServerProcess
 
 PLUS1_PY = """
@@ -282,13 +281,8 @@ def test_unload_ignores_parameters_it_does_not_know_as_triton(explicit: ServerPr
 
 def test_repository_routes_and_methods_answer_as_triton(explicit: ServerProcess) -> None:
     def call(method: str, path: str, body: bytes | None = None) -> tuple[int, str, str]:
-        request = urllib.request.Request(f"http://{explicit.http_url}{path}", data=body,
-                                         method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, response.headers["content-type"], response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.headers["content-type"], error.read().decode()
+        reply = raw_call(explicit, method, path, body)
+        return reply.status, reply.headers["content-type"], reply.text
 
     assert call("GET", "/v2/repository/index") == (
         405, "application/json", '{"error":"Method Not Allowed"}')
