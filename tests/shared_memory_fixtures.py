@@ -21,7 +21,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pbg
 
 from server_process import ServerProcess
-from test_http import call
+from raw_http import call
 
 _KEYS = itertools.count()
 

@@ -17,9 +17,9 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from grpc_stream_fixtures import REPEAT
 from models import identity_config, write_model
 from server_process import ServerProcess
-from test_grpc_stream import REPEAT
 
 # A Python model: OUT = IN + 1, and INFO (one string per batch row) saying what it saw and
 # when it ran: its request id and parameters, and its start and end time.

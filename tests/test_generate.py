@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from raw_http import post
 from server_process import ServerProcess
 from tritium.errors import TritonError
 from tritium.frontend.http_generate import _shape
@@ -47,39 +48,8 @@ def server(repo: Path):
         yield process
 
 
-class Reply:
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def events(self) -> list[Any]:
-        """The server-sent events' data, parsed; the body must be nothing but events."""
-        assert self.body.endswith(b"\n\n"), self.body
-        chunks = self.body[:-2].split(b"\n\n")
-        assert all(chunk.startswith(b"data: ") for chunk in chunks), self.body
-        return [json.loads(chunk[len(b"data: "):]) for chunk in chunks]
-
-
-def post(server: ServerProcess, path: str, document: Any = None, *, raw: bytes | None = None,
-         headers: dict[str, str] | None = None, method: str = "POST") -> Reply:
-    conn = http.client.HTTPConnection(HOST, server.http_port, timeout=30)
-    try:
-        body = raw if raw is not None else (None if document is None else
-                                            json.dumps(document).encode())
-        conn.request(method, "/v2/models/" + path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return Reply(response.status, {k.lower(): v for k, v in response.getheaders()},
-                     response.read())
-    finally:
-        conn.close()
-
-
 def echo(server: ServerProcess, document: dict[str, Any]) -> dict[str, Any]:
-    reply = post(server, "gen_echo/generate", document)
+    reply = post(server, "/v2/models/gen_echo/generate", document)
     assert reply.status == 200, reply.body
     return reply.json()
 
@@ -88,7 +58,7 @@ def echo(server: ServerProcess, document: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_generate_response_as_triton_writes_it(server):
-    reply = post(server, "gen_echo/generate", {"text_input": "hi"})
+    reply = post(server, "/v2/models/gen_echo/generate", {"text_input": "hi"})
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
     assert reply.headers["transfer-encoding"] == "chunked"  # as Triton sends it
@@ -131,7 +101,8 @@ def test_non_ascii_text_round_trips(server):
 
 
 def test_batching_model_gets_the_batch_dimension(server):
-    reply = post(server, "gen_batched/generate", {"text_input": "hi", "n": 3, "vec": [1, 2]})
+    reply = post(server, "/v2/models/gen_batched/generate",
+                 {"text_input": "hi", "n": 3, "vec": [1, 2]})
     assert reply.status == 200
     assert reply.body == (b'{"model_name":"gen_batched","model_version":"1",'
                           b'"shapes":"{\\"n\\": [1, 1], \\"text_input\\": [1, 1], '
@@ -153,7 +124,7 @@ def test_other_members_and_parameters_reach_the_model_as_parameters(server):
 def test_response_parameters_are_fields_and_hide_outputs_of_their_name(server):
     # As Triton's http_server.cc (GenerateRequestClass) writes them; Triton 2.51's python
     # backend cannot send response parameters, so this was not compared with it.
-    reply = post(server, "gen_params/generate", {"text_input": "x"})
+    reply = post(server, "/v2/models/gen_params/generate", {"text_input": "x"})
     assert reply.body == (b'{"count":3,"flag":true,"model_name":"gen_params",'
                           b'"model_version":"1","note":"n","text_output":"from-param"}')
 
@@ -201,7 +172,7 @@ def test_a_parameter_named_like_an_input_is_that_input(server):
         "not-an-object"])
 def test_bad_requests_get_triton_messages(server, document, status, message):
     for endpoint in ("generate", "generate_stream"):
-        reply = post(server, f"gen_echo/{endpoint}", document)
+        reply = post(server, f"/v2/models/gen_echo/{endpoint}", document)
         assert reply.status == status, reply.body
         assert reply.headers["content-type"] == "application/json"
         assert reply.json()["error"].startswith(message)
@@ -221,22 +192,22 @@ def test_bad_requests_get_triton_messages(server, document, status, message):
 ])
 def test_routing_errors(server, path, method, status, content_type, message):
     body = None if method == "GET" else {"text_input": "hi"}
-    reply = post(server, path, body, method=method)
+    reply = post(server, "/v2/models/" + path, body, method=method)
     assert (reply.status, reply.headers["content-type"]) == (status, content_type)
     assert reply.json() == {"error": message}
 
 
 def test_version_in_the_path(server):
-    reply = post(server, "gen_echo/versions/1/generate", {"text_input": "hi"})
+    reply = post(server, "/v2/models/gen_echo/versions/1/generate", {"text_input": "hi"})
     assert reply.status == 200
     assert reply.json()["model_version"] == "1"
 
 
 def test_malformed_json(server):
-    reply = post(server, "gen_echo/generate", raw=b'{"text_input":"hi"')
+    reply = post(server, "/v2/models/gen_echo/generate", raw=b'{"text_input":"hi"')
     assert reply.status == 400
     assert reply.json()["error"].startswith("failed to parse the request JSON buffer:")
-    reply = post(server, "gen_echo/generate", raw=b"")
+    reply = post(server, "/v2/models/gen_echo/generate", raw=b"")
     assert (reply.status, reply.json()) == (400, {
         "error": "failed to parse the request JSON buffer: The document is empty. at 0"})
 
@@ -250,7 +221,7 @@ def test_generate_refuses_any_content_encoding(server, encoding):
     body = json.dumps({"text_input": "hi"}).encode()
     raw = gzip.compress(body) if encoding == "gzip" else body
     for endpoint in ("generate", "generate_stream"):
-        reply = post(server, f"gen_echo/{endpoint}", raw=raw,
+        reply = post(server, f"/v2/models/gen_echo/{endpoint}", raw=raw,
                      headers={"Content-Encoding": encoding})
         assert reply.status == 400
         assert reply.json() == {
@@ -258,7 +229,7 @@ def test_generate_refuses_any_content_encoding(server, encoding):
 
 
 def test_generate_identity_encoding_and_no_compressed_answers(server):
-    reply = post(server, "gen_echo/generate", {"text_input": "hi"},
+    reply = post(server, "/v2/models/gen_echo/generate", {"text_input": "hi"},
                  headers={"Content-Encoding": "identity", "Accept-Encoding": "gzip"})
     assert reply.status == 200
     assert "content-encoding" not in reply.headers
@@ -269,7 +240,7 @@ def test_generate_identity_encoding_and_no_compressed_answers(server):
 
 
 def test_generate_on_a_decoupled_model_with_one_response(server):
-    reply = post(server, "gen_stream/generate", {"text_input": "hi", "count": 1})
+    reply = post(server, "/v2/models/gen_stream/generate", {"text_input": "hi", "count": 1})
     assert reply.status == 200
     assert reply.body == (b'{"index":0,"model_name":"gen_stream","model_version":"1",'
                           b'"text_output":"hi 0"}')
@@ -277,25 +248,27 @@ def test_generate_on_a_decoupled_model_with_one_response(server):
 
 @pytest.mark.parametrize("count", [0, 3])
 def test_generate_wants_exactly_one_response(server, count):
-    reply = post(server, "gen_stream/generate", {"text_input": "hi", "count": count})
+    reply = post(server, "/v2/models/gen_stream/generate", {"text_input": "hi", "count": count})
     # As Triton: the status is the first response's (200), the body an error.
     assert reply.status == 200
     assert reply.json() == {"error": SINGLE}
 
 
 def test_generate_with_a_failing_first_response(server):
-    reply = post(server, "gen_stream/generate", {"text_input": "hi", "count": 2, "fail_at": 0})
+    reply = post(server, "/v2/models/gen_stream/generate",
+                 {"text_input": "hi", "count": 2, "fail_at": 0})
     assert reply.status == 400
     assert reply.json() == {"error": SINGLE}
-    reply = post(server, "gen_stream/generate", {"text_input": "hi", "count": 1, "fail_at": 0})
+    reply = post(server, "/v2/models/gen_stream/generate",
+                 {"text_input": "hi", "count": 1, "fail_at": 0})
     assert reply.status == 400
     assert reply.json() == {"error": "failed at 0"}
 
 
 def test_model_error_is_400_whatever_its_code(server):
-    reply = post(server, "gen_fail/generate", {"text_input": "hi"})
+    reply = post(server, "/v2/models/gen_fail/generate", {"text_input": "hi"})
     assert (reply.status, reply.json()) == (400, {"error": "model says no"})
-    reply = post(server, "gen_fail/generate_stream", {"text_input": "hi"})
+    reply = post(server, "/v2/models/gen_fail/generate_stream", {"text_input": "hi"})
     assert reply.status == 400
     assert reply.headers["content-type"] == "text/event-stream; charset=utf-8"
     assert reply.events() == [{"error": "model says no"}]
@@ -305,7 +278,7 @@ def test_model_error_is_400_whatever_its_code(server):
 
 
 def test_generate_stream_sends_each_response_as_an_event(server):
-    reply = post(server, "gen_stream/generate_stream",
+    reply = post(server, "/v2/models/gen_stream/generate_stream",
                  {"id": "s1", "text_input": "hi", "count": 3})
     assert reply.status == 200
     assert reply.headers["content-type"] == "text/event-stream; charset=utf-8"
@@ -317,7 +290,7 @@ def test_generate_stream_sends_each_response_as_an_event(server):
 
 
 def test_generate_stream_error_mid_stream_is_an_event_and_the_stream_goes_on(server):
-    reply = post(server, "gen_stream/generate_stream",
+    reply = post(server, "/v2/models/gen_stream/generate_stream",
                  {"text_input": "hi", "count": 3, "fail_at": 1})
     assert reply.status == 200  # set by the first response
     events = reply.events()
@@ -326,7 +299,7 @@ def test_generate_stream_error_mid_stream_is_an_event_and_the_stream_goes_on(ser
 
 
 def test_generate_stream_first_response_failing_sets_400(server):
-    reply = post(server, "gen_stream/generate_stream",
+    reply = post(server, "/v2/models/gen_stream/generate_stream",
                  {"text_input": "hi", "count": 2, "fail_at": 0})
     assert reply.status == 400
     assert reply.events() == [
@@ -336,9 +309,9 @@ def test_generate_stream_first_response_failing_sets_400(server):
 
 
 def test_generate_stream_with_no_responses_and_on_an_ordinary_model(server):
-    reply = post(server, "gen_stream/generate_stream", {"text_input": "hi", "count": 0})
+    reply = post(server, "/v2/models/gen_stream/generate_stream", {"text_input": "hi", "count": 0})
     assert (reply.status, reply.body) == (200, b"")
-    reply = post(server, "gen_echo/generate_stream", {"text_input": "hi"})
+    reply = post(server, "/v2/models/gen_echo/generate_stream", {"text_input": "hi"})
     assert reply.status == 200
     [event] = reply.events()
     assert event["text_output"] == "echo: hi"
@@ -431,7 +404,8 @@ def test_client_disconnecting_mid_stream_cancels_the_request(server, repo):
              "the model never saw the cancellation")
     wait_for(lambda: server.metric("nv_inference_pending_request_count", "gen_stream") == 0,
              "the cancelled request is still pending")
-    reply = post(server, "gen_stream/generate_stream", {"text_input": "after", "count": 2})
+    reply = post(server, "/v2/models/gen_stream/generate_stream",
+                 {"text_input": "after", "count": 2})
     assert [e["text_output"] for e in reply.events()] == ["after 0", "after 1"]
 
 

@@ -8,8 +8,6 @@ import logging
 import re
 import socket
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import grpc
@@ -20,6 +18,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
 from models import identity_config, write_model
+from raw_http import call
 from server_process import ServerProcess
 from tritium.logging_settings import LogSettings
 
@@ -45,13 +44,8 @@ def log_server(repo: Path, tmp_path_factory: pytest.TempPathFactory):
 
 
 def _post(server: ServerProcess, body: bytes) -> tuple[int, dict]:
-    request = urllib.request.Request(f"http://{server.http_url}/v2/logging", data=body,
-                                     method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    reply = call(server, "POST", "/v2/logging", body, timeout=10)
+    return reply.status, reply.json()
 
 
 def _send_garbage(server: ServerProcess) -> None:

@@ -7,7 +7,6 @@ state, as in Triton 2.51), unloading a composing model unloads the ensembles tha
 from __future__ import annotations
 
 import json
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from google.protobuf import text_format
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
+from raw_http import post
 from server_process import ServerProcess
 from tritium.repository import ModelControl, ModelReadyState, VersionStatus
 from tritium.repository.dependency_graph import DependencyGraph, composing_models
@@ -69,15 +69,6 @@ def index(server: ServerProcess, name: str) -> list[dict]:
 
 
 
-def post(server: ServerProcess, path: str) -> tuple[int, str]:
-    request = urllib.request.Request(f"http://{server.http_url}{path}", data=b"", method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
 def test_loading_an_ensemble_loads_its_composing_models_first(server: ServerProcess) -> None:
     client = httpclient.InferenceServerClient(server.http_url)
     assert not client.is_model_ready("a") and not client.is_model_ready("b")
@@ -88,7 +79,8 @@ def test_loading_an_ensemble_loads_its_composing_models_first(server: ServerProc
 
 
 def test_ensemble_with_a_missing_composing_model_is_refused(server: ServerProcess) -> None:
-    assert post(server, "/v2/repository/models/ens_missing/load") == (400, json.dumps({
+    reply = post(server, "/v2/repository/models/ens_missing/load")
+    assert reply.status_and_text() == (400, json.dumps({
         "error": "load failed for model 'ens_missing': ensemble ens_missing contains models "
                  "that are not available or ambiguous: nothere\n"}, separators=(",", ":")))
     # As in Triton, the refused ensemble has no state in the index.

@@ -1,5 +1,8 @@
 """The python backend: unmodified Triton Python-backend models, one stub process per instance.
 
+Here the transport, ordinary, failing, parallel and decoupled models, BLS, custom metrics and
+readiness; stub crashes in test_python_backend_crashes.py, Python-based backends and execution
+environments in test_python_backend_environments.py.
 The models live in tests/python_models/ (repo/: one per behaviour; backends/ + pybased_repo/:
 a Python-based backend; bad_repo/: a model whose initialize fails; env_model/: a model run in
 an execution environment). Every test drives a real server process with tritonclient.
@@ -9,97 +12,18 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
-import shutil
-import signal
-import subprocess
-import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable
 
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException
 
+from python_backend_fixtures import (MODELS, REPO, add_sub_inputs, error_of, grpc, grpc_input, http,
+                                     http_input, server, stream, wait_for)
 from server_process import ServerProcess
-
-MODELS = Path(__file__).resolve().parent / "python_models"
-REPO = MODELS / "repo"
-
-
-@pytest.fixture(scope="module")
-def server():
-    # crashy's initialize() waits, so that a restarting stub is visibly not ready.
-    with ServerProcess([REPO], env={"CRASHY_INIT_DELAY": "1.0"}) as process:
-        yield process
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> httpclient.InferenceServerClient:
-    return httpclient.InferenceServerClient(server.http_url, network_timeout=60)
-
-
-@pytest.fixture
-def grpc(server: ServerProcess) -> grpcclient.InferenceServerClient:
-    return grpcclient.InferenceServerClient(server.grpc_url)
-
-
-def http_input(name: str, array: np.ndarray, datatype: str) -> httpclient.InferInput:
-    tensor = httpclient.InferInput(name, list(array.shape), datatype)
-    tensor.set_data_from_numpy(array)
-    return tensor
-
-
-def grpc_input(name: str, array: np.ndarray, datatype: str) -> grpcclient.InferInput:
-    tensor = grpcclient.InferInput(name, list(array.shape), datatype)
-    tensor.set_data_from_numpy(array)
-    return tensor
-
-
-def add_sub_inputs(make: Callable = http_input, shape: tuple = (4,)) -> list:
-    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
-    b = np.full(shape, 0.5, dtype=np.float32)
-    return [make("INPUT0", a, "FP32"), make("INPUT1", b, "FP32")]
-
-
-def error_of(call: Callable[[], Any]) -> InferenceServerException:
-    with pytest.raises(InferenceServerException) as info:
-        call()
-    return info.value
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
-
-
-def stub_pids(server_pid: int) -> list[int]:
-    """Child processes of the server (its stubs)."""
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(server_pid)],
-                         capture_output=True, text=True).stdout
-    return [int(pid) for pid in out.split()]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 # -- the transport, alone ---------------------------------------------------------------------
@@ -344,35 +268,6 @@ def test_two_instances_execute_in_parallel(server) -> None:
 # -- decoupled models -------------------------------------------------------------------------
 
 
-def stream(client: grpcclient.InferenceServerClient, sends: list[tuple], timeout: float = 30.0,
-           expected_finals: int | None = None) -> dict[str, list]:
-    """Send (model, request_id, inputs) on one stream; collect results per request id until
-    each request's final response (or an error) has come."""
-    responses: queue.Queue = queue.Queue()
-    client.start_stream(callback=lambda result, error: responses.put((result, error)))
-    by_id: dict[str, list] = {rid: [] for _, rid, _ in sends}
-    try:
-        for model, rid, inputs in sends:
-            client.async_stream_infer(model, inputs, request_id=rid,
-                                      enable_empty_final_response=True)
-        open_ids = set(by_id)
-        deadline = time.monotonic() + timeout
-        while open_ids:
-            result, error = responses.get(timeout=max(0.1, deadline - time.monotonic()))
-            if error is not None:
-                # Errors carry no id on the stream: give them to the one request still open
-                # that can take it (tests send one failing request at a time).
-                by_id.setdefault("<errors>", []).append(error.message())
-                continue
-            response = result.get_response()
-            by_id[response.id].append(result)
-            if response.parameters["triton_final_response"].bool_param:
-                open_ids.discard(response.id)
-    finally:
-        client.stop_stream()
-    return by_id
-
-
 def test_decoupled_square_streams_n_responses_then_the_final_flag(grpc) -> None:
     sends = [("square", f"sq{n}", [grpc_input("IN", np.array([n], np.int32), "INT32")])
              for n in (3, 0, 5)]
@@ -494,187 +389,3 @@ def test_is_ready_feeds_model_readiness(http) -> None:
     assert not http.is_model_ready("readiness")
     assert set_ready(True) is False
     assert http.is_model_ready("readiness")
-
-
-# -- crashes -----------------------------------------------------------------------------------
-
-
-def crashy(client, seconds: float, marker: Path | None = None) -> int:
-    inputs = [http_input("SLEEP", np.array([seconds], np.float32), "FP32")]
-    if marker is not None:
-        inputs.append(http_input("MARKER", np.array([str(marker).encode()], np.object_), "BYTES"))
-    return int(client.infer("crashy", inputs).as_numpy("PID")[0])
-
-
-def test_a_killed_stub_fails_its_requests_and_restarts(server, http, tmp_path: Path) -> None:
-    pid = crashy(http, 0)
-    assert pid in stub_pids(server.process.pid)
-    marker = tmp_path / "executing"
-    outcome: dict = {}
-
-    def in_flight() -> None:
-        client = httpclient.InferenceServerClient(server.http_url, network_timeout=60)
-        try:
-            outcome["pid"] = crashy(client, 30, marker)
-        except InferenceServerException as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=in_flight)
-    thread.start()
-    wait_for(marker.exists)  # the request is inside execute
-    os.kill(pid, signal.SIGKILL)
-    thread.join(30)
-    assert not thread.is_alive()
-    assert outcome["error"].message() == "Stub process 'crashy_0' is not healthy."
-    # Restarting (its initialize takes a second): not ready, and requests fail clearly.
-    wait_for(lambda: not http.is_model_ready("crashy"))
-    err = error_of(lambda: crashy(http, 0))
-    assert err.message() == "Stub process 'crashy_0' is not healthy."
-    wait_for(lambda: http.is_model_ready("crashy"))
-    new_pid = crashy(http, 0)
-    assert new_pid != pid and new_pid in stub_pids(server.process.pid)
-    assert not alive(pid)
-    # Other models never noticed.
-    assert http.infer("add_sub", add_sub_inputs()).as_numpy("OUTPUT0") is not None
-
-
-def test_a_stub_exiting_during_execute_is_restarted(server, http) -> None:
-    err = error_of(lambda: crashy(http, -1))
-    assert err.message() == "Stub process 'crashy_0' is not healthy."
-    wait_for(lambda: http.is_model_ready("crashy"))
-    assert crashy(http, 0) > 0
-
-
-def test_a_killed_stub_ends_its_open_streams_with_an_error(server, grpc, http) -> None:
-    events: queue.Queue = queue.Queue()
-    grpc.start_stream(callback=lambda result, error: events.put((result, error)))
-    try:
-        grpc.async_stream_infer(
-            "ticker", [grpc_input("TICKS", np.array([10_000], np.int32), "INT32")]
-        )
-        result, error = events.get(timeout=30)
-        assert error is None
-        pid = int(result.as_numpy("PID")[0])
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while True:
-            result, error = events.get(timeout=max(0.1, deadline - time.monotonic()))
-            if error is not None:
-                break
-        assert error.message() == "Stub process 'ticker_0' is not healthy."
-    finally:
-        grpc.stop_stream()
-    wait_for(lambda: http.is_model_ready("ticker"))
-    got = stream(grpc, [("ticker", "t", [grpc_input("TICKS", np.array([2], np.int32), "INT32")])])
-    pids = {int(r.as_numpy("PID")[0]) for r in got["t"][:-1]}
-    assert len(got["t"]) == 3 and len(pids) == 1 and pid not in pids
-
-
-# -- Python-based backends, execution environments --------------------------------------------
-
-
-def test_python_based_backend_serves_every_model_naming_it() -> None:
-    repo = MODELS / "pybased_repo"
-    with ServerProcess([repo], f"--backend-directory={MODELS / 'backends'}") as server:
-        client = httpclient.InferenceServerClient(server.http_url)
-        a = np.array([1.0, 2.0], np.float32)
-        b = np.array([0.5, 0.5], np.float32)
-        inputs = [http_input("A", a, "FP32"), http_input("B", b, "FP32")]
-        plain = client.infer("adder", inputs)
-        np.testing.assert_allclose(plain.as_numpy("SUM"), [1.5, 2.5])
-        assert plain.as_numpy("NAME").tolist() == [b"adder"]
-        scaled = client.infer("scaled_adder", inputs)
-        np.testing.assert_allclose(scaled.as_numpy("SUM"), [15.0, 25.0])
-        assert scaled.as_numpy("NAME").tolist() == [b"scaled_adder"]
-        assert client.get_model_config("adder")["backend"] == "pyadd"
-
-
-def test_execution_environment_runs_the_model_with_its_python(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    shutil.copytree(MODELS / "env_model", repo / "env_model")
-    venv = repo / "env_model" / "venv"
-    # The base interpreter's site-packages hold numpy; the venv holds nothing of Tritium's.
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-                   check=True)
-    with ServerProcess([repo]) as server:
-        client = httpclient.InferenceServerClient(server.http_url)
-        result = client.infer("env_model", [http_input("IN", np.array([1], np.int32), "INT32")])
-        assert result.as_numpy("PREFIX")[0].decode() == str(venv)
-
-
-def test_execution_environment_from_an_archive(tmp_path: Path) -> None:
-    import tarfile
-
-    repo = tmp_path / "repo"
-    shutil.copytree(MODELS / "env_model", repo / "env_model")
-    venv = tmp_path / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-                   check=True)
-    with tarfile.open(repo / "env_model" / "env.tar.gz", "w:gz") as archive:
-        archive.add(venv, arcname=".")
-    config = repo / "env_model" / "config.pbtxt"
-    config.write_text(config.read_text().replace("/venv", "/env.tar.gz"))
-    with ServerProcess([repo]) as server:
-        client = httpclient.InferenceServerClient(server.http_url)
-        result = client.infer("env_model", [http_input("IN", np.array([1], np.int32), "INT32")])
-        prefix = Path(result.as_numpy("PREFIX")[0].decode())
-        assert prefix.name.startswith("tritium_python_env_")
-        assert prefix.exists()
-    assert not prefix.exists()  # unpacked for the model, removed with it
-
-
-def test_missing_execution_environment_fails_the_load(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    shutil.copytree(MODELS / "env_model", repo / "env_model")
-    server = ServerProcess([repo])
-    with pytest.raises(RuntimeError):
-        server.start()
-    assert "EXECUTION_ENV_PATH '$$TRITON_MODEL_DIRECTORY/venv'" in server.log()
-
-
-# -- nothing left behind ----------------------------------------------------------------------
-
-
-def shm_entries() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-
-
-def test_nothing_left_after_exit_crash_or_kill(tmp_path: Path) -> None:
-    before = shm_entries()
-    repo = tmp_path / "repo"
-    for name in ("add_sub", "crashy", "square", "big_identity"):
-        shutil.copytree(REPO / name, repo / name)
-    # A clean exit (SIGTERM) with a crash on the way: stubs finalize, nothing remains.
-    server = ServerProcess([repo]).start()
-    client = httpclient.InferenceServerClient(server.http_url)
-    pids = stub_pids(server.process.pid)
-    assert len(pids) == 4
-    big = np.ones(2_000_000, np.float32)  # a one-off segment each way
-    client.infer("big_identity", [http_input("IN", big, "FP32")])
-    crashy(client, 0)
-    error_of(lambda: crashy(client, -1))
-    wait_for(lambda: client.is_model_ready("crashy"))
-    pids += stub_pids(server.process.pid)
-    assert server.stop(signal.SIGTERM) == 0
-    assert "Cleaning up..." in server.log()  # add_sub's finalize() ran
-    wait_for(lambda: not any(alive(pid) for pid in pids), timeout=10)
-    # The server killed outright: its stubs notice and exit by themselves.
-    server = ServerProcess([repo]).start()
-    pids = stub_pids(server.process.pid)
-    server.stop(signal.SIGKILL)
-    wait_for(lambda: not any(alive(pid) for pid in pids), timeout=10)
-    new = {name for name in shm_entries() - before
-           if "trit" in name.lower() or "python" in name.lower()}
-    assert not new
-
-
-def test_the_example_add_sub_model() -> None:
-    root = Path(__file__).resolve().parent.parent / "examples"
-    with ServerProcess([root / "model_repository"],
-                       f"--backend-directory={root / 'backends'}") as server:
-        client = httpclient.InferenceServerClient(server.http_url)
-        result = client.infer("add_sub", add_sub_inputs())
-        np.testing.assert_allclose(result.as_numpy("OUTPUT0"), np.arange(4) + 0.5)
-        np.testing.assert_allclose(result.as_numpy("OUTPUT1"), np.arange(4) - 0.5)

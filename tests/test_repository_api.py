@@ -9,7 +9,6 @@ import base64
 import json
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ import tritonclient.http.aio as httpaio
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
+from raw_http import call as raw_call, post
 from server_process import ServerProcess
 
 PLUS1_PY = """
@@ -82,15 +82,6 @@ def explicit(tmp_path_factory: pytest.TempPathFactory):
         yield server
 
 
-def post(server: ServerProcess, path: str, body: bytes = b"") -> tuple[int, str]:
-    request = urllib.request.Request(f"http://{server.http_url}{path}", data=body, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
 def infer(client: httpclient.InferenceServerClient, model: str) -> np.ndarray:
     data = np.array([[1.5, 2.5]], np.float32)
     tensor = httpclient.InferInput("INPUT0", [1, 2], "FP32")
@@ -104,7 +95,7 @@ def states(server: ServerProcess, name: str) -> list[dict]:
 
 
 def test_index_lists_never_loaded_models_by_name_only(explicit: ServerProcess) -> None:
-    status, body = post(explicit, "/v2/repository/index")
+    status, body = post(explicit, "/v2/repository/index").status_and_text()
     assert status == 200
     index = json.loads(body)
     assert {"name": "never"} in index
@@ -112,7 +103,7 @@ def test_index_lists_never_loaded_models_by_name_only(explicit: ServerProcess) -
 
 
 def test_index_ready_filter_over_http_grpc_and_aio(explicit: ServerProcess) -> None:
-    status, body = post(explicit, "/v2/repository/index", b'{"ready": true}')
+    status, body = post(explicit, "/v2/repository/index", raw=b'{"ready": true}').status_and_text()
     assert status == 200
     assert all(e["state"] == "READY" for e in json.loads(body))
     assert {"name": "ready_a", "version": "1", "state": "READY"} in json.loads(body)
@@ -147,9 +138,9 @@ def test_grpc_index_ready_filter(explicit: ServerProcess) -> None:
 
 
 def test_index_wrong_json_types_are_triton_500s(explicit: ServerProcess) -> None:
-    assert post(explicit, "/v2/repository/index", b'{"ready": "x"}') == (
+    assert post(explicit, "/v2/repository/index", raw=b'{"ready": "x"}').status_and_text() == (
         500, '{"error":"attempt to access JSON non-boolean as boolean"}')
-    status, body = post(explicit, "/v2/repository/index", b"{bad")
+    status, body = post(explicit, "/v2/repository/index", raw=b"{bad").status_and_text()
     assert status == 500
     assert json.loads(body)["error"].startswith("failed to parse the request JSON buffer")
 
@@ -217,7 +208,7 @@ def test_index_shows_unloading_while_requests_drain(explicit: ServerProcess) -> 
 
 
 def test_load_unknown_model_fails_as_triton(explicit: ServerProcess) -> None:
-    assert post(explicit, "/v2/repository/models/nothere/load") == (
+    assert post(explicit, "/v2/repository/models/nothere/load").status_and_text() == (
         500, '{"error":"failed to load \'nothere\', failed to poll from model repository"}')
     grpc = grpcclient.InferenceServerClient(explicit.grpc_url)
     with pytest.raises(InferenceServerException) as info:
@@ -227,7 +218,7 @@ def test_load_unknown_model_fails_as_triton(explicit: ServerProcess) -> None:
 
 
 def test_unload_unknown_model_succeeds_as_triton(explicit: ServerProcess) -> None:
-    assert post(explicit, "/v2/repository/models/nothere/unload") == (200, "")
+    assert post(explicit, "/v2/repository/models/nothere/unload").status_and_text() == (200, "")
 
 
 def test_load_with_config_override_reloads_the_loaded_model(explicit: ServerProcess) -> None:
@@ -263,16 +254,16 @@ def test_failed_reload_leaves_the_old_version_serving(explicit: ServerProcess) -
 
 def test_bad_config_json_fails_as_triton(explicit: ServerProcess) -> None:
     body = json.dumps({"parameters": {"config": "{bad json"}}).encode()
-    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
+    assert post(explicit, "/v2/repository/models/ready_b/load", raw=body).status_and_text() == (
         500, '{"error":"failed to load \'ready_b\', failed to poll from model repository"}')
     body = json.dumps({"parameters": {"config": 5}}).encode()
-    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
+    assert post(explicit, "/v2/repository/models/ready_b/load", raw=body).status_and_text() == (
         500, '{"error":"attempt to access JSON non-string as string"}')
     body = json.dumps({"parameters": {"foo": 1}}).encode()
-    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
+    assert post(explicit, "/v2/repository/models/ready_b/load", raw=body).status_and_text() == (
         500, '{"error":"attempt to access JSON non-string as string"}')
     body = json.dumps({"parameters": {"unload_dependents": "true"}}).encode()
-    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (
+    assert post(explicit, "/v2/repository/models/ready_b/load", raw=body).status_and_text() == (
         500, '{"error":"unexpected error on creating Triton parameter"}')
 
 
@@ -283,19 +274,15 @@ def test_unload_ignores_parameters_it_does_not_know_as_triton(explicit: ServerPr
     client = httpclient.InferenceServerClient(explicit.http_url)
     client.load_model("ready_b")
     body = json.dumps({"parameters": parameters}).encode()
-    assert post(explicit, "/v2/repository/models/ready_b/unload", body) == (200, "")
+    reply = post(explicit, "/v2/repository/models/ready_b/unload", raw=body)
+    assert reply.status_and_text() == (200, "")
     assert not client.is_model_ready("ready_b")
 
 
 def test_repository_routes_and_methods_answer_as_triton(explicit: ServerProcess) -> None:
     def call(method: str, path: str, body: bytes | None = None) -> tuple[int, str, str]:
-        request = urllib.request.Request(f"http://{explicit.http_url}{path}", data=body,
-                                         method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, response.headers["content-type"], response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.headers["content-type"], error.read().decode()
+        reply = raw_call(explicit, method, path, body)
+        return reply.status, reply.headers["content-type"], reply.text
 
     assert call("GET", "/v2/repository/index") == (
         405, "application/json", '{"error":"Method Not Allowed"}')
@@ -378,7 +365,8 @@ def test_load_unload_and_index_over_the_http_aio_client(explicit: ServerProcess)
 def test_files_override_without_config_is_refused(explicit: ServerProcess) -> None:
     content = base64.b64encode(PLUS1_PY.encode()).decode()
     body = json.dumps({"parameters": {"file:1/model.py": content}}).encode()
-    assert post(explicit, "/v2/repository/models/ready_b/load", body) == (500, json.dumps({
+    reply = post(explicit, "/v2/repository/models/ready_b/load", raw=body)
+    assert reply.status_and_text() == (500, json.dumps({
         "error": "failed to load 'ready_b', failed to poll from model repository: file "
                  "overrides need the 'config' parameter"}, separators=(",", ":")))
 
@@ -387,7 +375,7 @@ def test_load_with_an_invalid_config_fails_as_triton_with_the_reason(
         explicit: ServerProcess) -> None:
     config = json.dumps({"backend": "identity", "max_batch_size": -3})
     body = json.dumps({"parameters": {"config": config}}).encode()
-    status, text = post(explicit, "/v2/repository/models/ready_b/load", body)
+    status, text = post(explicit, "/v2/repository/models/ready_b/load", raw=body).status_and_text()
     assert status == 500
     assert json.loads(text)["error"].startswith(
         "failed to load 'ready_b', failed to poll from model repository: ")
@@ -405,9 +393,9 @@ def test_none_mode_refuses_load_and_unload(tmp_path: Path) -> None:
     write_model(tmp_path, "m", identity_config("m"))
     message = "explicit model load / unload is not allowed if polling is enabled"
     with ServerProcess([tmp_path]) as server:
-        assert post(server, "/v2/repository/models/m/load") == (503, json.dumps(
+        assert post(server, "/v2/repository/models/m/load").status_and_text() == (503, json.dumps(
             {"error": message}, separators=(",", ":")))
-        assert post(server, "/v2/repository/models/m/unload") == (503, json.dumps(
+        assert post(server, "/v2/repository/models/m/unload").status_and_text() == (503, json.dumps(
             {"error": message}, separators=(",", ":")))
         grpc = grpcclient.InferenceServerClient(server.grpc_url)
         with pytest.raises(InferenceServerException) as info:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
+from raw_http import post
 from server_process import ServerProcess
 
 CONFIG = json.dumps({
@@ -45,28 +45,18 @@ def server(layout: dict[str, Path]):
         yield process
 
 
-def post(server: ServerProcess, path: str, document: dict | None = None) -> tuple[int, dict]:
-    body = json.dumps(document).encode() if document is not None else b""
-    request = urllib.request.Request(f"http://{server.http_url}{path}", data=body, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, {}
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
 def loaded(server: ServerProcess) -> set[str]:
     client = grpcclient.InferenceServerClient(server.grpc_url)
     return {m.name for m in client.get_model_repository_index().models if m.state == "READY"}
 
 
 def test_model_name_with_dot_dot_is_refused(server: ServerProcess) -> None:
-    status, body = post(server, "/v2/repository/models/..%2Foutside/load")
-    assert (status, body) == (400, {"error": "invalid model name '../outside'"})
-    status, _ = post(server, "/v2/repository/models/..%2Foutside/unload")
-    assert status == 400
-    status, body = post(server, "/v2/repository/models/../load")
-    assert status == 400 and body["error"] == "invalid model name '..'"
+    reply = post(server, "/v2/repository/models/..%2Foutside/load")
+    assert (reply.status, reply.json()) == (400, {"error": "invalid model name '../outside'"})
+    reply = post(server, "/v2/repository/models/..%2Foutside/unload")
+    assert reply.status == 400 and isinstance(reply.json(), dict)
+    reply = post(server, "/v2/repository/models/../load")
+    assert reply.status == 400 and reply.error == "invalid model name '..'"
     assert "outside" not in loaded(server)
 
 
@@ -80,13 +70,13 @@ def test_absolute_model_name_is_refused(server: ServerProcess, layout: dict[str,
 
 
 def test_model_directory_symlinked_out_of_the_repository_is_refused(server: ServerProcess) -> None:
-    status, body = post(server, "/v2/repository/models/linked/load")
-    assert status == 400
-    assert body["error"] == (
+    reply = post(server, "/v2/repository/models/linked/load")
+    assert reply.status == 400
+    assert reply.error == (
         "invalid model name 'linked': the model directory leaves the model repository")
     assert "linked" not in loaded(server)
     # The repository's own models still load.
-    assert post(server, "/v2/repository/models/inside/load") == (200, {})
+    assert post(server, "/v2/repository/models/inside/load").status == 200
 
 
 @pytest.mark.parametrize("key", [
@@ -97,10 +87,10 @@ def test_model_directory_symlinked_out_of_the_repository_is_refused(server: Serv
 def test_override_file_path_with_dot_dot_is_refused(server: ServerProcess, key: str,
                                                    layout: dict[str, Path]) -> None:
     content = base64.b64encode(b"escaped").decode()
-    status, body = post(server, "/v2/repository/models/fresh/load",
-                        {"parameters": {"config": CONFIG, key: content}})
-    assert status == 400
-    assert body["error"] == (
+    reply = post(server, "/v2/repository/models/fresh/load",
+                 {"parameters": {"config": CONFIG, key: content}})
+    assert reply.status == 400
+    assert reply.error == (
         f"invalid file override '{key}': the path must stay inside the model directory")
     # Nothing was written: no temporary directory left, no escaped file anywhere near.
     assert os.listdir(layout["tmp"]) == []

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import grpc
@@ -20,6 +18,7 @@ from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
+from raw_http import call
 from server_process import ROOT, ServerProcess
 from tritium.frontend.restricted_api import GRPC_METHODS, http_group
 
@@ -48,13 +47,8 @@ def restricted(repo: Path):
 
 def _call(server: ServerProcess, path: str, method: str = "GET", body: bytes | None = None,
           headers: dict[str, str] | None = None) -> tuple[int, str, bytes]:
-    request = urllib.request.Request(f"http://{server.http_url}{path}", data=body,
-                                     method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.headers["content-type"], response.read()
-    except urllib.error.HTTPError as err:
-        return err.code, err.headers["content-type"], err.read()
+    reply = call(server, method, path, body, headers, timeout=10)
+    return reply.status, reply.headers["content-type"], reply.body
 
 
 @pytest.mark.parametrize("path, group", [

@@ -31,7 +31,7 @@ from shared_memory_fixtures import (  # noqa: E402
     raw_infer,
     shm_input,
 )
-from test_http import call  # noqa: E402
+from raw_http import call  # noqa: E402
 
 # The fixtures (shm_server, http, grpc_client, regions) come from there too.
 pytest_plugins = ["shared_memory_fixtures"]

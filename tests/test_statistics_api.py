@@ -7,8 +7,6 @@ import asyncio
 import json
 import shutil
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ import tritonclient.http.aio as http_aio
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
+from raw_http import call
 from server_process import ServerProcess
 
 PYTHON_REPO = Path(__file__).parent / "python_models" / "repo"
@@ -57,12 +56,8 @@ def grpc_client(stats_server: ServerProcess):
 
 
 def _get(server: ServerProcess, path: str, method: str = "GET") -> tuple[int, str, dict]:
-    request = urllib.request.Request(f"http://{server.http_url}{path}", method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.headers["content-type"], json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, err.headers["content-type"], json.loads(err.read())
+    reply = call(server, method, path, None, timeout=10)
+    return reply.status, reply.headers["content-type"], reply.json()
 
 
 def _infer_fp32(http: httpclient.InferenceServerClient, rows: int) -> None:

@@ -4,8 +4,6 @@ settings as Triton 2.51 does (compared side by side with tritonserver), and --tr
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import grpc
@@ -17,6 +15,7 @@ from tritonclient.grpc import service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
+from raw_http import call
 from server_process import ServerProcess
 
 DEFAULTS = {"trace_level": ["OFF"], "trace_rate": "1000", "trace_count": "-1",
@@ -50,13 +49,8 @@ def trace_server(shared_server: ServerProcess):
 
 def _call(server: ServerProcess, path: str, body: bytes | None = None,
           method: str | None = None) -> tuple[int, dict]:
-    request = urllib.request.Request(f"http://{server.http_url}{path}", data=body,
-                                     method=method or ("POST" if body is not None else "GET"))
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    reply = call(server, method or ("POST" if body is not None else "GET"), path, body, timeout=10)
+    return reply.status, reply.json()
 
 
 def test_defaults_and_inheritance(trace_server) -> None:
