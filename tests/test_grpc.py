@@ -8,9 +8,7 @@ stand-in server in test_grpc_frontend_in_process.py; their shared fixtures in gr
 from __future__ import annotations
 
 import grpc
-import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.utils import InferenceServerException
 
@@ -103,16 +101,3 @@ def test_read_only_extension_rpcs_answer(stub):
     assert stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest()).regions == {}
     assert stub.TraceSetting(pb.TraceSettingRequest()).settings["trace_level"].value == ["OFF"]
     assert "log_verbose_level" in stub.LogSettings(pb.LogSettingsRequest()).settings
-
-
-def test_classification_over_grpc_is_refused_not_ignored(client):
-    # Only HTTP classifies; raw values under a classification request would look like an answer.
-    data = np.random.rand(1, 5).astype(np.float32)
-    inp = grpcclient.InferInput("INPUT0", data.shape, "FP32")
-    inp.set_data_from_numpy(data)
-    with pytest.raises(InferenceServerException) as info:
-        client.infer("identity_fp32", [inp],
-                     outputs=[grpcclient.InferRequestedOutput("OUTPUT0", class_count=2)])
-    assert info.value.status() == "StatusCode.UNIMPLEMENTED"
-    assert info.value.message() == (
-        "classification of output 'OUTPUT0' is supported over HTTP only")

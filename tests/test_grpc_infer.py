@@ -8,9 +8,12 @@ from typing import Any
 
 import grpc
 import numpy as np
+import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.aio as aioclient
+from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pbg
+from tritonclient.utils import deserialize_bytes_tensor
 
 # `channel` is not used here by name: the `stub` fixture needs it.
 from grpc_fixtures import (F4, I16, channel, client, good_fp32_request, infer_request,
@@ -185,3 +188,50 @@ def test_large_request_with_two_inputs_and_a_subset_of_outputs(stub):
     ))
     assert response.id == "x" * 300
     np.testing.assert_array_equal(output_array(response, "OUTPUT0"), big)
+
+
+def _classify(stub, parameter: pb.InferParameter, shape=(2, 4)) -> pb.ModelInferResponse:
+    request = pb.ModelInferRequest(model_name="identity_fp32")
+    request.inputs.add(name="INPUT0", datatype="FP32", shape=list(shape))
+    values = np.arange(np.prod(shape), dtype=np.float32)[::-1].copy()
+    request.raw_input_contents.append(values.tobytes())
+    output = request.outputs.add(name="OUTPUT0")
+    output.parameters["classification"].CopyFrom(parameter)
+    return stub.ModelInfer(request)
+
+
+def test_classification_as_triton_sends_it(stub):
+    # Rows [7 6 5 4] and [3 2 1 0]: the two largest of each, "value:index", as Triton 2.51 sent.
+    response = _classify(stub, pb.InferParameter(int64_param=2))
+    output = response.outputs[0]
+    assert (output.name, output.datatype, list(output.shape)) == ("OUTPUT0", "BYTES", [2, 2])
+    assert deserialize_bytes_tensor(response.raw_output_contents[0]).tolist() == [
+        b"7.000000:0", b"6.000000:1", b"3.000000:0", b"2.000000:1"]
+    # More classes than values: every value, still largest first.
+    wide = _classify(stub, pb.InferParameter(int64_param=9))
+    assert list(wide.outputs[0].shape) == [2, 4]
+
+
+def test_classification_through_the_client(client):
+    data = np.array([[0.1, 0.7, 0.2]], dtype=np.float32)
+    inp = grpcclient.InferInput("INPUT0", data.shape, "FP32")
+    inp.set_data_from_numpy(data)
+    result = client.infer("identity_fp32", [inp],
+                          outputs=[grpcclient.InferRequestedOutput("OUTPUT0", class_count=2)])
+    assert result.as_numpy("OUTPUT0").tolist() == [[b"0.700000:1", b"0.200000:2"]]
+
+
+@pytest.mark.parametrize("parameter, message", [
+    (pb.InferParameter(int64_param=0), "invalid value for 'classification' parameter, expected >= 0"),
+    (pb.InferParameter(int64_param=-1), "invalid value for 'classification' parameter, expected >= 0"),
+    (pb.InferParameter(string_param="2"),
+     "invalid value type for 'classification' parameter, expected int64_param"),
+    (pb.InferParameter(uint64_param=2),
+     "invalid value type for 'classification' parameter, expected int64_param"),
+])
+def test_classification_parameter_errors_as_triton(stub, parameter, message):
+    with pytest.raises(grpc.RpcError) as info:
+        _classify(stub, parameter)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == message
+

@@ -256,3 +256,17 @@ def test_client_process_vanishing_mid_stream(stream_server):
     wait_until_idle(stream_server, "repeat_int32")
     with grpcclient.InferenceServerClient(stream_server.grpc_url) as c:
         assert c.is_server_ready()
+
+
+def test_classification_on_the_stream(client):
+    got = Collector()
+    client.start_stream(callback=got)
+    try:
+        client.async_stream_infer(
+            "identity_int32", [int32_input("INPUT0", [3, 9, 1])],
+            outputs=[grpcclient.InferRequestedOutput("OUTPUT0", class_count=2)])
+        (result, error), = got.wait_count(1)
+    finally:
+        client.stop_stream()
+    assert error is None
+    assert result.as_numpy("OUTPUT0").tolist() == [b"9:1", b"3:0"]

@@ -241,7 +241,7 @@ class _InferenceService:
                 )
             request, regions = decode_infer_request(message, raws, self.server.shared_memory)
             response = await self.server.infer(request)
-            return encode_infer_response(response, request, regions=regions)
+            return encode_infer_response(response, request, regions=regions, config=config)
         except TritonError as err:
             await _abort(context, err)
         except Exception as exc:  # a bug, not the client's fault: keep serving, say INTERNAL

@@ -40,6 +40,7 @@ from ..tensor import (
     input_data_error,
     serialize_bytes,
 )
+from .classification import classify
 from .limits import check_requested_outputs
 from .shared_memory import OutputRegion, SharedMemoryManager, region_view, write_output
 
@@ -191,10 +192,15 @@ def decode_infer_request(
                 raise TritonError.invalid_arg(
                     "output can't set both 'shared_memory_region' and 'classification'"
                 )
-            # Only the HTTP frontend classifies; answering raw values here would look right.
-            raise TritonError.unsupported(
-                f"classification of output '{out.name}' is supported over HTTP only"
-            )
+            # Triton's words, including "expected >= 0" for a count it refuses below 1.
+            if out.parameters["classification"].WhichOneof("parameter_choice") != "int64_param":
+                raise TritonError.invalid_arg(
+                    "invalid value type for 'classification' parameter, expected int64_param"
+                )
+            if out_parameters["classification"] < 1:
+                raise TritonError.invalid_arg(
+                    "invalid value for 'classification' parameter, expected >= 0"
+                )
         if out_parameters and _SHM_PARAMETERS.intersection(out_parameters):
             if targets is None:
                 targets = {}
@@ -361,6 +367,7 @@ def encode_infer_response(
     *,
     final: bool | None = None,
     regions: dict[str, OutputRegion] | None = None,
+    config: Any = None,
 ) -> bytes:
     """InferenceResponse -> ModelInferResponse wire bytes, every output as raw contents.
 
@@ -368,7 +375,8 @@ def encode_infer_response(
     as raw_output_contents fields straight from their buffers (a protobuf message may list its
     fields in any order, and repeated fields concatenate). `final` (ModelStreamInfer only) adds
     the `triton_final_response` parameter. Outputs in `regions` are written there and go out
-    as an empty raw entry, as Triton sends them.
+    as an empty raw entry, as Triton sends them. An output requested with `classification: N`
+    goes out as its top N classes (BYTES), which reads the model's `config`.
     """
     head = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
@@ -378,11 +386,17 @@ def encode_infer_response(
     if final is not None:
         head.parameters[FINAL_RESPONSE].bool_param = final
     outputs = response.outputs
+    classified: dict[str, int] = {}
     if request.requested_outputs:
         wanted = set(request.requested_output_names)
         outputs = [t for t in outputs if t.name in wanted]
+        classified = {o.name: o.parameters["classification"] for o in request.requested_outputs
+                      if o.parameters and "classification" in o.parameters}
     parts: list[Any] = [b""]
     for tensor in outputs:
+        if classified and tensor.name in classified:
+            datatype, shape, data = classify(tensor, classified[tensor.name], config)
+            tensor = Tensor(tensor.name, datatype, shape, data, tensor.parameters)
         entry = head.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
         if tensor.parameters:
             _set_parameters(entry.parameters, tensor.parameters)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import aclosing
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, NamedTuple
 
 import grpc
 from tritonclient.grpc import service_pb2 as pb
@@ -135,6 +135,7 @@ class _Stream:
         decoupled = False
         request: InferenceRequest | None = None
         regions: dict[str, OutputRegion] | None = None
+        config: Any = None
         error: TritonError | None = None
         try:
             # As in ModelInfer (and Triton), the model is settled before the tensors are read.
@@ -155,7 +156,8 @@ class _Stream:
             turn = asyncio.get_running_loop().create_future()
             self._last_turn = turn
         task = asyncio.get_running_loop().create_task(
-            self._run(message, request, regions, error, decoupled, previous, turn)
+            self._run(message, request, _Encoding(regions, config), error, decoupled, previous,
+                      turn)
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -164,7 +166,7 @@ class _Stream:
         self,
         message: pb.ModelInferRequest,
         request: InferenceRequest | None,
-        regions: dict[str, OutputRegion] | None,
+        encoding: _Encoding,
         error: TritonError | None,
         decoupled: bool,
         previous: asyncio.Future[None] | None,
@@ -178,7 +180,7 @@ class _Stream:
                 assert error is not None
                 emit(encode_stream_head(message, None, error.message))
             else:
-                await self._infer(message, request, regions, decoupled, emit)
+                await self._infer(message, request, encoding, decoupled, emit)
             if turn is not None:
                 if previous is not None:
                     await asyncio.wait([previous])
@@ -198,7 +200,7 @@ class _Stream:
         self,
         message: pb.ModelInferRequest,
         request: InferenceRequest,
-        regions: dict[str, OutputRegion] | None,
+        encoding: _Encoding,
         decoupled: bool,
         emit: Any,
     ) -> None:
@@ -216,18 +218,26 @@ class _Stream:
                             return  # closing the iteration cancels the request
                         emit(encode_stream_head(message, final, response.error.message))
                     else:
-                        emit(_encode(response, request, regions, final))
+                        emit(_encode(response, request, encoding, final))
         except TritonError as err:
             # Raised before any response: the request could not be issued (Triton's
             # ServerInferAsync failing), so the client gets the error and the id only.
             emit(encode_stream_head(message, None, err.message))
 
 
-def _encode(response: InferenceResponse, request: InferenceRequest,
-            regions: dict[str, OutputRegion] | None, final: bool) -> bytes:
-    return encode_stream_response(
-        encode_infer_response(response, request, final=final, regions=regions)
-    )
+class _Encoding(NamedTuple):
+    """What encoding a request's responses needs besides the response: the client regions its
+    outputs go to, and the model's configuration (classification reads it)."""
+
+    regions: dict[str, OutputRegion] | None
+    config: Any
+
+
+def _encode(response: InferenceResponse, request: InferenceRequest, encoding: _Encoding,
+            final: bool) -> bytes:
+    return encode_stream_response(encode_infer_response(
+        response, request, final=final, regions=encoding.regions, config=encoding.config
+    ))
 
 
 __all__ = ["StreamInferHandler"]
