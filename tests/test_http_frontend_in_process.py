@@ -1,7 +1,7 @@
 """The HttpFrontend in-process over a stand-in server object: port conflicts and graceful stop.
 
-Also what the frontend refuses on its own (not ready, decoupled models, classification with
-labels), with no model process behind it.
+Also what the frontend refuses on its own (not ready, decoupled models), with no model process
+behind it.
 """
 
 from __future__ import annotations
@@ -145,28 +145,6 @@ def test_decoupled_model_is_refused():
             assert json.loads(payload)["error"] == (
                 "HTTP end point doesn't support models with decoupled transaction policy"
             )
-        finally:
-            await frontend.stop(grace=1)
-
-    asyncio.run(main())
-
-
-def test_classification_with_labels_is_reported_unsupported():
-    # Triton appends the label ("5.000000:1:dog"); until labels are loaded we say so plainly.
-    async def main() -> None:
-        stand_in = StandInServer()
-        stand_in.config.output[0].label_filename = "labels.txt"
-        stand_in.release.set()
-        frontend = HttpFrontend(stand_in, "127.0.0.1", 0)
-        await frontend.start()
-        try:
-            body = json.dumps({
-                "inputs": [f32_input([1, 5, 3], [3])],
-                "outputs": [{"name": "OUTPUT0", "parameters": {"classification": 2}}],
-            }).encode()
-            status, payload = await _http(frontend.port, "POST", "/v2/models/m/infer", body)
-            assert status == 501
-            assert "label_filename" in json.loads(payload)["error"]
         finally:
             await frontend.stop(grace=1)
 

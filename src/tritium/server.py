@@ -227,6 +227,10 @@ class InferenceServer:
     def model_config(self, name: str, version: str = "") -> mc.ModelConfig:
         return self._model(name, version).config
 
+    def model_labels(self, name: str, version: str = "") -> dict[str, list[str]]:
+        """Output name -> the labels classification names classes with."""
+        return self._model(name, version).labels
+
     def model_config_json(self, name: str, version: str = "") -> dict[str, Any]:
         return model_config_to_json(self.model_config(name, version))
 

@@ -22,6 +22,7 @@ from tritonclient.grpc import service_pb2 as pb
 
 from ..errors import Code, TritonError
 from ..server import InferenceServer, parse_version
+from .classification import requested_classes
 from .grpc_codec import (
     ParsedInferRequest,
     decode_infer_request,
@@ -241,7 +242,10 @@ class _InferenceService:
                 )
             request, regions = decode_infer_request(message, raws, self.server.shared_memory)
             response = await self.server.infer(request)
-            return encode_infer_response(response, request, regions=regions, config=config)
+            labels = (self.server.model_labels(message.model_name, message.model_version)
+                      if requested_classes(request) else None)
+            return encode_infer_response(response, request, regions=regions, config=config,
+                                         labels=labels)
         except TritonError as err:
             await _abort(context, err)
         except Exception as exc:  # a bug, not the client's fault: keep serving, say INTERNAL

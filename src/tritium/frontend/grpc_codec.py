@@ -40,7 +40,7 @@ from ..tensor import (
     input_data_error,
     serialize_bytes,
 )
-from .classification import classify
+from .classification import classify, requested_classes
 from .limits import check_requested_outputs
 from .shared_memory import OutputRegion, SharedMemoryManager, region_view, write_output
 
@@ -368,6 +368,7 @@ def encode_infer_response(
     final: bool | None = None,
     regions: dict[str, OutputRegion] | None = None,
     config: Any = None,
+    labels: dict[str, list[str]] | None = None,
 ) -> bytes:
     """InferenceResponse -> ModelInferResponse wire bytes, every output as raw contents.
 
@@ -376,7 +377,7 @@ def encode_infer_response(
     fields in any order, and repeated fields concatenate). `final` (ModelStreamInfer only) adds
     the `triton_final_response` parameter. Outputs in `regions` are written there and go out
     as an empty raw entry, as Triton sends them. An output requested with `classification: N`
-    goes out as its top N classes (BYTES), which reads the model's `config`.
+    goes out as its top N classes (BYTES), which reads the model's `config` and `labels`.
     """
     head = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
@@ -390,12 +391,12 @@ def encode_infer_response(
     if request.requested_outputs:
         wanted = set(request.requested_output_names)
         outputs = [t for t in outputs if t.name in wanted]
-        classified = {o.name: o.parameters["classification"] for o in request.requested_outputs
-                      if o.parameters and "classification" in o.parameters}
+        classified = requested_classes(request)
     parts: list[Any] = [b""]
     for tensor in outputs:
         if classified and tensor.name in classified:
-            datatype, shape, data = classify(tensor, classified[tensor.name], config)
+            datatype, shape, data = classify(tensor, classified[tensor.name], config,
+                                             labels.get(tensor.name) if labels else None)
             tensor = Tensor(tensor.name, datatype, shape, data, tensor.parameters)
         entry = head.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
         if tensor.parameters:

@@ -38,6 +38,7 @@ from tritonclient.grpc import service_pb2 as pb
 from ..errors import Code, TritonError
 from ..request import InferenceRequest, InferenceResponse
 from ..server import InferenceServer
+from .classification import requested_classes
 from .grpc_codec import (
     ParsedInferRequest,
     decode_infer_request,
@@ -136,12 +137,15 @@ class _Stream:
         request: InferenceRequest | None = None
         regions: dict[str, OutputRegion] | None = None
         config: Any = None
+        labels: dict[str, list[str]] | None = None
         error: TritonError | None = None
         try:
             # As in ModelInfer (and Triton), the model is settled before the tensors are read.
             config = self.server.model_config(message.model_name, message.model_version)
             decoupled = config.model_transaction_policy.decoupled
             request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+            if requested_classes(request):
+                labels = self.server.model_labels(message.model_name, message.model_version)
         except TritonError as err:
             error = err
         except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving
@@ -156,8 +160,8 @@ class _Stream:
             turn = asyncio.get_running_loop().create_future()
             self._last_turn = turn
         task = asyncio.get_running_loop().create_task(
-            self._run(message, request, _Encoding(regions, config), error, decoupled, previous,
-                      turn)
+            self._run(message, request, _Encoding(regions, config, labels), error, decoupled,
+                      previous, turn)
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -227,16 +231,18 @@ class _Stream:
 
 class _Encoding(NamedTuple):
     """What encoding a request's responses needs besides the response: the client regions its
-    outputs go to, and the model's configuration (classification reads it)."""
+    outputs go to, and the model's configuration and labels (classification reads them)."""
 
     regions: dict[str, OutputRegion] | None
     config: Any
+    labels: dict[str, list[str]] | None
 
 
 def _encode(response: InferenceResponse, request: InferenceRequest, encoding: _Encoding,
             final: bool) -> bytes:
     return encode_stream_response(encode_infer_response(
-        response, request, final=final, regions=encoding.regions, config=encoding.config
+        response, request, final=final, regions=encoding.regions, config=encoding.config,
+        labels=encoding.labels,
     ))
 
 

@@ -263,6 +263,8 @@ class HttpApp:
         request, plan = decode_infer_request(
             name, model_version, body, header_length, config, self.server.shared_memory
         )
+        if plan.classifies:
+            plan.labels = self.server.model_labels(name, version)
         # If the frontend stops before the answer, the request is marked cancelled.
         conn.pending = request
         self.server.infer_nowait(request, partial(

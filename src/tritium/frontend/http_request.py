@@ -57,6 +57,9 @@ class OutputPlan:
     requested: dict[str, tuple[bool, int]] = field(default_factory=dict)
     # Outputs to write into client shared memory instead of the body, by name.
     regions: dict[str, OutputRegion] | None = None
+    # Whether any output asks for classification, and then the model's labels (by output).
+    classifies: bool = False
+    labels: dict[str, list[str]] | None = None
 
 
 def parse_header_length(value: str | None, content_length: int) -> int:
@@ -337,6 +340,8 @@ def _decode_outputs(outputs: Any, request: InferenceRequest, plan: OutputPlan,
         if name not in plan.requested:
             request.requested_outputs.append(RequestedOutput(name, dict(params)))
         plan.requested[name] = (binary, classes)
+        if classes:
+            plan.classifies = True
 
 
 def _decode_raw(

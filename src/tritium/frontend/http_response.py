@@ -53,7 +53,8 @@ def encode_infer_response(
             texts = None
             continue
         if classes > 0:
-            datatype, shape, array = classify(tensor, classes, config)
+            labels = plan.labels.get(tensor.name) if plan.labels else None
+            datatype, shape, array = classify(tensor, classes, config, labels)
         entry: dict[str, Any] = {"name": tensor.name, "datatype": datatype, "shape": shape}
         if binary:
             raw = _raw_bytes(datatype, array)

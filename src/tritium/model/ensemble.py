@@ -20,6 +20,7 @@ from ..config import validate_ensemble_steps, validate_model_io_config
 from ..errors import TritonError
 from ..repository import ModelReadyState
 from ..scheduler import create_scheduler
+from .labels import read_labels
 from .model import Model
 from .statistics import ModelStatistics
 
@@ -50,6 +51,7 @@ class EnsembleModel(Model):
         handle = _EnsembleHandle(ensemble.name, version, ensemble, model_path)
         statistics = ModelStatistics(ensemble.name, str(version))
         model = cls(server.backends, None, handle, statistics)  # type: ignore[arg-type]
+        model.labels = read_labels(ensemble, model_path)
         model.scheduler = create_scheduler(
             ensemble, [], ExecutionPolicy.BLOCKING, server=server, statistics=statistics
         )

@@ -39,6 +39,7 @@ from ..response_cache import ModelResponseCache, ResponseCache
 from ..scheduler import Scheduler, create_scheduler
 from ..scheduler.rate_limiter import RateLimiter
 from .instance import ModelInstance
+from .labels import read_labels
 from .request_normalizer import RequestSpec, normalize_request
 from .statistics import ModelStatistics
 
@@ -75,6 +76,8 @@ class Model:
         self.statistics = statistics
         self.instances: list[ModelInstance] = []
         self.scheduler: Scheduler | None = None
+        # Output name -> labels (label_filename), for classification.
+        self.labels: dict[str, list[str]] = {}
         self._version_text = str(handle.version)
         # What normalize_request reads from the configuration (built once it is final).
         self._spec: RequestSpec | None = None
@@ -133,6 +136,7 @@ class Model:
         model = cls(backends, loaded, handle, ModelStatistics(config.name, str(version)))
         try:
             model._complete_config(loaded, gpu_count)
+            model.labels = read_labels(model.config, model_path)
             model._create_instances(parallel=loaded.attributes.parallel_instance_loading,
                                     rate_limiter=rate_limiter)
             model.scheduler = create_scheduler(
