@@ -12,12 +12,15 @@ import asyncio
 import base64
 import binascii
 import json
+import logging
 from functools import partial
 from typing import Any, Callable
 from urllib.parse import unquote_to_bytes
 
 from ..errors import TritonError
 from ..server import InferenceServer
+
+log = logging.getLogger("tritium.frontend.http")
 
 # (status, JSON document or None for an empty body)
 Answer = tuple[int, Any]
@@ -45,10 +48,14 @@ def run_later(
 
 
 def _guard(handler: Handler, server: InferenceServer, body: bytes) -> Answer:
+    """The handler's answer; an error, whatever it is, still answers the client."""
     try:
         return handler(server, body)
     except TritonError as exc:
         return exc.http_status, {"error": exc.message}
+    except Exception as exc:  # a bug, not the client's fault: say so and keep serving
+        log.exception("repository request failed")
+        return 500, {"error": str(exc) or type(exc).__name__}
 
 
 def _index(server: InferenceServer, body: bytes) -> Answer:
@@ -92,6 +99,10 @@ def _parse(body: bytes) -> dict[str, Any]:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise TritonError.internal(f"failed to parse the request JSON buffer: {exc}") from None
+    except RecursionError:
+        raise TritonError.invalid_arg(
+            "failed to parse the request JSON buffer: document nesting is too deep"
+        ) from None
     return document if isinstance(document, dict) else {}
 
 
