@@ -197,3 +197,31 @@ def test_soak_mixed_clients_answers_right_and_memory_settles(server):
     assert served > 1000, served
     # A per-request leak of even 1 KiB would add well over 1 MiB per thousand requests here.
     assert grown < 16 * 1024 + served // 8, (grown, served)
+
+
+def test_every_rpc_survives_garbage_messages(server):
+    """Random bytes as the request of every RPC: a status each time, never a crash or a trace."""
+    import grpc
+    from tritonclient.grpc import service_pb2 as pb
+
+    rng = random.Random(52)
+    methods = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods
+    deadline = time.monotonic() + 120
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        for _ in range(20):
+            for method in methods:
+                path = f"/inference.GRPCInferenceService/{method.name}"
+                junk = rng.randbytes(rng.randrange(0, 200))
+                try:
+                    if method.client_streaming:
+                        call = channel.stream_stream(path)
+                        list(call(iter([junk, rng.randbytes(rng.randrange(50))]), timeout=10))
+                    else:
+                        channel.unary_unary(path)(junk, timeout=10)
+                except grpc.RpcError as err:
+                    assert err.code() != grpc.StatusCode.UNKNOWN, (method.name, err.details())
+            if time.monotonic() > deadline:
+                break
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        assert client.is_server_live()
+    assert "Traceback" not in server.log(), server.log()[-3000:]
