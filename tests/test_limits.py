@@ -158,13 +158,18 @@ def test_an_endless_body_is_refused_without_waiting_for_its_end(small_limit, hea
         assert sock.recv(1) == b""  # and the connection is closed
 
 
-@pytest.mark.parametrize("flag", ["--http-max-input-size=0", "--http-max-input-size=-1",
-                                  "--model-load-thread-count=0"])
-def test_a_limit_that_is_not_positive_is_refused_at_start(tmp_path, flag) -> None:
+@pytest.mark.parametrize("flag, what", [
+    ("--http-max-input-size=0", "a whole number"), ("--http-max-input-size=-1", "a whole number"),
+    ("--model-load-thread-count=0", "a whole number"),
+    ("--repository-poll-secs=0", "a number of seconds"),
+    ("--repository-poll-secs=-2.5", "a number of seconds"),
+    ("--repository-poll-secs=nan", "a number of seconds"),
+])
+def test_a_limit_that_is_not_positive_is_refused_at_start(tmp_path, flag, what) -> None:
     process = ServerProcess([tmp_path], flag)
     run = subprocess.run(process.command(), env=process.environment(), capture_output=True,
                          text=True, timeout=60)
     name, value = flag.split("=")
     assert run.returncode == 2
     assert run.stderr.endswith(
-        f"error: argument {name}: expected a whole number greater than 0, got '{value}'\n")
+        f"error: argument {name}: expected {what} greater than 0, got '{value}'\n")

@@ -47,14 +47,22 @@ def _named_setting(flag: str) -> Callable[[str], tuple[str, str, str]]:
     return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number greater than 0, got '{text}'")
-    return value
+def _positive(convert: Callable[[str], float], what: str) -> Callable[[str], float]:
+    """An argparse type: `convert`ed text that must be above 0 (nan and junk refused too)."""
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected {what} greater than 0, got '{text}'")
+        return value
+
+    return parse
+
+
+_positive_int = _positive(int, "a whole number")
+_positive_seconds = _positive(float, "a number of seconds")
 
 
 def _rate_limit_resource(text: str) -> tuple[str, int, int]:
@@ -112,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--allow-metrics", default=True)
     serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none")
     serve.add_argument("--load-model", action="append", default=[])
-    serve.add_argument("--repository-poll-secs", type=float, default=15.0)
+    serve.add_argument("--repository-poll-secs", type=_positive_seconds, default=15.0)
     _flag(serve, "--strict-readiness", default=True)
     _flag(serve, "--exit-on-error", default=True)
     _flag(serve, "--disable-auto-complete-config", default=False)
