@@ -22,7 +22,6 @@ from tritonclient.grpc import service_pb2 as pb
 
 from ..errors import Code, TritonError
 from ..server import InferenceServer, parse_version
-from .classification import requested_classes
 from .grpc_codec import (
     ParsedInferRequest,
     decode_infer_request,
@@ -242,8 +241,9 @@ class _InferenceService:
                 )
             request, regions = decode_infer_request(message, raws, self.server.shared_memory)
             response = await self.server.infer(request)
-            labels = (self.server.model_labels(message.model_name, message.model_version)
-                      if requested_classes(request) else None)
+            def labels() -> dict[str, list[str]]:  # looked up only if an output is classified
+                return self.server.model_labels(message.model_name, message.model_version)
+
             return encode_infer_response(response, request, regions=regions, config=config,
                                          labels=labels)
         except TritonError as err:

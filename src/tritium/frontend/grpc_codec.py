@@ -13,7 +13,7 @@ are at the end.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from tritonclient.grpc import service_pb2 as pb
@@ -368,7 +368,7 @@ def encode_infer_response(
     final: bool | None = None,
     regions: dict[str, OutputRegion] | None = None,
     config: Any = None,
-    labels: dict[str, list[str]] | None = None,
+    labels: Callable[[], dict[str, list[str]]] | None = None,
 ) -> bytes:
     """InferenceResponse -> ModelInferResponse wire bytes, every output as raw contents.
 
@@ -377,7 +377,8 @@ def encode_infer_response(
     fields in any order, and repeated fields concatenate). `final` (ModelStreamInfer only) adds
     the `triton_final_response` parameter. Outputs in `regions` are written there and go out
     as an empty raw entry, as Triton sends them. An output requested with `classification: N`
-    goes out as its top N classes (BYTES), which reads the model's `config` and `labels`.
+    goes out as its top N classes (BYTES), which reads the model's `config` and, only then, its
+    labels (`labels()`, the model's labels by output).
     """
     head = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
@@ -393,10 +394,11 @@ def encode_infer_response(
         outputs = [t for t in outputs if t.name in wanted]
         classified = requested_classes(request)
     parts: list[Any] = [b""]
+    model_labels = labels() if classified and labels is not None else {}
     for tensor in outputs:
         if classified and tensor.name in classified:
             datatype, shape, data = classify(tensor, classified[tensor.name], config,
-                                             labels.get(tensor.name) if labels else None)
+                                             model_labels.get(tensor.name))
             tensor = Tensor(tensor.name, datatype, shape, data, tensor.parameters)
         entry = head.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
         if tensor.parameters:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import aclosing
-from typing import Any, AsyncIterator, NamedTuple
+from typing import Any, AsyncIterator, Callable, NamedTuple
 
 import grpc
 from tritonclient.grpc import service_pb2 as pb
@@ -38,7 +38,6 @@ from tritonclient.grpc import service_pb2 as pb
 from ..errors import Code, TritonError
 from ..request import InferenceRequest, InferenceResponse
 from ..server import InferenceServer
-from .classification import requested_classes
 from .grpc_codec import (
     ParsedInferRequest,
     decode_infer_request,
@@ -137,15 +136,12 @@ class _Stream:
         request: InferenceRequest | None = None
         regions: dict[str, OutputRegion] | None = None
         config: Any = None
-        labels: dict[str, list[str]] | None = None
         error: TritonError | None = None
         try:
             # As in ModelInfer (and Triton), the model is settled before the tensors are read.
             config = self.server.model_config(message.model_name, message.model_version)
             decoupled = config.model_transaction_policy.decoupled
             request, regions = decode_infer_request(message, raws, self.server.shared_memory)
-            if requested_classes(request):
-                labels = self.server.model_labels(message.model_name, message.model_version)
         except TritonError as err:
             error = err
         except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving
@@ -159,10 +155,13 @@ class _Stream:
             previous = self._last_turn
             turn = asyncio.get_running_loop().create_future()
             self._last_turn = turn
-        task = asyncio.get_running_loop().create_task(
-            self._run(message, request, _Encoding(regions, config, labels), error, decoupled,
-                      previous, turn)
-        )
+
+        def labels() -> dict[str, list[str]]:  # looked up only if an output is classified
+            return self.server.model_labels(message.model_name, message.model_version)
+
+        task = asyncio.get_running_loop().create_task(self._run(
+            message, request, _Encoding(regions, config, labels), error, decoupled, previous, turn
+        ))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -235,7 +234,7 @@ class _Encoding(NamedTuple):
 
     regions: dict[str, OutputRegion] | None
     config: Any
-    labels: dict[str, list[str]] | None
+    labels: Callable[[], dict[str, list[str]]]
 
 
 def _encode(response: InferenceResponse, request: InferenceRequest, encoding: _Encoding,

@@ -285,11 +285,10 @@ class H2Connection(asyncio.Protocol):
         if stream_id <= self._last_stream_id or not stream_id & 1:
             raise _ConnectionError(PROTOCOL_ERROR)
         self._last_stream_id = stream_id
-        stream = H2Stream(stream_id, self._initial_send_window)
         if self.closing:
             self._write(frame(RST_STREAM, 0, stream_id, _U32.pack(REFUSED_STREAM)))
             return
-        self.streams[stream_id] = stream
+        stream = self.streams[stream_id] = H2Stream(stream_id, self._initial_send_window)
         stream.handler = self._start_stream(self, stream, headers)
         if ended:
             self._remote_end(stream)
