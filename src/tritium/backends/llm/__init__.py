@@ -1,0 +1,178 @@
+"""The llm backend: continuous-batching text generation, built as MindIE's Triton backend is.
+
+Huawei MindIE's LLM backend for Triton (the project's fifth seed) does not run the model in
+TRITONBACKEND_ModelInstanceExecute: `ModelInstanceState::Enqueue` turns each Triton request into
+an engine request and an inference task, writes both into two queues the `ModelState` holds (the
+request queue and the task map) and returns; the LLM manager's loop reads those queues, batches
+at the iteration level and answers through decoupled responses. Here:
+
+- `LlmModelState` (model_initialize): auto-completes the configuration (config.py), reads
+  `model.json` (settings.py), loads the model and tokenizer once (runner.py), creates the
+  metrics (metrics.py), and holds the request queue and the task map;
+- `LlmInstanceState` (model_instance_initialize): owns one Engine (engine.py), its KV slots
+  and its thread; `enqueue` makes an InferTask (task.py) per request and queues it;
+- model_instance_execute calls `enqueue` and returns at once;
+- the engine of every instance takes from the model's queue as it has room.
+
+The interface is Triton's vLLM backend's (text_input, stream, sampling_parameters,
+exclude_input_in_output -> text_output), so Triton's generate extension and gRPC streaming work
+with it unchanged. torch and transformers are imported when the first llm model loads.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from typing import Any, Sequence
+
+from tritium.backend import (
+    Backend,
+    Model,
+    ModelInstance,
+    ModelInstanceState,
+    ModelState,
+    Request,
+    TritonError,
+)
+
+from ..framework import import_framework
+from .config import complete_config
+
+log = logging.getLogger("tritium.backend.llm")
+
+
+class LlmModelState(ModelState):
+    """The model's loaded weights and tokenizer, its request queue and its task map."""
+
+    def __init__(self, model: Model) -> None:
+        complete_config(model)
+        super().__init__(model)
+        from .metrics import EngineMetrics
+        from .runner import ModelRunner
+        from .settings import read_settings
+
+        self.settings = read_settings(model.version_path)
+        try:
+            self.runner = ModelRunner.load(self.settings.model, self.settings.tokenizer,
+                                           self.settings.dtype, self.settings.max_model_len)
+        except (OSError, ValueError, KeyError) as exc:
+            raise TritonError.invalid_arg(
+                f"model '{model.name}': cannot load a Hugging Face model from "
+                f"'{self.settings.model}': {exc}"
+            ) from None
+        registry = getattr(model.server, "metrics", None)
+        self.metrics = (EngineMetrics(registry, model.name, model.version,
+                                      self.runner.max_model_len)
+                        if registry is not None else None)
+        self._queue: collections.deque[Any] = collections.deque()
+        self.tasks: dict[int, Any] = {}  # id(task) -> task, while queued or running
+        self._ready = threading.Condition()
+
+    def submit(self, tasks: list[Any]) -> None:
+        with self._ready:
+            for task in tasks:
+                self.tasks[id(task)] = task
+                self._queue.append(task)
+            self._ready.notify_all()
+
+    def take(self, limit: int, wait: float) -> list[Any]:
+        """Up to `limit` queued tasks, waiting up to `wait` seconds for the first."""
+        with self._ready:
+            if not self._queue and wait > 0:
+                self._ready.wait(wait)
+            taken = []
+            while self._queue and len(taken) < limit:
+                taken.append(self._queue.popleft())
+            return taken
+
+    def waiting(self) -> int:
+        return len(self._queue)
+
+    def done(self, task: Any) -> None:
+        with self._ready:
+            self.tasks.pop(id(task), None)
+
+    def drain(self) -> list[Any]:
+        with self._ready:
+            left = list(self._queue)
+            self._queue.clear()
+            return left
+
+    def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()
+
+
+class LlmInstanceState(ModelInstanceState):
+    """One engine (thread, KV slots) taking from the model's queue."""
+
+    model_state: LlmModelState
+
+    def __init__(self, instance: ModelInstance) -> None:
+        super().__init__(instance)
+        from .engine import Engine
+
+        state = self.model_state
+        self.engine = Engine(instance.name, state.runner, state.settings, _Source(state),
+                             state.metrics)
+        self.engine.start()
+
+    def enqueue(self, requests: Sequence[Request]) -> None:
+        """Each request as an InferTask in the model's queue (bad ones answered at once)."""
+        from .task import InferTask
+
+        tasks = []
+        for request in requests:
+            try:
+                tasks.append(InferTask(request, self.model_state.runner, self.model_state.done))
+            except TritonError as exc:
+                request.respond_error(exc)
+        if tasks:
+            self.model_state.submit(tasks)
+
+    def finalize(self) -> None:
+        self.engine.stop()
+
+
+class _Source:
+    """The model state's queue as an engine's RequestSource."""
+
+    def __init__(self, state: LlmModelState) -> None:
+        self._state = state
+
+    def take(self, limit: int, wait: float) -> list[Any]:
+        return self._state.take(limit, wait)
+
+    def waiting(self) -> int:
+        return self._state.waiting()
+
+
+def initialize(backend: Backend) -> None:
+    for module in ("torch", "transformers"):
+        import_framework(module, "llm", "llm")
+
+
+def model_initialize(model: Model) -> None:
+    LlmModelState.create(model)
+
+
+def model_finalize(model: Model) -> None:
+    state = model.state
+    if isinstance(state, LlmModelState):
+        for task in state.drain():
+            task.on_error(TritonError.unavailable("the model is being unloaded"))
+        state.close()
+
+
+def model_instance_initialize(instance: ModelInstance) -> None:
+    LlmInstanceState.create(instance)
+
+
+def model_instance_finalize(instance: ModelInstance) -> None:
+    if isinstance(instance.state, LlmInstanceState):
+        instance.state.finalize()
+
+
+def model_instance_execute(instance: ModelInstance, requests: Sequence[Request]) -> None:
+    instance.state.enqueue(requests)

@@ -1,0 +1,274 @@
+"""The engine: iteration-level (continuous) batching over the KV slots, one thread per instance.
+
+MindIE's LLM manager and vLLM's engine loop, on the CPU: between two decode steps the engine
+admits waiting requests from the model's request queue (up to `max_num_seqs` running), prefills
+their prompts (in chunks of at most `max_num_batched_tokens` prompt tokens per step, so a long
+prompt never stalls the sequences already decoding), runs one decode step for every sequence past
+its prompt, samples each one's next token with its own parameters, hands the new text to the
+request's task, and retires the sequences that finished (EOS, a stop string, max_tokens,
+max_model_len) or whose client went away (cancelled: its slot is free at the next step).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from typing import Protocol
+
+from tritium.backend import TritonError
+
+from .detokenizer import IncrementalDetokenizer
+from .metrics import EngineMetrics
+from .runner import ModelRunner
+from .sampling import SamplingParams, request_generator, sample
+from .settings import EngineSettings
+
+log = logging.getLogger("tritium.backend.llm")
+
+
+class EngineRequest(Protocol):
+    """What the engine needs of a request (the backend's InferTask provides it)."""
+
+    prompt: list[int]
+    params: SamplingParams
+    arrival: float
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def on_output(self, sequence: "Sequence", delta: str, finished: bool) -> None: ...
+
+    def on_error(self, error: TritonError) -> None: ...
+
+
+class RequestSource(Protocol):
+    """The model's request queue (the model state holds it; every instance's engine takes)."""
+
+    def take(self, limit: int, wait: float) -> list[EngineRequest]: ...
+
+    def waiting(self) -> int: ...
+
+
+class Sequence:
+    """One running request: its tokens, its slot, its text so far and how it ended."""
+
+    def __init__(self, request: EngineRequest, row: int, settings: EngineSettings,
+                 runner: ModelRunner, seeds: random.Random) -> None:
+        self.request = request
+        self.row = row
+        self.prompt = request.prompt
+        self.params = request.params
+        self.output: list[int] = []
+        self.computed = 0  # prompt tokens already in the slot
+        self.generator = request_generator(self.params, seeds)
+        self.detokenizer = IncrementalDetokenizer(
+            runner.tokenizer, self.prompt, self.params.stop,
+            self.params.include_stop_str_in_output, self.params.skip_special_tokens,
+        )
+        limit = runner.max_model_len - len(self.prompt)
+        wanted = self.params.max_tokens if self.params.max_tokens is not None else limit
+        self.max_tokens = min(wanted, limit)
+        self.finish_reason: str | None = None
+        self.first_token_at = 0.0
+        self.last_token_at = 0.0
+
+    @property
+    def length(self) -> int:
+        """Tokens in the slot."""
+        return self.computed + max(len(self.output) - 1, 0)
+
+    @property
+    def prefilled(self) -> bool:
+        return self.computed == len(self.prompt)
+
+
+class Engine:
+    """The batching loop of one model instance."""
+
+    def __init__(self, name: str, runner: ModelRunner, settings: EngineSettings,
+                 source: RequestSource, metrics: EngineMetrics | None) -> None:
+        self.name = name
+        self.runner = runner
+        self.settings = settings
+        self.source = source
+        self.metrics = metrics
+        self.store = runner.new_store(settings.max_num_seqs)
+        self.eos = _eos_tokens(runner)
+        self.seeds = random.Random(settings.seed)
+        # Rows [0, decoding) hold sequences past their prompt, rows [decoding, len) prefill.
+        self.running: list[Sequence] = []
+        self.decoding = 0
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"{name}-engine", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join()
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._admit()
+                if not self.running:
+                    continue
+                self._retire_cancelled()
+                self._prefill()
+                self._decode()
+                self._report()
+            except Exception as exc:  # a bug or a failing model: fail what runs, keep serving
+                log.exception("%s: engine step failed", self.name)
+                error = TritonError.internal(f"llm engine step failed: {exc}")
+                for sequence in list(self.running):
+                    self._drop(sequence)
+                    sequence.request.on_error(error)
+        shutdown = TritonError.unavailable("the model is being unloaded")
+        for sequence in self.running:
+            sequence.request.on_error(shutdown)
+        self.running = []
+
+    def _admit(self) -> None:
+        room = self.settings.max_num_seqs - len(self.running)
+        if room <= 0:
+            return
+        wait = 0.0 if self.running else 0.1
+        for request in self.source.take(room, wait):
+            if request.cancelled:
+                request.on_error(TritonError.cancelled("Request was cancelled"))
+                continue
+            self.running.append(
+                Sequence(request, len(self.running), self.settings, self.runner, self.seeds)
+            )
+
+    def _retire_cancelled(self) -> None:
+        for sequence in [s for s in self.running if s.request.cancelled]:
+            self._drop(sequence)
+            sequence.request.on_error(TritonError.cancelled("Request was cancelled"))
+
+    def _prefill(self) -> None:
+        """Prompt chunks, oldest request first, within the step's token budget."""
+        budget = self.settings.max_num_batched_tokens
+        waiting = sorted(self.running[self.decoding:], key=lambda s: s.request.arrival)
+        for sequence in waiting:
+            if budget <= 0:
+                break
+            remaining = len(sequence.prompt) - sequence.computed
+            if not self.settings.enable_chunked_prefill and remaining > budget \
+                    and budget < self.settings.max_num_batched_tokens:
+                break  # whole prompts only: wait for a step with the full budget
+            count = remaining if not self.settings.enable_chunked_prefill else min(remaining, budget)
+            chunk = sequence.prompt[sequence.computed:sequence.computed + count]
+            logits = self.runner.prefill(self.store, sequence.row, chunk, sequence.computed)
+            sequence.computed += count
+            budget -= count
+            if self.metrics:
+                self.metrics.prompt_tokens(count)
+            if sequence.prefilled:
+                self._to_decoding(sequence)
+                self._accept(sequence, sample(logits, sequence.params, sequence.generator))
+
+    def _decode(self) -> None:
+        batch = self.running[: self.decoding]
+        batch = [s for s in batch if s.output and s.finish_reason is None]
+        if not batch:
+            return
+        # Every decoding sequence sits in rows [0, decoding): one contiguous slice.
+        assert all(s.row == i for i, s in enumerate(batch)), "decoding rows out of order"
+        logits = self.runner.decode(
+            self.store, [s.output[-1] for s in batch], [s.length for s in batch]
+        )
+        for index, sequence in enumerate(batch):
+            self._accept(sequence, sample(logits[index], sequence.params, sequence.generator))
+
+    def _accept(self, sequence: Sequence, token: int) -> None:
+        """A sampled token: check the stop conditions, send the new text, retire if done."""
+        now = time.monotonic()
+        params = sequence.params
+        if self.metrics:
+            self.metrics.generation_tokens(1)
+            if sequence.output:
+                self.metrics.output_token(now - sequence.last_token_at)
+            else:
+                self.metrics.first_token(now - sequence.request.arrival)
+        if not sequence.output:
+            sequence.first_token_at = now
+        sequence.last_token_at = now
+        sequence.output.append(token)
+        ending = len(sequence.output) >= params.min_tokens
+        if ending and not params.ignore_eos and token in self.eos:
+            sequence.finish_reason = "stop"
+        elif ending and token in params.stop_token_ids:
+            sequence.finish_reason = "stop"
+        elif sequence.detokenizer.add(token, check_stop=ending):
+            sequence.finish_reason = "stop"
+        elif len(sequence.output) >= sequence.max_tokens:
+            sequence.finish_reason = "length"
+        finished = sequence.finish_reason is not None
+        delta = sequence.detokenizer.release(finished)
+        if finished:
+            self._drop(sequence)
+            if self.metrics:
+                self.metrics.finished(sequence, now)
+        if delta or finished:
+            sequence.request.on_output(sequence, delta, finished)
+
+    # -- rows ----------------------------------------------------------------------------------
+
+    def _to_decoding(self, sequence: Sequence) -> None:
+        """A sequence past its prompt joins the decoding rows (swapped to row `decoding`)."""
+        target = self.decoding
+        other = self.running[target]
+        if other is not sequence:
+            length = max(sequence.computed, other.computed)
+            self.store.swap_rows(sequence.row, target, length)
+            self.running[sequence.row], self.running[target] = other, sequence
+            other.row, sequence.row = sequence.row, target
+        self.decoding += 1
+
+    def _drop(self, sequence: Sequence) -> None:
+        """Free a sequence's slot, keeping decoding rows first and all rows contiguous."""
+        if sequence not in self.running:
+            return
+        row = sequence.row
+        last = len(self.running) - 1
+        if row < self.decoding:
+            # The last decoding row fills the hole; the last row fills that one.
+            end = self.decoding - 1
+            self._move(end, row)
+            self._move(last, end)
+            self.decoding -= 1
+        else:
+            self._move(last, row)
+        self.running.pop()
+
+    def _move(self, source: int, target: int) -> None:
+        if source == target:
+            return
+        moved = self.running[source]
+        self.store.move_row(source, target, moved.length)
+        self.running[target] = moved
+        moved.row = target
+
+    def _report(self) -> None:
+        if self.metrics:
+            self.metrics.scheduler(len(self.running), self.source.waiting())
+
+
+def _eos_tokens(runner: ModelRunner) -> set[int]:
+    """The end-of-sequence tokens: the generation config's (one or a list), else the
+    tokenizer's."""
+    found: set[int] = set()
+    generation = getattr(runner.model, "generation_config", None)
+    for source in (getattr(generation, "eos_token_id", None), runner.config.eos_token_id,
+                   runner.tokenizer.eos_token_id):
+        if source is None:
+            continue
+        found.update(source if isinstance(source, (list, tuple)) else [source])
+        break
+    return found

@@ -1,0 +1,196 @@
+"""InferTask: one Triton request as the engine sees it, and its answers (MindIE's InferTask).
+
+`ModelInstanceState.enqueue` makes one per request: it reads the inputs of Triton's vLLM backend
+(`text_input`, optional `stream`, `sampling_parameters`, `exclude_input_in_output` and the
+`return_*` switches of its additional outputs), tokenizes the prompt and checks it, so a bad
+request is answered at once with INVALID_ARG. The engine then calls `on_output` as text comes:
+streaming requests get one decoupled response per new piece of text (the last flagged FINAL),
+others one final response with the whole text (the prompt first, unless
+`exclude_input_in_output`), as the vLLM backend answers. A request whose client went away ends
+with a CANCELLED error, as the vLLM backend's does.
+
+One input goes beyond the vLLM backend: `apply_chat_template` (BOOL) says `text_input` holds
+chat messages as JSON ([{"role": ..., "content": ...}, ...]) to render with the tokenizer's
+chat template, so a frontend (the OpenAI one) needs no tokenizer of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from tritium.backend import (
+    RESPONSE_COMPLETE_FINAL,
+    InferenceResponse,
+    Request,
+    Tensor,
+    TritonError,
+)
+
+from .sampling import SamplingParams, parse_sampling_parameters
+
+if TYPE_CHECKING:
+    from .engine import Sequence
+    from .runner import ModelRunner
+
+RETURN_SWITCHES = ("return_finish_reason", "return_num_input_tokens", "return_num_output_tokens")
+
+
+class InferTask:
+    """A request admitted to the model's queue: prompt tokens, sampling, how to answer."""
+
+    def __init__(self, request: Request, runner: "ModelRunner",
+                 on_done: Callable[["InferTask"], None]) -> None:
+        self.request = request
+        self._on_done = on_done
+        self.arrival = time.monotonic()
+        self.stream = _flag(request, "stream", False)
+        exclude = _flag(request, "exclude_input_in_output", None)
+        if exclude is False and self.stream:
+            raise TritonError.invalid_arg(
+                "When streaming, `exclude_input_in_output` = False is not allowed."
+            )
+        # vLLM's backend: the prompt comes first in the text unless excluded or streaming.
+        self.prepend_input = not exclude if exclude is not None else not self.stream
+        self.returns = {name: bool(_flag(request, name, False)) for name in RETURN_SWITCHES}
+        self.params: SamplingParams = _sampling_parameters(request)
+        self.prompt_text = _text_input(request)
+        if _flag(request, "apply_chat_template", False):
+            self.prompt_text = _render_chat(runner, self.prompt_text)
+            self.prompt = runner.tokenizer(self.prompt_text, add_special_tokens=False).input_ids
+        else:
+            self.prompt = runner.tokenizer(self.prompt_text).input_ids
+        if not self.prompt:
+            raise TritonError.invalid_arg("the prompt is empty: text_input holds no tokens")
+        if len(self.prompt) >= runner.max_model_len:
+            raise TritonError.invalid_arg(
+                f"the prompt ({len(self.prompt)} tokens) is longer than the maximum model "
+                f"length of {runner.max_model_len} (leaving no room for output)"
+            )
+        self._sent_tokens = 0
+        self._wanted = set(request.requested_output_names)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.request.cancelled
+
+    def on_output(self, sequence: "Sequence", delta: str, finished: bool) -> None:
+        flags = RESPONSE_COMPLETE_FINAL if finished else 0
+        if self.stream:
+            self._send(self._response(sequence, delta, finished), flags)
+        elif finished:
+            text = sequence.detokenizer.text
+            if self.prepend_input:
+                text = self.prompt_text + text
+            self._send(self._response(sequence, text, finished), flags)
+
+    def on_error(self, error: TritonError) -> None:
+        self._send(InferenceResponse(error=error), RESPONSE_COMPLETE_FINAL)
+
+    def _send(self, response: InferenceResponse, flags: int) -> None:
+        if flags & RESPONSE_COMPLETE_FINAL:
+            self._on_done(self)
+        sender = self.request.response_sender
+        if sender is None or sender.is_completed:
+            return
+        try:
+            sender.send(response, flags)
+        except TritonError:  # the server closed the sender (shutdown): nobody is listening
+            pass
+
+    def _response(self, sequence: "Sequence", text: str, finished: bool) -> InferenceResponse:
+        outputs = [_bytes("text_output", text.encode("utf-8"))]
+        if self.returns["return_finish_reason"]:
+            reason = sequence.finish_reason if finished else None
+            outputs.append(_bytes("finish_reason", str(reason).encode()))
+        if self.returns["return_num_input_tokens"]:
+            outputs.append(_uint32("num_input_tokens", len(sequence.prompt)))
+        if self.returns["return_num_output_tokens"]:
+            total = len(sequence.output)
+            count = total - self._sent_tokens if self.stream else total
+            self._sent_tokens = total
+            outputs.append(_uint32("num_output_tokens", count))
+        if self._wanted:
+            outputs = [t for t in outputs if t.name in self._wanted]
+        return InferenceResponse(outputs=outputs)
+
+
+def _bytes(name: str, value: bytes) -> Tensor:
+    return Tensor(name, "BYTES", (1,), np.array([value], dtype=np.object_))
+
+
+def _uint32(name: str, value: int) -> Tensor:
+    return Tensor(name, "UINT32", (1,), np.array([value], dtype=np.uint32))
+
+
+def _first(request: Request, name: str) -> Any:
+    tensor = request.input(name)
+    if tensor is None:
+        return None
+    values = np.asarray(tensor.data).reshape(-1)
+    if values.size != 1:
+        raise TritonError.invalid_arg(
+            f"input '{name}' must hold exactly one element, got {values.size}"
+        )
+    return values[0]
+
+
+def _flag(request: Request, name: str, default: bool | None) -> bool | None:
+    value = _first(request, name)
+    return default if value is None else bool(value)
+
+
+def _string(request: Request, name: str) -> str | None:
+    value = _first(request, name)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    try:
+        return bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        raise TritonError.invalid_arg(f"input '{name}' must be UTF-8 text") from None
+
+
+def _text_input(request: Request) -> str:
+    text = _string(request, "text_input")
+    if text is None:
+        raise TritonError.invalid_arg("input 'text_input' is missing")
+    return text
+
+
+def _sampling_parameters(request: Request) -> SamplingParams:
+    text = _string(request, "sampling_parameters")
+    if text is not None:
+        return parse_sampling_parameters(text)
+    # As the vLLM backend: without the input, the request's parameters are the sampling ones.
+    return parse_sampling_parameters(dict(request.parameters))
+
+
+def _render_chat(runner: "ModelRunner", text: str) -> str:
+    try:
+        messages = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TritonError.invalid_arg(
+            f"with apply_chat_template, text_input must be JSON chat messages: {exc}"
+        ) from None
+    if not isinstance(messages, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages
+    ):
+        raise TritonError.invalid_arg(
+            "with apply_chat_template, text_input must be a JSON list of "
+            '{"role": ..., "content": ...} objects'
+        )
+    if not getattr(runner.tokenizer, "chat_template", None):
+        raise TritonError.invalid_arg(
+            "the model's tokenizer has no chat template (tokenizer_config.json chat_template)"
+        )
+    try:
+        return runner.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+    except Exception as exc:  # jinja errors from the template
+        raise TritonError.invalid_arg(f"the chat template failed: {exc}") from None
