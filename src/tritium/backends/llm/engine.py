@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Protocol
 
+import torch
+
 from tritium.backend import TritonError
 
 from .detokenizer import IncrementalDetokenizer
@@ -113,6 +115,11 @@ class Engine:
     # -- the loop ------------------------------------------------------------------------------
 
     def _loop(self) -> None:
+        # The KV slots are inference tensors: every step, row moves included, runs in this mode.
+        with torch.inference_mode():
+            self._steps()
+
+    def _steps(self) -> None:
         while not self._stopping.is_set():
             try:
                 self._admit()
@@ -125,8 +132,8 @@ class Engine:
             except Exception as exc:  # a bug or a failing model: fail what runs, keep serving
                 log.exception("%s: engine step failed", self.name)
                 error = TritonError.internal(f"llm engine step failed: {exc}")
-                for sequence in list(self.running):
-                    self._drop(sequence)
+                failed, self.running, self.decoding = self.running, [], 0
+                for sequence in failed:
                     sequence.request.on_error(error)
         shutdown = TritonError.unavailable("the model is being unloaded")
         for sequence in self.running:
@@ -171,7 +178,8 @@ class Engine:
                 self.metrics.prompt_tokens(count)
             if sequence.prefilled:
                 self._to_decoding(sequence)
-                self._accept(sequence, sample(logits, sequence.params, sequence.generator))
+                if self._accept(sequence, sample(logits, sequence.params, sequence.generator)):
+                    self._drop(sequence)
 
     def _decode(self) -> None:
         batch = self.running[: self.decoding]
@@ -183,11 +191,15 @@ class Engine:
         logits = self.runner.decode(
             self.store, [s.output[-1] for s in batch], [s.length for s in batch]
         )
-        for index, sequence in enumerate(batch):
-            self._accept(sequence, sample(logits[index], sequence.params, sequence.generator))
+        finished = [s for i, s in enumerate(batch)
+                    if self._accept(s, sample(logits[i], s.params, s.generator))]
+        # Only now: every row's new key/value is counted in its length, so moves copy it.
+        for sequence in finished:
+            self._drop(sequence)
 
-    def _accept(self, sequence: Sequence, token: int) -> None:
-        """A sampled token: check the stop conditions, send the new text, retire if done."""
+    def _accept(self, sequence: Sequence, token: int) -> bool:
+        """A sampled token: check the stop conditions, send the new text; True when the
+        sequence is finished (the caller frees its slot)."""
         now = time.monotonic()
         params = sequence.params
         if self.metrics:
@@ -211,12 +223,11 @@ class Engine:
             sequence.finish_reason = "length"
         finished = sequence.finish_reason is not None
         delta = sequence.detokenizer.release(finished)
-        if finished:
-            self._drop(sequence)
-            if self.metrics:
-                self.metrics.finished(sequence, now)
+        if finished and self.metrics:
+            self.metrics.finished(sequence, now)
         if delta or finished:
             sequence.request.on_output(sequence, delta, finished)
+        return finished
 
     # -- rows ----------------------------------------------------------------------------------
 

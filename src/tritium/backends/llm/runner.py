@@ -24,7 +24,8 @@ _DTYPES = {"float32": torch.float32, "float": torch.float32, "bfloat16": torch.b
 
 
 class ModelRunner:
-    """A loaded model (shared by the model's instances: weights are read-only)."""
+    """A loaded model (shared by the model's instances: weights are read-only). Its passes run
+    under torch.inference_mode, which the engine thread holds."""
 
     def __init__(self, model: Any, tokenizer: Any, max_model_len: int) -> None:
         self.model = model
@@ -62,7 +63,6 @@ class ModelRunner:
         return SlotStore(self.layers, rows, self.kv_heads, self.head_dim, self.max_model_len,
                          self.dtype)
 
-    @torch.inference_mode()
     def prefill(self, store: SlotStore, row: int, tokens: list[int], start: int) -> torch.Tensor:
         """Run `tokens` (prompt positions start.. of the sequence in `row`); the logits of the
         last one, shape [vocab]."""
@@ -78,7 +78,6 @@ class ModelRunner:
         )
         return output.logits[0, -1].float()
 
-    @torch.inference_mode()
     def decode(self, store: SlotStore, tokens: list[int], lengths: list[int]) -> torch.Tensor:
         """One step for rows [0, len(tokens)): row i's last token at position lengths[i]; the
         next-token logits, shape [rows, vocab]."""
