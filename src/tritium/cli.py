@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http-address", default="0.0.0.0")
     serve.add_argument("--grpc-address", default="0.0.0.0")
     serve.add_argument("--metrics-address", default=None)
+    serve.add_argument("--openai-port", type=int, default=None,
+                       help="serve the OpenAI-compatible API for llm-backend models on this port")
+    serve.add_argument("--openai-address", default=None, help="default: --http-address")
     _flag(serve, "--allow-http", default=True)
     _flag(serve, "--allow-grpc", default=True)
     _flag(serve, "--allow-metrics", default=True)

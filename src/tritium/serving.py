@@ -73,6 +73,11 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     if args.allow_http:
         frontends.append(HttpFrontend(server, args.http_address, args.http_port,
                                       args.http_restrictions, args.http_max_input_size))
+    if args.openai_port is not None:
+        from .frontend.openai import OpenAiFrontend
+
+        frontends.append(OpenAiFrontend(server, args.openai_address or args.http_address,
+                                        args.openai_port))
     if args.allow_metrics:
         address = args.metrics_address or args.http_address
         frontends.append(MetricsFrontend(server, address, args.metrics_port))
