@@ -237,6 +237,11 @@ class Server:
         """Log the core's records as the options say, without touching the process's other
         logging (a Python program owns its root logger; Tritium's records still propagate)."""
         if not (settings.log_error or settings.log_file):
+            # Logging off, as Triton's defaults say: no last-resort printing to stderr either
+            # (records still reach handlers the program installed).
+            handler: logging.Handler = logging.NullHandler()
+            logging.getLogger("tritium").addHandler(handler)
+            self._log_handler = handler
             return
         stream = open(settings.log_file, "a", encoding="utf-8") if settings.log_file else None
         handler = logging.StreamHandler(stream)

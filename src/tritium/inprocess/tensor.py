@@ -118,7 +118,11 @@ class Tensor:
         return self._elements.reshape(self.shape)
 
     def to_string_array(self) -> np.ndarray:
-        return self.to_bytes_array().astype(str)
+        """The elements as text (UTF-8), a numpy str array of `shape`."""
+        elements = self.to_bytes_array()
+        text = [item.decode("utf-8") if isinstance(item, bytes) else str(item)
+                for item in elements.reshape(-1).tolist()]
+        return np.array(text, dtype=str).reshape(elements.shape)
 
     @staticmethod
     def from_bytes_array(array: Any) -> "Tensor":
