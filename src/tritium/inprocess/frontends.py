@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from ..frontend.grpc import GrpcFrontend
 from ..frontend.http import HttpFrontend
 from ..frontend.metrics import MetricsFrontend, ServerCollector
-from ..frontend.statistics_api import statistics_json
+from ..frontend.extensions.statistics_api import statistics_json
 from ..server import InferenceServer
 
 

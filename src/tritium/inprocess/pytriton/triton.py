@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from ...backends import python_function
+from ...builtin_backends import python_function
 from ..enums import ModelControlMode
 from ..errors import InvalidArgumentError
 from ..frontends import FrontendAddresses
