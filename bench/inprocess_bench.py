@@ -25,9 +25,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from loadgen import Result, run_load  # noqa: E402
-from models import identity_config, write_model  # noqa: E402
-from server_process import ROOT, ServerProcess  # noqa: E402
+from loadgen import Result, run_load
+from models import identity_config, write_model
+from server_process import ROOT, ServerProcess
 
 HERE = Path(__file__).resolve().parent
 CALLERS = (1, 8)
@@ -99,8 +99,8 @@ def inprocess_suite(seconds: int, pin: list[str], client_pin: list[str]) -> str:
     lines = ["### Tritium in-process (`tritonserver` API) vs the same model over HTTP/gRPC", "",
              "| model | path | callers | infer/s | p50 (us) | p99 (us) | errors |",
              "|---|---|---:|---:|---:|---:|---:|"]
-    overhead = ["", "| model | path | time per request at 1 caller (us) | added by the "
-                    "frontend (us) |", "|---|---|---:|---:|"]
+    overhead = ["", ("| model | path | time per request at 1 caller (us) | added by the "
+                     "frontend (us) |"), "|---|---|---:|---:|"]
     with tempfile.TemporaryDirectory() as tmp:
         repo = _repository(Path(tmp))
         for model in ("add_sub", "identity_fp32"):

@@ -19,9 +19,9 @@ import pytest
 import torch
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-import tritonserver
-
 from inprocess_models import inprocess_repository
+
+import tritonserver
 
 NOT_DECOUPLED = {"backend": "python", "parameters": {"decoupled": {"string_value": "False"}}}
 DECOUPLED = {"backend": "python", "parameters": {"decoupled": {"string_value": "True"}}}
@@ -471,5 +471,5 @@ def test_frontends_serve_the_same_server(repo: Path):
         assert response.final
     finally:
         server.stop()
-    with pytest.raises(Exception):
+    with pytest.raises(ConnectionRefusedError):  # stopping the server stopped its frontends
         httpclient.InferenceServerClient(addresses.http).is_server_live()

@@ -11,7 +11,6 @@ import signal
 from pathlib import Path
 
 import pytest
-
 from inprocess_models import inprocess_repository
 from server_process import ROOT
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -43,20 +44,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 class TritiumTestServer:
     """A started in-process server for one test, with helpers that answer in numpy."""
 
-    def __init__(self, server: "Server") -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
-        self.http_url: Optional[str] = None
-        self.grpc_url: Optional[str] = None
+        self.http_url: str | None = None
+        self.grpc_url: str | None = None
         self.http_client: Any = None
         self.grpc_client: Any = None
 
-    def infer(self, model: str, version: int = -1, **inputs: Any) -> dict[str, "np.ndarray"]:
+    def infer(self, model: str, version: int = -1, **inputs: Any) -> dict[str, np.ndarray]:
         """One request; the outputs of its (last) response as numpy arrays."""
         responses = self.stream(model, version, **inputs)
         return responses[-1] if responses else {}
 
     def stream(self, model: str, version: int = -1,
-               **inputs: Any) -> list[dict[str, "np.ndarray"]]:
+               **inputs: Any) -> list[dict[str, np.ndarray]]:
         """One request; the outputs of every response that has some (decoupled models)."""
         found = []
         for response in self.server.model(model, version).infer(inputs=inputs):
@@ -80,7 +81,7 @@ class TritiumTestServer:
         self.server.stop()
 
 
-def _as_numpy(tensor: Any) -> "np.ndarray":
+def _as_numpy(tensor: Any) -> np.ndarray:
     import numpy as np
 
     if tensor.data_type.name == "BYTES":
@@ -140,7 +141,7 @@ def tritium_server(request: pytest.FixtureRequest) -> Iterator[Callable[..., Tri
     children_before = _children()
     shm_before = _tritium_shm()
 
-    def start(repository: Any = None, models: Optional[Sequence[str]] = None,
+    def start(repository: Any = None, models: Sequence[str] | None = None,
               frontends: bool = False, **options: Any) -> TritiumTestServer:
         repositories = [repository] if repository is not None else list(
             request.config.getoption("--tritium-repository"))

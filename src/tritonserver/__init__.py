@@ -6,8 +6,8 @@ on Tritium, as ``triton_python_backend_utils`` does for model files. Everything 
 ``tritium.inprocess``; this package only re-exports it.
 """
 
-from tritium import __version__
-from tritium.inprocess import *  # noqa: F403 (the API is exactly tritium.inprocess's)
+from tritium import __version__ as __version__
+from tritium.inprocess import *
 from tritium.inprocess import __all__
 
 # Tracebacks name the errors as Triton's do: tritonserver.InvalidArgumentError.

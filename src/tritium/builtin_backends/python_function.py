@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from tritium.backend import (
     ModelInstance,
     ModelState,
     Request,
+    ResponseSender,
     Tensor,
     TritonError,
 )
@@ -83,10 +85,10 @@ class FunctionInstanceState:
                 for partial in result:
                     self._respond(requests, partial, 0)
                 for request in requests:
-                    request.response_sender.send(None, RESPONSE_COMPLETE_FINAL)
+                    _sender(request).send(None, RESPONSE_COMPLETE_FINAL)
             else:
                 self._respond(requests, result, RESPONSE_COMPLETE_FINAL)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (the user's function: any failure is the requests')
             error = as_triton_error(exc)
             for request in requests:
                 sender = request.response_sender
@@ -105,7 +107,7 @@ class FunctionInstanceState:
             wanted = request.requested_output_names or list(outputs)
             response = InferenceResponse(outputs=[self._tensor(n, outputs[n]) for n in wanted
                                                   if n in outputs])
-            request.response_sender.send(response, flags)
+            _sender(request).send(response, flags)
 
     def _tensor(self, name: str, data: Any) -> Tensor:
         config = self.model_state.output_configs.get(name)
@@ -125,6 +127,12 @@ class FunctionInstanceState:
         else:
             array = array.astype(numpy_dtype(wire), copy=False)
         return Tensor(name, wire, tuple(array.shape), array)
+
+
+def _sender(request: Request) -> ResponseSender:
+    sender = request.response_sender
+    assert sender is not None, "the server routes every request it hands a backend"
+    return sender
 
 
 def model_initialize(model: Model) -> None:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from .enums import DLDeviceType, MemoryType
 from .errors import InvalidArgumentError, UnsupportedError
 
-DeviceOrMemoryType = Union[tuple[MemoryType, int], MemoryType, tuple[DLDeviceType, int], str]
+DeviceOrMemoryType = tuple[MemoryType, int] | MemoryType | tuple[DLDeviceType, int] | str
 
 _DLPACK_TO_MEMORY = {DLDeviceType.kDLCPU: MemoryType.CPU, DLDeviceType.kDLCUDA: MemoryType.GPU,
                      DLDeviceType.kDLCUDAHost: MemoryType.CPU_PINNED}
@@ -36,7 +36,7 @@ class MemoryBuffer:
     owner: Any
 
     @staticmethod
-    def from_dlpack(owner: Any) -> "MemoryBuffer":
+    def from_dlpack(owner: Any) -> MemoryBuffer:
         """A buffer over a DLPack object's memory (CPU and contiguous: no copy)."""
         array = host_array(owner)
         return MemoryBuffer(array.ctypes.data, MemoryType.CPU, 0, array.nbytes, array)

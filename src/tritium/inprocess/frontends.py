@@ -19,10 +19,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from ..frontend.extensions.statistics_api import statistics_json
 from ..frontend.grpc import GrpcFrontend
 from ..frontend.http import HttpFrontend
 from ..frontend.metrics import MetricsFrontend, ServerCollector
-from ..frontend.extensions.statistics_api import statistics_json
 from ..server import InferenceServer
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from ..config import model_config_to_json
 from ..errors import TritonError as CoreError
@@ -25,10 +25,10 @@ if TYPE_CHECKING:
 
 
 class Model:
-    def __init__(self, server: "Server", name: str, version: int = -1,
-                 state: Optional[str] = None, reason: Optional[str] = None) -> None:
+    def __init__(self, server: Server, name: str, version: int = -1,
+                 state: str | None = None, reason: str | None = None) -> None:
         self._server = server
-        self._core: "InferenceServer" = server._started()
+        self._core: InferenceServer = server._started()
         self.name = name
         self.version = version
         self.state = state
@@ -41,7 +41,7 @@ class Model:
         kwargs.pop("model", None)
         return InferenceRequest(model=self, **kwargs)
 
-    def infer(self, inference_request: Optional[InferenceRequest] = None,
+    def infer(self, inference_request: InferenceRequest | None = None,
               raise_on_error: bool = True, **kwargs: Any) -> ResponseIterator:
         """Send a request; iterate the returned object for its responses (blocking)."""
         request = inference_request or InferenceRequest(model=self, **kwargs)
@@ -54,7 +54,7 @@ class Model:
         self._send(core_request, responses._deliver)
         return responses
 
-    def async_infer(self, inference_request: Optional[InferenceRequest] = None,
+    def async_infer(self, inference_request: InferenceRequest | None = None,
                     raise_on_error: bool = True, **kwargs: Any) -> AsyncResponseIterator:
         """Send a request from a coroutine; `async for` over the returned object."""
         request = inference_request or InferenceRequest(model=self, **kwargs)

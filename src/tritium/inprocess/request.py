@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import queue
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any
 
 from .. import request as core
 from .allocators import DeviceOrMemoryType, MemoryAllocator, ResponseAllocator
@@ -30,18 +30,18 @@ class InferenceRequest:
     (queue.SimpleQueue for `infer`, asyncio.Queue for `async_infer`) that receives every
     response as it arrives, besides the iterator."""
 
-    model: "Model"
-    request_id: Optional[str] = None
+    model: Model
+    request_id: str | None = None
     flags: int = 0
-    correlation_id: Optional[Union[int, str]] = None
+    correlation_id: int | str | None = None
     priority: int = 0
     timeout: int = 0
     inputs: dict[str, Any] = field(default_factory=dict)
-    parameters: dict[str, Union[str, int, float, bool]] = field(default_factory=dict)
+    parameters: dict[str, str | int | float | bool] = field(default_factory=dict)
     requested_outputs: list[str] = field(default_factory=list)
-    output_memory_type: Optional[DeviceOrMemoryType] = None
-    output_memory_allocator: Optional[MemoryAllocator] = None
-    response_queue: Optional[Union[queue.SimpleQueue, asyncio.Queue]] = None
+    output_memory_type: DeviceOrMemoryType | None = None
+    output_memory_allocator: MemoryAllocator | None = None
+    response_queue: queue.SimpleQueue | asyncio.Queue | None = None
 
     def _to_core(self) -> tuple[core.InferenceRequest, ResponseAllocator]:
         """The core request and the output allocator; raises InvalidArgumentError for anything

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import queue
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
 from .. import request as core
 from ..errors import TritonError as CoreError
@@ -30,17 +31,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class InferenceResponse:
-    model: "Model"
-    request_id: Optional[str] = None
+    model: Model
+    request_id: str | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
     outputs: dict[str, Tensor] = field(default_factory=dict)
-    error: Optional[TritonError] = None
-    classification_label: Optional[str] = None
+    error: TritonError | None = None
+    classification_label: str | None = None
     final: bool = False
 
     @staticmethod
-    def _from_core(model: "Model", request_id: str, response: core.InferenceResponse | None,
-                   flags: int, allocator: ResponseAllocator) -> "InferenceResponse":
+    def _from_core(model: Model, request_id: str, response: core.InferenceResponse | None,
+                   flags: int, allocator: ResponseAllocator) -> InferenceResponse:
         result = InferenceResponse(model, request_id,
                                    final=bool(flags & core.RESPONSE_COMPLETE_FINAL))
         if response is None:
@@ -67,7 +68,7 @@ _Item = Any
 class _Responses:
     """What both iterators share: the core request, the conversion of each delivery."""
 
-    def __init__(self, model: "Model", request: core.InferenceRequest,
+    def __init__(self, model: Model, request: core.InferenceRequest,
                  allocator: ResponseAllocator, raise_on_error: bool) -> None:
         self._model = model
         self._request = request
@@ -87,10 +88,10 @@ class _Responses:
         except CoreError as exc:
             exc.args += (flags,)
             return api_error(exc)
-        except Exception as exc:  # a faulty allocator: the request's error, not a lost thread
+        except Exception as exc:  # noqa: BLE001 (a faulty allocator: the request's error, not a lost thread)
             return InternalError(f"Unexpected error in creating response object: {exc}")
 
-    def _take(self, item: _Item) -> "InferenceResponse":
+    def _take(self, item: _Item) -> InferenceResponse:
         if isinstance(item, TritonError):
             self._complete = True
             raise item
@@ -101,9 +102,9 @@ class _Responses:
 
 
 class ResponseIterator(_Responses):
-    def __init__(self, model: "Model", request: core.InferenceRequest,
+    def __init__(self, model: Model, request: core.InferenceRequest,
                  allocator: ResponseAllocator, raise_on_error: bool,
-                 user_queue: Optional[queue.SimpleQueue]) -> None:
+                 user_queue: queue.SimpleQueue | None) -> None:
         super().__init__(model, request, allocator, raise_on_error)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._user_queue = user_queue
@@ -114,7 +115,7 @@ class ResponseIterator(_Responses):
         if self._user_queue is not None and isinstance(item, InferenceResponse):
             self._user_queue.put(item)
 
-    def __iter__(self) -> "ResponseIterator":
+    def __iter__(self) -> ResponseIterator:
         return self
 
     def __next__(self) -> InferenceResponse:
@@ -124,9 +125,9 @@ class ResponseIterator(_Responses):
 
 
 class AsyncResponseIterator(_Responses):
-    def __init__(self, model: "Model", request: core.InferenceRequest,
+    def __init__(self, model: Model, request: core.InferenceRequest,
                  allocator: ResponseAllocator, raise_on_error: bool,
-                 user_queue: Optional[asyncio.Queue]) -> None:
+                 user_queue: asyncio.Queue | None) -> None:
         super().__init__(model, request, allocator, raise_on_error)
         self._queue: asyncio.Queue = asyncio.Queue()
         self._user_queue = user_queue
@@ -137,7 +138,7 @@ class AsyncResponseIterator(_Responses):
         if self._user_queue is not None and isinstance(item, InferenceResponse):
             self._user_queue.put_nowait(item)
 
-    def __aiter__(self) -> "AsyncResponseIterator":
+    def __aiter__(self) -> AsyncResponseIterator:
         return self
 
     async def __anext__(self) -> InferenceResponse:

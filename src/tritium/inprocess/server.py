@@ -16,10 +16,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from ..errors import TritonError as CoreError
-from ..logging_settings import TritonFormatter, LogSettings
+from ..logging_settings import LogSettings, TritonFormatter
 from ..server import InferenceServer, ServerOptions
 from .enums import (
     CONTROL_MODE_NAMES,
@@ -43,12 +43,17 @@ class RateLimiterResource:
     device: int = 0
 
 
+# Options' scalar fields (annotations are text here) and what a value must be an instance of.
+_SCALAR_TYPES: dict[str, type | tuple[type, ...]] = {
+    "str": str, "bool": bool, "int": int, "float": (int, float)}
+
+
 @dataclass(slots=True)
 class Options:
     """Triton's server options, by Triton's names. Options that concern GPUs, pinned memory,
     repository agents or host policies are accepted and have nothing to act on."""
 
-    model_repository: Union[str, Path, list[Union[str, Path]], None] = field(default_factory=list)
+    model_repository: str | Path | list[str | Path] | None = field(default_factory=list)
     server_id: str = "triton"
     model_control_mode: ModelControlMode = ModelControlMode.NONE
     startup_models: list[str] = field(default_factory=list)
@@ -68,7 +73,7 @@ class Options:
     model_load_retry_count: int = 0
     model_namespacing: bool = False
     enable_peer_access: bool = True
-    log_file: Optional[str] = None
+    log_file: str | None = None
     log_info: bool = False
     log_warn: bool = False
     log_error: bool = False
@@ -90,8 +95,7 @@ class Options:
         """TypeError for a value of the wrong type, as Triton's binding raises."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            expected = {"str": str, "bool": bool, "int": int, "float": (int, float)}.get(
-                str(f.type))
+            expected = _SCALAR_TYPES.get(str(f.type))
             if expected is not None and not isinstance(value, expected):
                 raise TypeError(f"Options.{f.name} must be {f.type}, got {type(value).__name__}")
         repositories = self.model_repository
@@ -115,12 +119,11 @@ class Options:
 
     def _server_options(self) -> ServerOptions:
         self._check_types()
-        repositories = self.model_repository
-        if not isinstance(repositories, list):
-            repositories = [repositories]
+        repository = self.model_repository
+        repositories = repository if isinstance(repository, list) else [repository]
         backend_directories = [Path(self.backend_directory)]
         return ServerOptions(
-            model_repositories=[Path(r) for r in repositories],  # type: ignore[arg-type]
+            model_repositories=[Path(r) for r in repositories if r is not None],
             backend_directories=[d for d in backend_directories if d.is_dir()],
             backend_config={name: dict(settings)
                             for name, settings in self.backend_configuration.items()},
@@ -146,7 +149,7 @@ class ModelDictionary(dict):
     """`Server.models()`: (name, version) -> Model; indexing by name alone gives the model
     with version -1 (the version policy's choice)."""
 
-    def __init__(self, server: "Server", models: list[Model]) -> None:
+    def __init__(self, server: Server, models: list[Model]) -> None:
         super().__init__()
         for model in models:
             self[(model.name, model.version)] = model
@@ -170,7 +173,7 @@ _UNLOADED_STATES = (None, "UNAVAILABLE")
 class Server:
     """An in-process Triton server: `Server(model_repository=...).start()`."""
 
-    def __init__(self, options: Optional[Options] = None, **kwargs: Any) -> None:
+    def __init__(self, options: Options | None = None, **kwargs: Any) -> None:
         self.options: Options = options if options is not None else Options(**kwargs)
         self._core: InferenceServer | None = None
         self._frontends: Frontends | None = None
@@ -179,7 +182,7 @@ class Server:
     # -- life ----------------------------------------------------------------------------------
 
     def start(self, wait_until_ready: bool = False, polling_interval: float = 0.1,
-              timeout: Optional[float] = None) -> "Server":
+              timeout: float | None = None) -> Server:
         """Create the core and load the models; raises Triton's errors (a model that fails
         to load with exit_on_error: InternalError)."""
         if self._core is not None:
@@ -221,10 +224,10 @@ class Server:
         core.shutdown()
         self._remove_logging()
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self if self._core is not None else self.start(wait_until_ready=True)
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._core is not None:
             self.stop()
 
@@ -243,8 +246,8 @@ class Server:
             logging.getLogger("tritium").addHandler(handler)
             self._log_handler = handler
             return
-        stream = open(settings.log_file, "a", encoding="utf-8") if settings.log_file else None
-        handler = logging.StreamHandler(stream)
+        handler = (logging.FileHandler(settings.log_file, encoding="utf-8") if settings.log_file
+                   else logging.StreamHandler())
         handler.setFormatter(TritonFormatter(settings))
         handler.addFilter(settings)
         logger = logging.getLogger("tritium")
@@ -289,9 +292,9 @@ class Server:
                         entry.get("state"), entry.get("reason")) for entry in entries]
         return ModelDictionary(self, models)
 
-    def load(self, model_name: str, parameters: Optional[dict[str, Any]] = None, *,
-             config: Union[str, dict[str, Any], None] = None,
-             files: Optional[dict[str, bytes]] = None) -> Model:
+    def load(self, model_name: str, parameters: dict[str, Any] | None = None, *,
+             config: str | dict[str, Any] | None = None,
+             files: dict[str, bytes] | None = None) -> Model:
         """Load (or reload) a model and wait until it settles (ModelControlMode.EXPLICIT).
 
         `parameters` as Triton's API takes them ({"config": JSON text, "file:1/model.py":
@@ -314,9 +317,9 @@ class Server:
             raise api_error(exc) from None
         return self.model(model_name)
 
-    def unload(self, model: Union[str, Model], unload_dependents: bool = False,
+    def unload(self, model: str | Model, unload_dependents: bool = False,
                wait_until_unloaded: bool = False, polling_interval: float = 0.1,
-               timeout: Optional[float] = None) -> None:
+               timeout: float | None = None) -> None:
         core = self._started()
         name = model if isinstance(model, str) else model.name
         try:
@@ -335,8 +338,8 @@ class Server:
 
     # -- frontends -----------------------------------------------------------------------------
 
-    def start_frontends(self, http_port: Optional[int] = 0, grpc_port: Optional[int] = 0,
-                        metrics_port: Optional[int] = None,
+    def start_frontends(self, http_port: int | None = 0, grpc_port: int | None = 0,
+                        metrics_port: int | None = None,
                         address: str = "127.0.0.1") -> FrontendAddresses:
         """Serve this server over HTTP/gRPC (and metrics) too; port 0 picks a free port, None
         leaves that frontend off. Returns the bound "host:port" addresses."""

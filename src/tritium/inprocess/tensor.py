@@ -23,7 +23,7 @@ from .errors import InvalidArgumentError, UnsupportedError
 class Tensor:
     """A tensor in host memory: `data_type`, `shape` and the `memory_buffer` holding it."""
 
-    __slots__ = ("data_type", "shape", "_buffer", "_elements")
+    __slots__ = ("_buffer", "_elements", "data_type", "shape")
 
     def __init__(self, data_type: DataType, shape: Any, memory_buffer: MemoryBuffer | None = None,
                  *, elements: np.ndarray | None = None) -> None:
@@ -88,16 +88,16 @@ class Tensor:
         return self.memory_buffer.view().view(dtype).reshape(self.shape)
 
     @staticmethod
-    def from_dlpack(obj: Any) -> "Tensor":
+    def from_dlpack(obj: Any) -> Tensor:
         """A tensor over a DLPack producer's memory (host, contiguous; no copy)."""
         array = host_array(obj)
         return Tensor(from_numpy(array.dtype), array.shape, MemoryBuffer(
             array.ctypes.data, MemoryType.CPU, 0, array.nbytes, array))
 
-    def to_host(self) -> "Tensor":
+    def to_host(self) -> Tensor:
         return self.to_device("cpu")
 
-    def to_device(self, device: DeviceOrMemoryType) -> "Tensor":
+    def to_device(self, device: DeviceOrMemoryType) -> Tensor:
         memory_type, memory_type_id = parse_device_or_memory_type(device)
         if memory_type in (MemoryType.CPU, MemoryType.CPU_PINNED):
             return self
@@ -114,7 +114,7 @@ class Tensor:
                 f"Tensor has data type {self.data_type} not {DataType.BYTES}"
             )
         if self._elements is None:
-            self._elements = core.bytes_from_wire(self.memory_buffer.view(), None, "", "", "")
+            self._elements = core.bytes_from_wire(self.memory_buffer.view().tobytes(), None, "", "", "")
         return self._elements.reshape(self.shape)
 
     def to_string_array(self) -> np.ndarray:
@@ -125,7 +125,7 @@ class Tensor:
         return np.array(text, dtype=str).reshape(elements.shape)
 
     @staticmethod
-    def from_bytes_array(array: Any) -> "Tensor":
+    def from_bytes_array(array: Any) -> Tensor:
         tensor = Tensor._from_object(array)
         if tensor.data_type != DataType.BYTES:
             raise InvalidArgumentError(
@@ -135,13 +135,13 @@ class Tensor:
         return tensor
 
     @staticmethod
-    def from_string_array(array: Any) -> "Tensor":
+    def from_string_array(array: Any) -> Tensor:
         return Tensor.from_bytes_array(array)
 
     # -- conversions ---------------------------------------------------------------------------
 
     @staticmethod
-    def _from_object(obj: Any) -> "Tensor":
+    def _from_object(obj: Any) -> Tensor:
         """What the API accepts as input data: a Tensor, numpy arrays and scalars, lists, and
         any DLPack producer."""
         if isinstance(obj, Tensor):
@@ -175,7 +175,7 @@ class Tensor:
         return core.Tensor(name, self.data_type.name, tuple(self.shape), data)
 
     @staticmethod
-    def _from_core(tensor: core.Tensor) -> "Tensor":
+    def _from_core(tensor: core.Tensor) -> Tensor:
         """A response output as the API's tensor (a view of the core's array)."""
         data = tensor.data
         if tensor.datatype == "BYTES":

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from ...datatypes import NUMPY_DTYPES
 
@@ -24,9 +25,9 @@ class PyTritonClientTimeoutError(TimeoutError):
 
 
 class ModelClient:
-    def __init__(self, url: str, model_name: str, model_version: Optional[str] = None, *,
-                 lazy_init: bool = True, init_timeout_s: Optional[float] = None,
-                 inference_timeout_s: Optional[float] = None) -> None:
+    def __init__(self, url: str, model_name: str, model_version: str | None = None, *,
+                 lazy_init: bool = True, init_timeout_s: float | None = None,
+                 inference_timeout_s: float | None = None) -> None:
         parsed = urllib.parse.urlparse(url if "://" in url else f"http://{url}")
         if parsed.scheme not in ("http", "grpc"):
             raise ValueError(f"Invalid scheme {parsed.scheme}. Only grpc and http are supported.")
@@ -37,15 +38,15 @@ class ModelClient:
         self.model_version = model_version or ""
         self._init_timeout_s = init_timeout_s if init_timeout_s is not None else 300.0
         self._inference_timeout_s = inference_timeout_s
-        self._inputs: Optional[list[dict[str, Any]]] = None
+        self._inputs: list[dict[str, Any]] | None = None
         self._outputs: list[str] = []
         if not lazy_init:
             self._initialize()
 
-    def __enter__(self) -> "ModelClient":
+    def __enter__(self) -> ModelClient:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -57,7 +58,7 @@ class ModelClient:
             try:
                 if self._client.is_model_ready(self.model_name, self.model_version):
                     return
-            except Exception:  # not reachable yet
+            except (InferenceServerException, OSError):  # not reachable yet
                 pass
             if time.monotonic() >= deadline:
                 raise PyTritonClientTimeoutError(
@@ -74,8 +75,8 @@ class ModelClient:
         self._inputs = metadata["inputs"]
         self._outputs = [t["name"] for t in metadata["outputs"]]
 
-    def infer_batch(self, *inputs: np.ndarray, parameters: Optional[dict[str, Any]] = None,
-                    headers: Optional[dict[str, str]] = None,
+    def infer_batch(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
+                    headers: dict[str, str] | None = None,
                     **named_inputs: np.ndarray) -> dict[str, np.ndarray]:
         if self._inputs is None:
             self._initialize()
@@ -110,8 +111,8 @@ class ModelClient:
                 found[name] = array
         return found
 
-    def infer_sample(self, *inputs: np.ndarray, parameters: Optional[dict[str, Any]] = None,
-                     headers: Optional[dict[str, str]] = None,
+    def infer_sample(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
+                     headers: dict[str, str] | None = None,
                      **named_inputs: np.ndarray) -> dict[str, np.ndarray]:
         batched = [np.asarray(v)[np.newaxis, ...] for v in inputs]
         named = {k: np.asarray(v)[np.newaxis, ...] for k, v in named_inputs.items()}

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,8 +44,8 @@ def batch(wrapped: Callable[..., Any]) -> Callable[[list[Request]], Any]:
                  for request in requests]
         result = wrapped(**inputs)
         if inspect.isgenerator(result):
-            return (_split(outputs, sizes) for outputs in result)
-        return _split(result, sizes)
+            return (_split(cast(Outputs, outputs), sizes) for outputs in result)
+        return _split(cast(Outputs, result), sizes)
 
     return infer
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,8 +22,8 @@ class Tensor:
 
     shape: tuple
     dtype: Any
-    name: Optional[str] = None
-    optional: Optional[bool] = False
+    name: str | None = None
+    optional: bool | None = False
 
     def __post_init__(self) -> None:
         if isinstance(self.dtype, np.dtype):
@@ -45,12 +46,12 @@ class QueuePolicy:
 @dataclasses.dataclass
 class DynamicBatcher:
     max_queue_delay_microseconds: int = 0
-    preferred_batch_size: Optional[list] = None
+    preferred_batch_size: list | None = None
     preserve_ordering: bool = False
     priority_levels: int = 0
     default_priority_level: int = 0
-    default_queue_policy: Optional[QueuePolicy] = None
-    priority_queue_policy: Optional[dict[int, QueuePolicy]] = None
+    default_queue_policy: QueuePolicy | None = None
+    priority_queue_policy: dict[int, QueuePolicy] | None = None
 
 
 @dataclasses.dataclass
@@ -86,7 +87,7 @@ def generate_config(name: str, inputs: Sequence[Tensor], outputs: Sequence[Tenso
     def tensors(items: Sequence[Tensor], kind: str) -> list[dict[str, Any]]:
         found = []
         for index, tensor in enumerate(items):
-            entry = {"name": tensor.name or f"{kind}_{index}",
+            entry: dict[str, Any] = {"name": tensor.name or f"{kind}_{index}",
                      "data_type": config_type(tensor.dtype),
                      "dims": [int(d) for d in tensor.shape] or [1]}
             if kind == "INPUT" and tensor.optional:

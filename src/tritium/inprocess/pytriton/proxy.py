@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -11,8 +12,8 @@ import numpy as np
 @dataclasses.dataclass
 class Request:
     data: dict[str, np.ndarray]
-    parameters: Optional[dict[str, Any]] = None
-    requested_output_names: Optional[list[str]] = None
+    parameters: dict[str, Any] | None = None
+    requested_output_names: list[str] | None = None
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.data[name]

@@ -22,8 +22,9 @@ import signal
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any
 
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2 as mc
@@ -43,22 +44,22 @@ _MODEL_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 class TritonConfig:
     """The server's settings (PyTriton's names; None means PyTriton's default)."""
 
-    id: Optional[str] = None
-    model_repository: Optional[Path] = None
-    log_verbose: Optional[int] = None
-    log_file: Optional[Path] = None
-    exit_timeout_secs: Optional[int] = None
-    exit_on_error: Optional[bool] = None
-    strict_readiness: Optional[bool] = None
-    allow_http: Optional[bool] = None
-    http_address: Optional[str] = None
-    http_port: Optional[int] = None
-    allow_grpc: Optional[bool] = None
-    grpc_address: Optional[str] = None
-    grpc_port: Optional[int] = None
-    allow_metrics: Optional[bool] = None
-    metrics_address: Optional[str] = None
-    metrics_port: Optional[int] = None
+    id: str | None = None
+    model_repository: Path | None = None
+    log_verbose: int | None = None
+    log_file: Path | None = None
+    exit_timeout_secs: int | None = None
+    exit_on_error: bool | None = None
+    strict_readiness: bool | None = None
+    allow_http: bool | None = None
+    http_address: str | None = None
+    http_port: int | None = None
+    allow_grpc: bool | None = None
+    grpc_address: str | None = None
+    grpc_port: int | None = None
+    allow_metrics: bool | None = None
+    metrics_address: str | None = None
+    metrics_port: int | None = None
 
 
 @dataclasses.dataclass
@@ -70,23 +71,23 @@ class _Binding:
 
 
 class Triton:
-    def __init__(self, *, config: Optional[TritonConfig] = None,
-                 workspace: Union[str, Path, None] = None) -> None:
+    def __init__(self, *, config: TritonConfig | None = None,
+                 workspace: str | Path | None = None) -> None:
         self._config = config or TritonConfig()
         self._own_workspace = workspace is None
         self._workspace = Path(workspace or tempfile.mkdtemp(prefix="tritium-pytriton-"))
         self._workspace.mkdir(parents=True, exist_ok=True)
         self._bindings: dict[str, _Binding] = {}
-        self._server: Optional[Server] = None
+        self._server: Server | None = None
         self._addresses = FrontendAddresses()
         self._stopped = threading.Event()
 
     # -- binding ---------------------------------------------------------------------------------
 
-    def bind(self, model_name: str, infer_func: Union[Callable, Sequence[Callable]],
+    def bind(self, model_name: str, infer_func: Callable | Sequence[Callable],
              inputs: Sequence[Tensor], outputs: Sequence[Tensor], model_version: int = 1,
-             config: Optional[ModelConfig] = None, strict: bool = False,
-             trace_config: Optional[list[str]] = None) -> None:
+             config: ModelConfig | None = None, strict: bool = False,
+             trace_config: list[str] | None = None) -> None:
         """Make `infer_func` (or one function per instance) model `model_name`; loaded at once
         when the server runs, else when it starts."""
         if not _MODEL_NAME.match(model_name):
@@ -94,7 +95,8 @@ class Triton:
                              "underscores and dashes")
         if model_name in self._bindings:
             raise ValueError(f"Model {model_name} is already bound")
-        functions = list(infer_func) if isinstance(infer_func, (list, tuple)) else [infer_func]
+        functions: list[Callable] = (list(infer_func) if isinstance(infer_func, (list, tuple))
+                                     else [infer_func])  # type: ignore[list-item]
         config = config or ModelConfig()
         callable_id = f"{model_name}-{uuid.uuid4().hex}"
         python_function.register(callable_id, [_serving(f) for f in functions])
@@ -182,11 +184,11 @@ class Triton:
     def is_alive(self) -> bool:
         return self._server is not None and self._server.live()
 
-    def __enter__(self) -> "Triton":
+    def __enter__(self) -> Triton:
         self.run()
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     # -- Tritium's additions -----------------------------------------------------------------
@@ -199,22 +201,22 @@ class Triton:
         return self._server
 
     @property
-    def http_url(self) -> Optional[str]:
+    def http_url(self) -> str | None:
         return f"http://{self._addresses.http}" if self._addresses.http else None
 
     @property
-    def grpc_url(self) -> Optional[str]:
+    def grpc_url(self) -> str | None:
         return f"grpc://{self._addresses.grpc}" if self._addresses.grpc else None
 
     @property
-    def metrics_url(self) -> Optional[str]:
+    def metrics_url(self) -> str | None:
         return self._addresses.metrics_url
 
     def __repr__(self) -> str:
         return f"Triton(models={list(self._bindings)}, http={self.http_url}, grpc={self.grpc_url})"
 
 
-def _port(allowed: Optional[bool], port: Optional[int], default: int) -> Optional[int]:
+def _port(allowed: bool | None, port: int | None, default: int) -> int | None:
     if allowed is False:
         return None
     return default if port is None else port
