@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import re
 import threading
 from pathlib import Path
 
@@ -473,3 +474,40 @@ def test_frontends_serve_the_same_server(repo: Path):
         server.stop()
     with pytest.raises(ConnectionRefusedError):  # stopping the server stopped its frontends
         httpclient.InferenceServerClient(addresses.http).is_server_live()
+
+
+# -- the package and its options -------------------------------------------------------------
+
+
+def test_tritium_exports_the_same_api():
+    import tritium
+
+    assert tritium.Server is tritonserver.Server and tritium.Tensor is tritonserver.Tensor
+    # Tracebacks name the errors as Triton's do.
+    assert tritonserver.InvalidArgumentError.__module__ == "tritonserver"
+
+
+def test_log_file_gets_tritons_log_lines(repo: Path, tmp_path: Path):
+    log_file = tmp_path / "server.log"
+    server = tritonserver.Server(
+        model_repository=str(repo), model_control_mode=tritonserver.ModelControlMode.EXPLICIT,
+        startup_models=["identity_fp32"], log_info=True, log_file=str(log_file)).start()
+    server.stop()
+    text = log_file.read_text()
+    assert re.search(r"^I\d{4} [\d:.]+ \d+ .*successfully loaded 'identity_fp32' version 1$",
+                     text, re.MULTILINE), text
+
+
+def test_startup_model_that_fails_stops_start_with_exit_on_error(repo: Path):
+    with pytest.raises(tritonserver.InternalError, match="failed to load all models"):
+        tritonserver.Server(model_repository=str(repo),
+                            model_control_mode=tritonserver.ModelControlMode.EXPLICIT,
+                            startup_models=["broken"]).start()
+    server = tritonserver.Server(model_repository=str(repo), exit_on_error=False,
+                                 model_control_mode=tritonserver.ModelControlMode.EXPLICIT,
+                                 startup_models=["broken", "identity_fp32"]).start()
+    try:
+        assert not server.ready()  # strict readiness: a model failed
+        assert server.model("identity_fp32").ready()
+    finally:
+        server.stop()

@@ -178,6 +178,7 @@ class Server:
         self._core: InferenceServer | None = None
         self._frontends: Frontends | None = None
         self._log_handler: logging.Handler | None = None
+        self._log_level: int | None = None
 
     # -- life ----------------------------------------------------------------------------------
 
@@ -252,15 +253,20 @@ class Server:
         handler.addFilter(settings)
         logger = logging.getLogger("tritium")
         logger.addHandler(handler)
-        if settings.log_verbose_level > 0:
-            logger.setLevel(logging.DEBUG)
+        # The handler's filter applies the options; the logger must let the records through.
+        self._log_level = logger.level
+        logger.setLevel(logging.DEBUG if settings.log_verbose_level > 0 else logging.INFO)
         self._log_handler = handler
 
     def _remove_logging(self) -> None:
         handler, self._log_handler = self._log_handler, None
         if handler is not None:
-            logging.getLogger("tritium").removeHandler(handler)
+            logger = logging.getLogger("tritium")
+            logger.removeHandler(handler)
             handler.close()
+            if self._log_level is not None:
+                logger.setLevel(self._log_level)
+                self._log_level = None
 
     # -- health and metadata -----------------------------------------------------------------
 
