@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,29 @@ def test_teardown_fails_on_a_leaked_child_process(pytester, run, repo: Path, tmp
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*child processes still running after the server stopped*"])
+
+
+def test_the_pyproject_entry_point_loads_the_plugin(pytester, monkeypatch, repo: Path,
+                                                   tmp_path: Path):
+    """Installed, pytest finds the plugin through pyproject's pytest11 entry point (here a
+    dist-info carrying exactly that entry point); `-p tritium.pytest_plugin` on top is harmless."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    entries = project["entry-points"]["pytest11"]
+    dist_info = tmp_path / "site" / "tritium_probe-0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: tritium-probe\nVersion: 0\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[pytest11]\n" + "".join(f"{name} = {value}\n" for name, value in entries.items()))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT / "src"), str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(test_model="""
+        def test_fixture_is_there(tritium_server):
+            assert tritium_server(models=["identity_fp32"]).server.ready()
+    """)
+    for extra in ([], ["-p", "tritium.pytest_plugin"]):
+        result = pytester.runpytest_subprocess(*extra, "-p", "no:cacheprovider",
+                                               f"--tritium-repository={repo}", timeout=240)
+        result.assert_outcomes(passed=1)
 
 
 def test_the_example_model_test(run):
