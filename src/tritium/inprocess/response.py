@@ -86,7 +86,6 @@ class _Responses:
             return InferenceResponse._from_core(
                 self._model, self._request.id, response, flags, self._allocator)
         except CoreError as exc:
-            exc.args += (flags,)
             return api_error(exc)
         except Exception as exc:  # noqa: BLE001 (a faulty allocator: the request's error, not a lost thread)
             return InternalError(f"Unexpected error in creating response object: {exc}")
