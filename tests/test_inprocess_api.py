@@ -20,9 +20,10 @@ import pytest
 import torch
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from inprocess_models import inprocess_repository
-
 import tritonserver
+from inprocess_models import inprocess_repository
+from server_process import free_ports
+from tritonfrontend import KServeGrpc, KServeHttp
 
 NOT_DECOUPLED = {"backend": "python", "parameters": {"decoupled": {"string_value": "False"}}}
 DECOUPLED = {"backend": "python", "parameters": {"decoupled": {"string_value": "True"}}}
@@ -536,3 +537,29 @@ def test_requests_leave_no_memory_behind(server, model):
     finally:
         tracemalloc.stop()
     assert after - before < 120_000
+
+
+def test_tritonfrontend_services(repo: Path):
+    """Triton's tutorial shape: KServeHttp/KServeGrpc services started and stopped on their
+    own, or with the server."""
+    http_port, grpc_port = free_ports(2)
+    server = tritonserver.Server(
+        model_repository=str(repo), model_control_mode=tritonserver.ModelControlMode.EXPLICIT,
+        startup_models=["identity_fp32"]).start(wait_until_ready=True)
+    try:
+        http_service = KServeHttp.Server(server, KServeHttp.Options(address="127.0.0.1",
+                                                                    port=http_port))
+        http_service.start()
+        with httpclient.InferenceServerClient(f"127.0.0.1:{http_port}") as client:
+            assert client.is_model_ready("identity_fp32")
+        with KServeGrpc(server, KServeGrpc.Options(address="127.0.0.1", port=grpc_port)) as grpc:
+            assert grpc.port == grpc_port
+            client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+            assert client.is_server_live()
+            client.close()
+        with pytest.raises(tritonserver.InvalidArgumentError, match="invalid port"):
+            KServeHttp(server, KServeHttp.Options(port=70000))
+    finally:
+        server.stop()  # stops the HTTP service still running
+    with pytest.raises(ConnectionRefusedError):
+        httpclient.InferenceServerClient(f"127.0.0.1:{http_port}").is_server_live()

@@ -176,7 +176,8 @@ class Server:
     def __init__(self, options: Options | None = None, **kwargs: Any) -> None:
         self.options: Options = options if options is not None else Options(**kwargs)
         self._core: InferenceServer | None = None
-        self._frontends: Frontends | None = None
+        # Frontends serving this server (start_frontends, tritonfrontend's services).
+        self._frontends: list[Frontends] = []
         self._log_handler: logging.Handler | None = None
         self._log_level: int | None = None
 
@@ -218,9 +219,9 @@ class Server:
         """Stop the frontends (if started), wait for requests in flight (up to exit_timeout),
         unload every model and finalize the backends."""
         core = self._started()
-        if self._frontends is not None:
-            self._frontends.stop(float(self.options.exit_timeout))
-            self._frontends = None
+        running, self._frontends = self._frontends, []
+        for frontends in running:
+            frontends.stop(float(self.options.exit_timeout))
         self._core = None
         core.shutdown()
         self._remove_logging()
@@ -349,10 +350,16 @@ class Server:
                         address: str = "127.0.0.1") -> FrontendAddresses:
         """Serve this server over HTTP/gRPC (and metrics) too; port 0 picks a free port, None
         leaves that frontend off. Returns the bound "host:port" addresses."""
-        core = self._started()
-        if self._frontends is not None:
-            raise InvalidArgumentError("frontends already started")
-        frontends = Frontends(core)
+        return self._serve(address, http_port, grpc_port, metrics_port)[1]
+
+    def _serve(self, address: str, http_port: int | None, grpc_port: int | None,
+               metrics_port: int | None) -> tuple[Frontends, FrontendAddresses]:
+        frontends = Frontends(self._started())
         addresses = frontends.start(address, http_port, grpc_port, metrics_port)
-        self._frontends = frontends
-        return addresses
+        self._frontends.append(frontends)
+        return frontends, addresses
+
+    def _stop_serving(self, frontends: Frontends) -> None:
+        if frontends in self._frontends:
+            self._frontends.remove(frontends)
+            frontends.stop(float(self.options.exit_timeout))
