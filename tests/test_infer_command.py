@@ -89,3 +89,13 @@ def test_against_a_running_server_over_http_and_grpc():
             assert outputs == {"OUTPUT0": [5, 5, 5, 5], "OUTPUT1": [-3, -1, 1, 3]}
         result = tritium_infer("nope", "--url", server.http_url, "-i", "X=[1]")
         assert result.returncode == 1 and "nope" in result.stderr
+
+
+def test_backend_directory_and_model_version():
+    result = tritium_infer("simple", "--repository", str(EXAMPLES), "--backend-directory",
+                           str(ROOT / "examples" / "backends"), "--model-version", "1", "--json",
+                           "-i", f"INPUT0={list(range(16))}", "-i", f"INPUT1={[1] * 16}")
+    assert result.returncode == 0, result.stderr
+    outputs = {o["name"]: o for o in json.loads(result.stdout)["outputs"]}
+    assert outputs["OUTPUT0"]["shape"] == [1, 16]  # a batch of one was added
+    assert outputs["OUTPUT0"]["data"] == list(range(1, 17))

@@ -243,3 +243,24 @@ def test_invalid_model_name_and_unregistered_function(tmp_path: Path):
         assert "no Python callable is registered" in server.models()[("orphan", 1)].reason
     finally:
         server.stop()
+
+
+def test_decoupled_generator_over_a_grpc_stream(triton):
+    import queue
+
+    answers: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(triton.grpc_url.split("://")[1])
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    tensor = grpcclient.InferInput("n", [1, 1], "INT32")
+    tensor.set_data_from_numpy(np.array([[4]], np.int32))
+    client.async_stream_infer("count_up", [tensor], enable_empty_final_response=True)
+    steps = []
+    while True:
+        result, error = answers.get(timeout=60)
+        assert error is None
+        if result.get_response().parameters["triton_final_response"].bool_param:
+            break
+        steps.append(int(result.as_numpy("step")[0][0]))
+    client.stop_stream()
+    client.close()
+    assert steps == [0, 1, 2, 3]
