@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy
 import pytest
-import torch
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 import tritonserver
@@ -302,6 +301,8 @@ def test_output_memory_allocator(server):
 
 
 def test_tensor_from_numpy_shares_memory_with_torch():
+    import torch
+
     array = numpy.random.rand(1, 3, 10, 10).astype(numpy.float32)
     tensor = tritonserver.Tensor.from_dlpack(array)
     assert tensor.data_type == tritonserver.DataType.FP32 and tensor.shape == [1, 3, 10, 10]
@@ -312,6 +313,8 @@ def test_tensor_from_numpy_shares_memory_with_torch():
 
 
 def test_tensor_from_torch_and_reshaped_view():
+    import torch
+
     owner = torch.arange(8, dtype=torch.int64)
     tensor = tritonserver.Tensor.from_dlpack(owner)
     assert tensor.data_type == tritonserver.DataType.INT64 and tensor.size == 64
@@ -563,3 +566,25 @@ def test_tritonfrontend_services(repo: Path):
         server.stop()  # stops the HTTP service still running
     with pytest.raises(ConnectionRefusedError):
         httpclient.InferenceServerClient(f"127.0.0.1:{http_port}").is_server_live()
+
+
+def test_poll_model_repository(tmp_path: Path):
+    from models import identity_config, write_model
+
+    write_model(tmp_path, "first", identity_config("first"))
+    server = tritonserver.Server(model_repository=str(tmp_path),
+                                 model_control_mode=tritonserver.ModelControlMode.POLL).start()
+    try:
+        write_model(tmp_path, "second", identity_config("second"))
+        assert ("second", 1) not in server.models()  # only polled when told, as in Triton
+        server.poll_model_repository()
+        assert server.models()[("second", 1)].state == "READY"
+        assert server.model("second").ready()
+    finally:
+        server.stop()
+    server = tritonserver.Server(model_repository=str(tmp_path)).start()
+    try:
+        with pytest.raises(tritonserver.UnavailableError, match="polling is disabled"):
+            server.poll_model_repository()
+    finally:
+        server.stop()

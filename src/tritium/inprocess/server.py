@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,8 +89,9 @@ class Options:
     backend_configuration: dict[str, dict[str, str]] = field(default_factory=dict)
     host_policies: dict[str, dict[str, str]] = field(default_factory=dict)
     metrics_configuration: dict[str, dict[str, str]] = field(default_factory=dict)
-    # Tritium's own: seconds between repository polls in ModelControlMode.POLL.
-    repository_poll_secs: float = 15.0
+    # Tritium's own: poll the repository every so many seconds in ModelControlMode.POLL. None,
+    # as in Triton's API: only when told (`Server.poll_model_repository()`).
+    repository_poll_secs: float | None = None
 
     def _check_types(self) -> None:
         """TypeError for a value of the wrong type, as Triton's binding raises."""
@@ -129,7 +131,8 @@ class Options:
                             for name, settings in self.backend_configuration.items()},
             model_control_mode=CONTROL_MODE_NAMES[ModelControlMode(self.model_control_mode)],
             load_models=list(self.startup_models),
-            repository_poll_secs=self.repository_poll_secs,
+            # The core polls in POLL mode; asked for no period, it waits as long as a wait can.
+            repository_poll_secs=self.repository_poll_secs or threading.TIMEOUT_MAX,
             strict_readiness=self.strict_readiness,
             exit_on_error=self.exit_on_error,
             auto_complete=not self.strict_model_config,
@@ -323,6 +326,17 @@ class Server:
         except CoreError as exc:
             raise api_error(exc) from None
         return self.model(model_name)
+
+    def poll_model_repository(self) -> None:
+        """Apply the repository's changes: load new and changed models, unload removed ones
+        (ModelControlMode.POLL only)."""
+        core = self._started()
+        if self.options.model_control_mode != ModelControlMode.POLL:
+            raise UnavailableError("polling is disabled")
+        try:
+            core.control.poll()
+        except CoreError as exc:
+            raise api_error(exc) from None
 
     def unload(self, model: str | Model, unload_dependents: bool = False,
                wait_until_unloaded: bool = False, polling_interval: float = 0.1,
