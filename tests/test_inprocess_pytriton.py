@@ -264,3 +264,24 @@ def test_decoupled_generator_over_a_grpc_stream(triton):
     client.stop_stream()
     client.close()
     assert steps == [0, 1, 2, 3]
+
+
+def test_results_are_checked_strictly_when_asked():
+    def wrong_dtype(requests):
+        return [{"y": np.ones((1, 2), np.int64)} for _ in requests]
+
+    def not_a_list(requests):
+        return {"y": np.ones((1, 2), np.float32)}
+
+    with Triton(config=FREE_PORTS) as triton:
+        triton.bind("loose", wrong_dtype, inputs=[vector("x")], outputs=[vector("y")])
+        triton.bind("strict", wrong_dtype, inputs=[vector("x")], outputs=[vector("y")],
+                    strict=True)
+        triton.bind("bad", not_a_list, inputs=[vector("x")], outputs=[vector("y")])
+        inputs = {"x": np.ones((1, 2), np.float32)}
+        (response,) = triton.server.model("loose").infer(inputs=inputs)
+        assert np.from_dlpack(response.outputs["y"]).dtype == np.float32  # cast to FP32
+        with pytest.raises(tritonserver.InternalError, match="has dtype int64, declared float32"):
+            list(triton.server.model("strict").infer(inputs=inputs))
+        with pytest.raises(tritonserver.InternalError, match="must be a list of response dicts"):
+            list(triton.server.model("bad").infer(inputs=inputs))

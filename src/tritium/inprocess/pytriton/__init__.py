@@ -8,10 +8,11 @@ A PyTriton script needs only its imports changed:
 """
 
 from .client import ModelClient, PyTritonClientTimeoutError
-from .decorators import PyTritonValidationError, batch, first_value, group_by_values, sample
+from .decorators import batch, first_value, group_by_values, sample
 from .model_config import DynamicBatcher, ModelConfig, QueuePolicy, Tensor, TimeoutAction
 from .proxy import Request
 from .triton import Triton, TritonConfig
+from .validation import PyTritonValidationError
 
 __all__ = [
     "DynamicBatcher",

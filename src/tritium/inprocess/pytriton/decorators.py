@@ -26,12 +26,9 @@ from typing import Any, cast
 import numpy as np
 
 from .proxy import Request
+from .validation import PyTritonValidationError
 
 Outputs = dict[str, np.ndarray]
-
-
-class PyTritonValidationError(ValueError):
-    """An input a decorator cannot work with (its message goes back to the client)."""
 
 
 def batch(wrapped: Callable[..., Any]) -> Callable[[list[Request]], Any]:

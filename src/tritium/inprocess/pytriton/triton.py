@@ -36,6 +36,7 @@ from ..frontends import FrontendAddresses
 from ..server import Server
 from .model_config import ModelConfig, Tensor, generate_config
 from .proxy import Request
+from .validation import check_results
 
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -99,7 +100,8 @@ class Triton:
                                      else [infer_func])  # type: ignore[list-item]
         config = config or ModelConfig()
         callable_id = f"{model_name}-{uuid.uuid4().hex}"
-        python_function.register(callable_id, [_serving(f) for f in functions])
+        python_function.register(callable_id, [_serving(f, model_name, outputs, config, strict)
+                                               for f in functions])
         generated = generate_config(model_name, inputs, outputs, config, len(functions),
                                     callable_id)
         binding = _Binding(model_name, model_version, callable_id, generated)
@@ -222,13 +224,20 @@ def _port(allowed: bool | None, port: int | None, default: int) -> int | None:
     return default if port is None else port
 
 
-def _serving(function: Callable) -> Callable[[Sequence[Any]], Any]:
-    """The backend's callable for one bound function: core requests -> PyTriton Requests."""
+def _serving(function: Callable, model: str, outputs: Sequence[Tensor], config: ModelConfig,
+             strict: bool) -> Callable[[Sequence[Any]], Any]:
+    """The backend's callable for one bound function: core requests -> PyTriton Requests, and
+    the function's results checked (each yield of a decoupled model's generator too)."""
+    batching = config.batching
 
     def serve(requests: Sequence[Any]) -> Any:
-        return function([Request({name: t.data for name, t in r.inputs.items()},
-                                 dict(r.parameters), r.requested_output_names or None)
-                         for r in requests])
+        results = function([Request({name: t.data for name, t in r.inputs.items()},
+                                    dict(r.parameters), r.requested_output_names or None)
+                            for r in requests])
+        if config.decoupled:
+            return (check_results(model, partial, len(requests), outputs, batching, strict)
+                    for partial in results)
+        return check_results(model, results, len(requests), outputs, batching, strict)
 
     return serve
 
