@@ -8,7 +8,8 @@ A failure is the batch's error, its message naming the model.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ def check_results(model: str, results: Any, count: int, outputs: Sequence[Tensor
         raise PyTritonValidationError(
             f"Number of outputs returned by `{model}` inference callable ({len(results)}) does "
             f"not match the number of requests ({count})")
-    declared = {t.name: t for t in outputs}
+    declared = {t.name: t for t in outputs if t.name}
     for response in results:
         if not isinstance(response, dict):
             raise PyTritonValidationError(
@@ -66,7 +67,7 @@ def _check_declared(model: str, name: str, value: np.ndarray, declared: dict[str
     if spec is None:
         raise PyTritonValidationError(
             f"Output `{name}` returned by `{model}` is not one of its outputs "
-            f"({', '.join(n for n in declared if n)})")
+            f"({', '.join(declared)})")
     if config_type(value.dtype) != config_type(spec.dtype):
         raise PyTritonValidationError(
             f"Output `{name}` of `{model}` has dtype {value.dtype}, declared "
