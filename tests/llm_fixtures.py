@@ -60,7 +60,7 @@ class Reference:
     def text(self, prompt: str, tokens: list[int]) -> str:
         """The text a client sees for `tokens`, detokenized incrementally (a multi-byte
         character is only shown whole) exactly as the engine streams it."""
-        from tritium.backends.llm.detokenizer import IncrementalDetokenizer
+        from tritium.builtin_backends.llm.detokenizer import IncrementalDetokenizer
 
         prompt_ids = self.tokenizer(prompt).input_ids
         detokenizer = IncrementalDetokenizer(self.tokenizer, prompt_ids, [], False, True)

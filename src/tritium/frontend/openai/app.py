@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import TritonError
 from ...request import InferenceResponse
 from ...server import InferenceServer
-from ..http_server import HttpConnection, HttpEndpoint, Request
+from ..http.server import HttpConnection, HttpEndpoint, Request
 from .protocol import (
     OpenAiError,
     chat_request,
