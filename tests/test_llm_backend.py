@@ -257,7 +257,11 @@ def test_cancelled_request_frees_its_slot(server, references):
     with socket.create_connection(("127.0.0.1", server.http_port)) as sock:
         sock.sendall(b"POST /v2/models/llama_one/generate_stream HTTP/1.1\r\nhost: x\r\n"
                      b"content-length: %d\r\n\r\n%s" % (len(body), body))
-        assert b"data: " in sock.recv(65536)  # the first token came: the slot is taken
+        received = b""
+        while b"data: " not in received:  # the first token came: the slot is taken
+            chunk = sock.recv(65536)
+            assert chunk, received
+            received += chunk
     status, after_cancel = generate(server, "llama_one", {
         "text_input": PROMPTS[0], "max_tokens": 10, "temperature": 0,
         "exclude_input_in_output": True})
