@@ -271,6 +271,23 @@ def test_cancelled_request_frees_its_slot(server, references):
     assert generated < 500, "the cancelled request kept its slot until it finished"
 
 
+def test_a_cancelled_grpc_stream_frees_the_slot(server, references):
+    before = server.metric("vllm:generation_tokens_total", "llama_one")
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        streams = Streams(client)
+        streams.send("llama_one", "long", "T", {"max_tokens": 500, "ignore_eos": True,
+                                                "temperature": 0})
+        streams.collector.wait_count(1)  # decoding: the one slot is taken
+        client.stop_stream(cancel_requests=True)
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        streams = Streams(client)
+        streams.send("llama_one", "next", PROMPTS[1], _greedy(10))
+        streams.done(["next"])
+        assert streams.text("next") == references["llama"].greedy_text(PROMPTS[1], 10)[0]
+        streams.close()
+    assert server.metric("vllm:generation_tokens_total", "llama_one") - before < 500
+
+
 # -- sampling ------------------------------------------------------------------------------------
 
 
