@@ -160,8 +160,8 @@ def test_eight_prompts_in_one_continuous_batch_with_requests_joining_mid_flight(
         server, grpc_client, references):
     reference = references["llama"]
     streams = Streams(grpc_client)
-    first = [(f"early-{i}", PROMPTS[i], 120) for i in range(4)]
-    later = [(f"late-{i}", PROMPTS[4 + i], 20 + 10 * i) for i in range(4)]
+    first = [(f"early-{i}", PROMPTS[i], 64) for i in range(4)]
+    later = [(f"late-{i}", PROMPTS[4 + i], 12 + 8 * i) for i in range(4)]
     for request_id, prompt, max_tokens in first:
         streams.send("llama", request_id, prompt, _greedy(max_tokens))
     # Once every early request is decoding, the others join the running batch.

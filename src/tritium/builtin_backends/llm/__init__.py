@@ -114,8 +114,8 @@ class LlmInstanceState(ModelInstanceState):
         from .engine import Engine
 
         state = self.model_state
-        self.engine = Engine(instance.name, state.runner, state.settings, _Source(state),
-                             state.metrics)
+        # The model state's queue is every instance engine's RequestSource.
+        self.engine = Engine(instance.name, state.runner, state.settings, state, state.metrics)
         self.engine.start()
 
     def enqueue(self, requests: Sequence[Request]) -> None:
@@ -133,19 +133,6 @@ class LlmInstanceState(ModelInstanceState):
 
     def finalize(self) -> None:
         self.engine.stop()
-
-
-class _Source:
-    """The model state's queue as an engine's RequestSource."""
-
-    def __init__(self, state: LlmModelState) -> None:
-        self._state = state
-
-    def take(self, limit: int, wait: float) -> list[Any]:
-        return self._state.take(limit, wait)
-
-    def waiting(self) -> int:
-        return self._state.waiting()
 
 
 def initialize(backend: Backend) -> None:

@@ -183,7 +183,6 @@ class Engine:
 
     def _decode(self) -> None:
         batch = self.running[: self.decoding]
-        batch = [s for s in batch if s.output and s.finish_reason is None]
         if not batch:
             return
         # Every decoding sequence sits in rows [0, decoding): one contiguous slice.
