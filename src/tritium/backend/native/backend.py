@@ -69,6 +69,7 @@ class NativeModel:
         self.decoupled = model.config.model_transaction_policy.decoupled
         self.token = new_token(self)
         self.handle: int = 0
+        self.output_names: list[bytes] = []
 
     def config_json(self) -> str:
         return self.model.config_json()
@@ -172,6 +173,8 @@ class NativeBackend:
         native.decoupled = model.config.model_transaction_policy.decoupled
 
     def model_finalize(self, model: Model) -> None:
+        if model.state is None:
+            return
         try:
             self._call("TRITONBACKEND_ModelFinalize", model.state.handle)
         finally:
@@ -186,10 +189,15 @@ class NativeBackend:
     # ---- instance ----
     def model_instance_initialize(self, instance: ModelInstance) -> None:
         native_model: NativeModel = instance.model.state
+        # The configuration is final (auto-completed, normalised) once instances are made.
+        native_model.output_names = [o.name.encode() for o in instance.model.config.output]
         token = new_token(None)
+        # Triton names an instance's host policy after its device unless the group names one.
+        policy = instance.group.host_policy or (
+            f"gpu_{instance.device_id}" if instance.kind == "KIND_GPU" else "cpu")
         handle = self.lib.tritium_instance_new(
             token, native_model.handle, instance.name.encode(), _KINDS.get(instance.kind, 1),
-            instance.device_id, int(instance.is_passive))
+            instance.device_id, int(instance.is_passive), json.dumps({policy: {}}).encode())
         for profile in instance.group.profile:
             self.lib.tritium_instance_add_profile(handle, profile.encode())
         native = NativeInstance(native_model, handle, token)
@@ -202,6 +210,8 @@ class NativeBackend:
             raise
 
     def model_instance_finalize(self, instance: ModelInstance) -> None:
+        if instance.state is None:  # its initialize failed and was cleaned up then
+            return
         try:
             self._call("TRITONBACKEND_ModelInstanceFinalize", instance.state.handle)
         finally:
@@ -224,7 +234,8 @@ class NativeBackend:
             pending = PendingRequest(request, model_name)
             token = new_token(pending)
             pendings.append(pending)
-            handles.append(build_request(self.lib, native.handle, token, pending))
+            handles.append(build_request(self.lib, native.handle, token, pending,
+                                         native.model.output_names))
         array = (c_void_p * len(handles))(*handles)
         execute = self._entry["TRITONBACKEND_ModelInstanceExecute"]
         error = self.lib.take_error(execute(native.handle, array, len(handles)))

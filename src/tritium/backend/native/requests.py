@@ -75,8 +75,13 @@ class PendingRequest:
         self.done.set()
 
 
-def build_request(lib: Library, instance: int, token: int, pending: PendingRequest) -> int:
-    """A TRITONBACKEND_Request for `pending.request` (inputs point at the server's data)."""
+def build_request(lib: Library, instance: int, token: int, pending: PendingRequest,
+                  all_outputs: list[bytes]) -> int:
+    """A TRITONBACKEND_Request for `pending.request` (inputs point at the server's data).
+
+    A client that names no output gets every output of the model, as Triton's core requests
+    them all on its behalf (`all_outputs`: the model's output names).
+    """
     request = pending.request
     correlation = request.correlation_id
     text_id = correlation.encode() if isinstance(correlation, str) else None
@@ -95,8 +100,9 @@ def build_request(lib: Library, instance: int, token: int, pending: PendingReque
         shape = (c_int64 * len(tensor.shape))(*tensor.shape)
         lib.tritium_request_add_input(creq, name.encode(), DATATYPE_NUMBERS[tensor.datatype],
                                       shape, len(tensor.shape), address, size)
-    for name in request.requested_output_names:
-        lib.tritium_request_add_output(creq, name.encode())
+    wanted = [n.encode() for n in request.requested_output_names] or all_outputs
+    for name in wanted:
+        lib.tritium_request_add_output(creq, name)
     for key, value in request.parameters.items():
         add_parameter(lib.tritium_request_add_parameter, creq, key, value)
     return creq

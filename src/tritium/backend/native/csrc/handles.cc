@@ -35,7 +35,7 @@ TRITIUM_EXPORT void tritium_model_delete(TRITONBACKEND_Model* m) { delete m; }
 
 TRITIUM_EXPORT TRITONBACKEND_ModelInstance* tritium_instance_new(
     uint64_t token, TRITONBACKEND_Model* model, const char* name, int kind, int32_t device_id,
-    int passive) {
+    int passive, const char* host_policy_json) {
   auto* i = new TRITONBACKEND_ModelInstance{};
   i->token = token;
   i->model = model;
@@ -43,6 +43,7 @@ TRITIUM_EXPORT TRITONBACKEND_ModelInstance* tritium_instance_new(
   i->kind = static_cast<TRITONSERVER_InstanceGroupKind>(kind);
   i->device_id = device_id;
   i->passive = passive != 0;
+  i->host_policy.json = host_policy_json;
   return i;
 }
 TRITIUM_EXPORT void tritium_instance_add_profile(TRITONBACKEND_ModelInstance* i, const char* p) {
@@ -199,10 +200,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInsta
   return nullptr;
 }
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceHostPolicy(
-    TRITONBACKEND_ModelInstance*, TRITONSERVER_Message** host_policy) {
-  // Owned by the server; Tritium has no host policies, so every instance gets "{}".
-  static TRITONSERVER_Message empty{"{}"};
-  *host_policy = &empty;
+    TRITONBACKEND_ModelInstance* i, TRITONSERVER_Message** host_policy) {
+  *host_policy = &i->host_policy;  // owned by the server
   return nullptr;
 }
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceIsPassive(TRITONBACKEND_ModelInstance* i, bool* p) {

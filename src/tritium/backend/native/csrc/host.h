@@ -82,6 +82,7 @@ struct TRITONBACKEND_ModelInstance {
   int32_t device_id;
   bool passive;
   std::vector<std::string> profiles;
+  TRITONSERVER_Message host_policy;  // {"<policy name>": {}}, owned by the server
   void* state = nullptr;
 };
 
