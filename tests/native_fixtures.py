@@ -21,12 +21,14 @@ def compile_backends(directory: Path, names: dict[str, str]) -> Path:
     def one(name: str, stem: str) -> None:
         target = directory / name / f"libtriton_{name}.so"
         target.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
+        result = subprocess.run(
             [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{build.INCLUDE_DIR}",
              f"-I{SOURCES}", str(SOURCES / f"{stem}.cc"), f"-L{library.parent}",
              "-ltritonserver", "-lpthread", "-o", str(target)],
-            check=True, capture_output=True, text=True,
+            capture_output=True, text=True,
         )
+        if result.returncode != 0:
+            raise RuntimeError(f"compiling {stem}.cc failed:\n{result.stderr}")
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         list(pool.map(lambda item: one(*item), names.items()))

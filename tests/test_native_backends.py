@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import queue
-import re
-import threading
-from functools import partial
+import time
 
 import numpy as np
 import pytest
@@ -150,8 +148,20 @@ def test_batched_concurrent_requests_on_two_preferred_instances(http, grpc):
 
 def test_backend_config_reaches_the_backend_log(server, http):
     assert http.is_model_ready("identity_all")
-    line = next(l for l in server.log().splitlines() if "identity backend config" in l)
+    line = _log_line(server, "identity backend config")
     assert '"answer": "42"' in line and '"backend-directory"' in line
+
+
+def _log_line(server, text: str, timeout: float = 10.0) -> str:
+    """The server's log line holding `text` (log records are written by a thread)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for line in server.log().splitlines():
+            if text in line:
+                return line
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no log line with {text!r}:\n{server.log()[-2000:]}")
+        time.sleep(0.05)
 
 
 def _stream(grpc_client, model, values):
@@ -197,7 +207,8 @@ def test_errors_per_request_and_from_execute_leave_the_server_serving(server, ht
     with pytest.raises(InferenceServerException, match="without sending a response"):
         _errors(http, -9)
     assert _errors(http, 7).as_numpy("OUTPUT0").tolist() == [7]
-    assert "second send refused" in server.log()
+    assert "the final response of this request was already sent" in _log_line(
+        server, "second send refused")
     tensor = grpcclient.InferInput("INPUT0", [1], "INT32")
     tensor.set_data_from_numpy(np.array([5], np.int32))
     assert grpc.infer("errors", [tensor]).as_numpy("OUTPUT0").tolist() == [5]

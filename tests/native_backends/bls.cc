@@ -124,7 +124,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
       float* f = static_cast<float*>(buffer);
       for (size_t i = 0; i < call.values.size(); ++i) f[i] = 2 * call.values[i];
     }
-    RETURN_IF_ERROR(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, failure));
+    TRITONSERVER_Error* answered = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, failure);
+    if (failure != nullptr) TRITONSERVER_ErrorDelete(failure);
+    RETURN_IF_ERROR(answered);
     RETURN_IF_ERROR(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL));
   }
   return TRITONSERVER_ResponseAllocatorDelete(allocator);

@@ -77,9 +77,10 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     RETURN_IF_ERROR(TRITONBACKEND_ResponseNew(&extra, request));
     if (value < 0) {
       std::string message = "negative input " + std::to_string(value);
-      RETURN_IF_ERROR(TRITONBACKEND_ResponseSend(
-          response, TRITONSERVER_RESPONSE_COMPLETE_FINAL,
-          TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, message.c_str())));
+      TRITONSERVER_Error* error = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, message.c_str());
+      TRITONSERVER_Error* sent = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error);
+      TRITONSERVER_ErrorDelete(error);  // the sender keeps ownership of the error it sends
+      RETURN_IF_ERROR(sent);
     } else {
       const int64_t shape[1] = {1};
       TRITONBACKEND_Output* out = nullptr;

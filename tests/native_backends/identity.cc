@@ -82,7 +82,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     uint64_t end = now_ns();
     RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceReportStatistics(
         instance, request, failure == nullptr, start, start, end, end));
-    RETURN_IF_ERROR(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, failure));
+    TRITONSERVER_Error* sent = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, failure);
+    if (failure != nullptr) TRITONSERVER_ErrorDelete(failure);
+    RETURN_IF_ERROR(sent);
     RETURN_IF_ERROR(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL));
   }
   uint64_t exec_end = now_ns();

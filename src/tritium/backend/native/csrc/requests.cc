@@ -448,8 +448,7 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseSend(
       send_to_host(response->request, response, send_flags, error, "TRITONBACKEND_ResponseSend");
   if (err != nullptr) return err;  // not sent: the backend still owns the response
   delete response;  // ownership passed to the server; the host copied what it needed
-  TRITONSERVER_ErrorDelete(error);
-  return nullptr;
+  return nullptr;   // `error` stays the caller's, as in Triton
 }
 
 TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(
