@@ -267,3 +267,28 @@ def test_unimplemented_functions_answer_unsupported_by_name():
     assert (major.value, minor.value) == (1, 19)
     assert lib.TRITONSERVER_ApiVersion(ctypes.byref(major), ctypes.byref(minor)) == 0
     assert (major.value, minor.value) == (1, 34)
+
+
+def test_without_a_compiler_only_native_backends_are_unavailable(tmp_path):
+    backends = tmp_path / "backends" / "native_identity"
+    backends.mkdir(parents=True)
+    # Any file of the right name: the server must fail before opening it, for want of its
+    # own libtritonserver.so (an empty cache, and no compiler on PATH).
+    (backends / "libtriton_native_identity.so").write_bytes(b"\x7fELF")
+    repo = tmp_path / "models"
+    fp32 = ('max_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+            'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n')
+    write_model(repo, "native", 'backend: "native_identity"\n' + fp32)
+    write_model(repo, "python", 'backend: "identity"\n' + fp32)
+    empty_bin = tmp_path / "bin"
+    empty_bin.mkdir()
+    env = {"PATH": str(empty_bin), "CXX": "", "TRITIUM_NATIVE_CACHE": str(tmp_path / "cache")}
+    with ServerProcess([repo], f"--backend-directory={tmp_path / 'backends'}",
+                       "--exit-on-error=false", env=env) as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        index = {m["name"]: m for m in client.get_model_repository_index()}
+        assert index["native"]["state"] == "UNAVAILABLE"
+        assert "C++ compiler" in index["native"]["reason"]
+        tensor = httpclient.InferInput("INPUT0", [1, 2], "FP32")
+        tensor.set_data_from_numpy(np.ones((1, 2), np.float32))
+        assert client.infer("python", [tensor]).as_numpy("OUTPUT0").tolist() == [[1.0, 1.0]]
