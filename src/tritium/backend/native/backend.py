@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 from ctypes import POINTER, c_int, c_uint32, c_uint64, c_void_p
 from pathlib import Path
@@ -32,8 +33,11 @@ from ...request import InferenceRequest
 from ..api import BackendAttributes
 from ..handles import Backend, ExecutionPolicy, Model, ModelInstance
 from . import server_calls
+from .host import deliver_response
 from .library import TOKENS, Library, library, new_token
 from .requests import PendingRequest, build_request
+
+log = logging.getLogger("tritium.backend.native")
 
 _ENTRY_POINTS = {
     "TRITONBACKEND_Initialize": [c_void_p],
@@ -110,6 +114,9 @@ class NativeBackend:
         if self._entry["TRITONBACKEND_ModelInstanceExecute"] is None:
             raise TritonError.invalid_arg(
                 f"backend '{name}' ({path}) does not define TRITONBACKEND_ModelInstanceExecute")
+        # Called through tritium_execute, which holds back this thread's responses.
+        self._execute_address = ctypes.cast(
+            self._entry["TRITONBACKEND_ModelInstanceExecute"], c_void_p).value
 
     def _call(self, symbol: str, *args: Any) -> None:
         function = self._entry[symbol]
@@ -216,12 +223,31 @@ class NativeBackend:
             self._call("TRITONBACKEND_ModelInstanceFinalize", instance.state.handle)
         finally:
             self._drop_instance(instance)
+            self.lib.forget_finished()
 
     def _drop_instance(self, instance: ModelInstance) -> None:
         native: NativeInstance = instance.state
         TOKENS.pop(native.token, None)
         self.lib.tritium_instance_delete(native.handle)
         instance.state = None
+
+    def _deliver_queued(self) -> None:
+        """The responses Execute sent from its own thread (see tritium_execute)."""
+        count = self.lib.tritium_queued_count()
+        if not count:
+            return
+        token, handle, flags = c_uint64(), c_void_p(), c_uint32()
+        error, stamps = c_void_p(), POINTER(c_uint64)()
+        try:
+            for index in range(count):
+                self.lib.tritium_queued(index, token, handle, flags, error, stamps)
+                try:
+                    deliver_response(self.lib, token.value, handle.value, flags.value,
+                                     error.value, stamps)
+                except TritonError:  # e.g. the client's request was already answered
+                    log.debug("a queued response could not be delivered", exc_info=True)
+        finally:
+            self.lib.tritium_queued_clear()
 
     def model_instance_execute(
         self, instance: ModelInstance, requests: Sequence[InferenceRequest]
@@ -237,8 +263,11 @@ class NativeBackend:
             handles.append(build_request(self.lib, native.handle, token, pending,
                                          native.model.output_names))
         array = (c_void_p * len(handles))(*handles)
-        execute = self._entry["TRITONBACKEND_ModelInstanceExecute"]
-        error = self.lib.take_error(execute(native.handle, array, len(handles)))
+        queue = int(not native.model.decoupled)
+        error = self.lib.take_error(self.lib.tritium_execute(
+            self._execute_address, native.handle, array, len(handles), queue))
+        self._deliver_queued()
+        self.lib.forget_finished()
         if error is not None:
             # Ownership stayed with the server: answer and free what was not released.
             for pending, handle in zip(pendings, handles):
@@ -251,4 +280,4 @@ class NativeBackend:
         if not native.model.decoupled:
             for pending in pendings:
                 if pending.released and not pending.completed:
-                    pending.done.wait()
+                    pending.wait()

@@ -15,7 +15,7 @@ from ...errors import TritonError
 from ...request import InferenceResponse
 from . import server_calls
 from .library import TOKENS, Library
-from .requests import RELEASE_ALL, RELEASE_RESCHEDULE, PendingRequest, read_response, read_state
+from .requests import PendingRequest, read_response, read_state
 
 # TRITONSERVER_LogLevel -> Python logging level
 _LOG_LEVELS = {0: logging.INFO, 1: logging.WARNING, 2: logging.ERROR, 3: logging.DEBUG}
@@ -40,29 +40,35 @@ def _pending(token: int) -> PendingRequest:
     return pending
 
 
-def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
-    def response(token: int, handle: int | None, flags: int, error: int | None) -> None:
-        pending = _pending(token)
-        result: InferenceResponse | None = None
-        if error:
-            result = InferenceResponse(error=lib.read_error(error))
-        elif handle:
-            try:
-                result = read_response(lib, handle, pending.model_name)
-            except TritonError as exc:  # a malformed output fails this response, as in Triton
-                result = InferenceResponse(error=exc)
-        pending.deliver(result, flags)
+def deliver_response(lib: Library, token: int, handle: int | None, flags: int,
+                     error: int | None, stamps: Any) -> None:
+    """A response the backend sent (TRITONBACKEND_ResponseSend / ResponseFactorySendFlags)."""
+    pending = _pending(token)
+    if stamps:  # TRITONBACKEND_ModelInstanceReportStatistics, reported before this
+        request = pending.request
+        request.exec_start_ns = stamps[0]
+        request.compute_input_end_ns = stamps[1]
+        request.compute_output_start_ns = stamps[2]
+    result: InferenceResponse | None = None
+    if error:
+        result = InferenceResponse(error=lib.read_error(error))
+    elif handle:
+        try:
+            result = read_response(lib, handle, pending.model_name)
+        except TritonError as exc:  # a malformed output fails this response, as in Triton
+            result = InferenceResponse(error=exc)
+    pending.deliver(result, flags)
 
-    def release(token: int, flags: int) -> None:
-        pending = _pending(token)
-        if flags & RELEASE_RESCHEDULE:
-            raise TritonError.unsupported(
-                "TRITONBACKEND_RequestRelease with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE is "
-                "not supported by Tritium"
-            )
-        if not flags & RELEASE_ALL:
-            raise TritonError.invalid_arg(f"unknown request release flags {flags}")
-        pending.released = True
+
+def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
+    def response(token: int, handle: int | None, flags: int, error: int | None,
+                 stamps: Any) -> None:
+        deliver_response(lib, token, handle, flags, error, stamps)
+
+    def release(token: int, _flags: int) -> None:
+        # Only for requests still waiting for their FINAL response (the library checked the
+        # flags: RELEASE_ALL; RESCHEDULE is unsupported).
+        _pending(token).released = True
 
     def is_cancelled(token: int) -> int:
         pending = TOKENS.get(token)
@@ -83,6 +89,7 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         TOKENS[token].set_config_json(text.decode("utf-8"))
 
     def statistics(_instance: int, token: int, success: int, stamps: Any) -> None:
+        # Reported after the FINAL response (earlier reports travel with it, see response).
         pending = TOKENS.get(token)
         if isinstance(pending, PendingRequest) and success:
             request = pending.request

@@ -42,7 +42,7 @@ def new_token(obj: Any) -> int:
 
 
 HOST_FIELDS = [
-    ("response", CFUNCTYPE(c_void_p, c_uint64, c_void_p, c_uint32, c_void_p)),
+    ("response", CFUNCTYPE(c_void_p, c_uint64, c_void_p, c_uint32, c_void_p, POINTER(c_uint64))),
     ("release", CFUNCTYPE(c_void_p, c_uint64, c_uint32)),
     ("is_cancelled", CFUNCTYPE(c_int, c_uint64)),
     ("log", CFUNCTYPE(None, c_int, c_char_p, c_int, c_char_p)),
@@ -96,6 +96,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_request_add_output": (None, [P, c_char_p]),
     "tritium_request_add_parameter": (None, [P, c_char_p, c_int, c_char_p, c_int64, c_double]),
     "tritium_request_delete": (None, [P]),
+    "tritium_drain_finished": (ctypes.c_size_t, [POINTER(c_uint64), ctypes.c_size_t]),
     "tritium_response_output_count": (c_uint32, [P]),
     "tritium_response_output": (None, [P, c_uint32, POINTER(c_char_p), POINTER(c_int),
                                        POINTER(POINTER(c_int64)), POINTER(c_uint32), POINTER(P),
@@ -122,10 +123,24 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_sresp_add_output": (P, [P, P, c_char_p, c_int, POINTER(c_int64), c_uint32, P,
                                      c_uint64]),
     "tritium_sresp_add_parameter": (None, [P, c_char_p, c_int, c_char_p, c_int64, c_double]),
+    "tritium_execute": (P, [P, P, POINTER(P), c_uint32, c_int]),
+    "tritium_queued_count": (c_uint32, []),
+    "tritium_queued": (None, [c_uint32, POINTER(c_uint64), POINTER(P), POINTER(c_uint32),
+                              POINTER(P), POINTER(POINTER(c_uint64))]),
+    "tritium_queued_clear": (None, []),
     "tritium_sreq_complete": (None, [P, P, c_uint32]),
     "tritium_sreq_release": (None, [P]),
     "tritium_sreq_cancel": (None, [P, POINTER(c_int)]),
 }
+
+
+# Functions that run backend code (Execute, a BLS caller's allocator and callbacks) or may
+# block: called with the GIL released. Every other one is a short C accessor, called with the
+# GIL held, so building a request or reading a response costs no GIL hand-off per call.
+_RELEASE_GIL = frozenset({
+    "tritium_execute", "tritium_set_host", "tritium_sresp_new", "tritium_sresp_add_output",
+    "tritium_sreq_complete", "tritium_sreq_release",
+})
 
 
 class Library:
@@ -134,8 +149,9 @@ class Library:
     def __init__(self, path: str) -> None:
         self.path = path
         self.dll = ctypes.CDLL(path, mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)
+        held = ctypes.PyDLL(path, mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)  # the same library
         for name, (restype, argtypes) in _PROTOTYPES.items():
-            function = getattr(self.dll, name)
+            function = getattr(self.dll if name in _RELEASE_GIL else held, name)
             function.restype = restype
             function.argtypes = argtypes
             setattr(self, name, function)
@@ -146,6 +162,16 @@ class Library:
         host = _Host(**{name: kind(callbacks[name]) for name, kind in HOST_FIELDS})
         self._host = host  # kept alive: the library calls these for the process's lifetime
         self.tritium_set_host(ctypes.byref(host))
+
+    def forget_finished(self) -> None:
+        """Drop the requests the library has finished with (answered, every handle gone)."""
+        buffer = (c_uint64 * 256)()
+        while True:
+            count = self.tritium_drain_finished(buffer, 256)
+            for token in buffer[:count]:
+                TOKENS.pop(token, None)
+            if count < 256:
+                return
 
     def load_alias(self, soname: str) -> None:
         """Make `soname` (a backend's name for the server library) resolve to this one."""

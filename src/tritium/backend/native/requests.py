@@ -27,20 +27,19 @@ DATATYPES = ["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "
 DATATYPE_NUMBERS = {name: number for number, name in enumerate(DATATYPES)}
 # TRITONSERVER_ParameterType
 PARAM_STRING, PARAM_INT, PARAM_BOOL, PARAM_DOUBLE = 0, 1, 2, 3
-RELEASE_ALL, RELEASE_RESCHEDULE = 1, 2
 
 
 class PendingRequest:
     """One request while the backend holds it, or may still answer it."""
 
-    __slots__ = ("request", "model_name", "keep", "released", "done", "states")
+    __slots__ = ("request", "model_name", "keep", "released", "waiter", "states")
 
     def __init__(self, request: InferenceRequest, model_name: str) -> None:
         self.request = request
         self.model_name = model_name
         self.keep: list[Any] = []  # buffers the C inputs point into
-        self.released = False
-        self.done = threading.Event()  # set once the final response went out
+        self.released = False  # released before its FINAL response
+        self.waiter: threading.Event | None = None  # made only when execute must wait
         self.states: list[Tensor] = []  # implicit state from TRITONBACKEND_StateUpdate
 
     @property
@@ -63,7 +62,18 @@ class PendingRequest:
             self.states = []
         sender.send(response, flags)
         if flags & RESPONSE_COMPLETE_FINAL:
-            self.done.set()
+            self._wake()
+
+    def wait(self) -> None:
+        """Until the final response went out (or the request was abandoned)."""
+        waiter = self.waiter = threading.Event()
+        if not self.completed:
+            waiter.wait()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            waiter.set()
 
     def gone(self, final_sent: bool) -> None:
         """The library holds no handle of this request any more."""
@@ -72,7 +82,7 @@ class PendingRequest:
                 f"backend of model '{self.model_name}' released a request without sending "
                 "its final response"
             ))
-        self.done.set()
+        self._wake()
 
 
 def build_request(lib: Library, instance: int, token: int, pending: PendingRequest,
@@ -95,7 +105,7 @@ def build_request(lib: Library, instance: int, token: int, pending: PendingReque
             size = len(data)
         else:
             data = np.ascontiguousarray(tensor.data)
-            address, size = data.ctypes.data, data.nbytes
+            address, size = data.__array_interface__["data"][0], data.nbytes
         pending.keep.append(data)
         shape = (c_int64 * len(tensor.shape))(*tensor.shape)
         lib.tritium_request_add_input(creq, name.encode(), DATATYPE_NUMBERS[tensor.datatype],

@@ -1,6 +1,8 @@
 // TRITONBACKEND_Backend, _Model, _ModelInstance and _BackendAttribute: the handles a backend
 // is given. Python creates them (tritium_*_new) with what the server knows; the model config
 // and statistics go back to the server through the host table.
+#include <algorithm>
+
 #include "host.h"
 
 // The one TRITONSERVER_Server a backend sees (TRITONBACKEND_ModelServer): calls on it go to
@@ -255,7 +257,13 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
   TRITIUM_NOT_NULL(request, "TRITONBACKEND_ModelInstanceReportStatistics");
   if (!g_host_set) return no_host("TRITONBACKEND_ModelInstanceReportStatistics");
   const uint64_t ts[4] = {exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns};
-  g_host.statistics(instance->token, request->state->token, success ? 1 : 0, ts);
+  RequestState& state = *request->state;
+  if (success && !state.final_sent.load()) {  // goes with the FINAL response
+    std::copy(ts, ts + 4, state.stamps);
+    state.has_stamps = true;
+    return nullptr;
+  }
+  g_host.statistics(instance->token, state.token, success ? 1 : 0, ts);
   return nullptr;
 }
 

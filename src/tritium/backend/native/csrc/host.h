@@ -113,10 +113,13 @@ struct TRITONBACKEND_Input {
 // they stay valid after the request is released (as Triton's response factory does).
 // When the last handle goes (request released, factories and responses deleted), the host
 // hears of it: a request that got no FINAL response by then never will.
+// Statistics a backend reports before the FINAL response travel with that response.
 struct RequestState {
   uint64_t token;
   TRITONBACKEND_ModelInstance* instance;
   std::atomic<bool> final_sent{false};
+  bool has_stamps = false;
+  uint64_t stamps[4] = {0, 0, 0, 0};
   ~RequestState();
 };
 
@@ -166,7 +169,8 @@ struct TRITONBACKEND_Response {
 // takes the GIL. Callbacks returning TRITONSERVER_Error* hand ownership to the library.
 struct TritiumHost {
   TRITONSERVER_Error* (*response)(uint64_t token, TRITONBACKEND_Response* response,
-                                  uint32_t flags, TRITONSERVER_Error* error);
+                                  uint32_t flags, TRITONSERVER_Error* error,
+                                  const uint64_t* stamps);
   TRITONSERVER_Error* (*release)(uint64_t token, uint32_t flags);
   int (*is_cancelled)(uint64_t token);
   void (*log)(int level, const char* file, int line, const char* message);
@@ -189,6 +193,8 @@ struct TritiumHost {
                                      const char* description, double value,
                                      const double* buckets, uint64_t bucket_count,
                                      uint64_t* out_handle, double* out_value);
+  // A request whose last handle went without a FINAL response (one that got its FINAL is
+  // queued instead, see tritium_drain_finished: no callback on the hot path).
   void (*request_gone)(uint64_t token, int final_sent);
 };
 

@@ -5,17 +5,103 @@
 // owns, and sends them: ResponseSend hands the response to the host, which copies the outputs
 // out, and the library frees it. A request's token names it on the Python side; responses and
 // factories hold the token (not the request), so they outlive RequestRelease.
+#include <algorithm>
 #include <cstdlib>
 
 #include "host.h"
 
+static std::mutex g_finished_lock;
+static std::vector<uint64_t> g_finished;
+
 RequestState::~RequestState() {
-  if (g_host_set) g_host.request_gone(token, final_sent.load() ? 1 : 0);
+  if (final_sent.load()) {
+    std::lock_guard<std::mutex> guard(g_finished_lock);
+    g_finished.push_back(token);
+  } else if (g_host_set) {
+    g_host.request_gone(token, 0);
+  }
 }
 
+// Tokens of answered requests whose last handle is gone, for the server to forget.
+TRITIUM_EXPORT size_t tritium_drain_finished(uint64_t* out, size_t capacity) {
+  std::lock_guard<std::mutex> guard(g_finished_lock);
+  size_t n = g_finished.size() < capacity ? g_finished.size() : capacity;
+  std::copy(g_finished.end() - n, g_finished.end(), out);
+  g_finished.resize(g_finished.size() - n);
+  return n;
+}
+
+// Responses sent by the thread running Execute for a model that is not decoupled wait in
+// this thread's queue until Execute returns, and the server takes them in one go (no call
+// into Python, so no GIL hand-off, per response). Other threads call the host at once.
+struct Queued {
+  uint64_t token;
+  TRITONBACKEND_Response* response;
+  uint32_t flags;
+  TRITONSERVER_Error* error;  // a copy: the backend keeps its own
+  bool has_stamps;
+  uint64_t stamps[4];
+};
+static thread_local std::vector<Queued>* tl_queue = nullptr;
+static thread_local TRITONBACKEND_ModelInstance* tl_instance = nullptr;
+static thread_local std::vector<Queued> tl_taken;
+
+// Runs a backend's Execute; `queue` != 0 holds this thread's responses for tritium_queued_*.
+TRITIUM_EXPORT TRITONSERVER_Error* tritium_execute(
+    TRITONSERVER_Error* (*execute)(TRITONBACKEND_ModelInstance*, TRITONBACKEND_Request**, uint32_t),
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, uint32_t count,
+    int queue) {
+  std::vector<Queued> pending;
+  if (queue != 0) {
+    tl_queue = &pending;
+    tl_instance = instance;
+  }
+  TRITONSERVER_Error* err = execute(instance, requests, count);
+  tl_queue = nullptr;
+  tl_instance = nullptr;
+  tl_taken.insert(tl_taken.end(), pending.begin(), pending.end());
+  return err;
+}
+
+TRITIUM_EXPORT uint32_t tritium_queued_count() { return static_cast<uint32_t>(tl_taken.size()); }
+
+TRITIUM_EXPORT void tritium_queued(uint32_t index, uint64_t* token, TRITONBACKEND_Response** response,
+                                   uint32_t* flags, TRITONSERVER_Error** error,
+                                   const uint64_t** stamps) {
+  Queued& q = tl_taken[index];
+  *token = q.token;
+  *response = q.response;
+  *flags = q.flags;
+  *error = q.error;
+  *stamps = q.has_stamps ? q.stamps : nullptr;
+}
+
+TRITIUM_EXPORT void tritium_queued_clear() {
+  std::vector<Queued> taken;
+  taken.swap(tl_taken);
+  for (Queued& q : taken) {
+    delete q.response;
+    delete q.error;
+  }
+}
+
+static bool queue_response(const std::shared_ptr<RequestState>& state,
+                           TRITONBACKEND_Response* response, uint32_t flags,
+                           TRITONSERVER_Error* error) {
+  if (tl_queue == nullptr || tl_instance != state->instance) return false;
+  Queued q{state->token, response, flags,
+           error != nullptr ? make_error(error->code, error->message) : nullptr,
+           state->has_stamps, {}};
+  std::copy(state->stamps, state->stamps + 4, q.stamps);
+  tl_queue->push_back(q);
+  return true;
+}
+
+// Checks the FINAL rule; *queued tells the caller the response now belongs to the queue.
 static TRITONSERVER_Error* send_to_host(
     const std::shared_ptr<RequestState>& state, TRITONBACKEND_Response* response,
-    uint32_t flags, TRITONSERVER_Error* error, const char* function) {
+    uint32_t flags, TRITONSERVER_Error* error, const char* function, bool* queued) {
+  *queued = false;
   if (state->final_sent.load()) {
     return make_error(TRITONSERVER_ERROR_INVALID_ARG,
                       std::string(function) +
@@ -28,8 +114,13 @@ static TRITONSERVER_Error* send_to_host(
                             ": the final response of this request was already sent");
     }
   }
+  if (queue_response(state, response, flags, error)) {
+    *queued = true;
+    return nullptr;
+  }
   if (!g_host_set) return no_host(function);
-  return g_host.response(state->token, response, flags, error);
+  return g_host.response(state->token, response, flags, error,
+                         state->has_stamps ? state->stamps : nullptr);
 }
 
 // ---- what Python calls to build requests and read responses ----
@@ -250,10 +341,17 @@ TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
 
 TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request, uint32_t flags) {
   TRITIUM_NOT_NULL(request, "TRITONBACKEND_RequestRelease");
-  if (!g_host_set) return no_host("TRITONBACKEND_RequestRelease");
-  TRITONSERVER_Error* err = g_host.release(request->state->token, flags);
-  if (err != nullptr) return err;  // not released: the backend still owns it
-  if ((flags & TRITONSERVER_REQUEST_RELEASE_ALL) != 0) delete request;
+  if ((flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0) {
+    return unsupported("TRITONBACKEND_RequestRelease with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE");
+  }
+  TRITIUM_REQUIRE((flags & TRITONSERVER_REQUEST_RELEASE_ALL) != 0, TRITONSERVER_ERROR_INVALID_ARG,
+                  "unknown request release flags " + std::to_string(flags));
+  if (!request->state->final_sent.load()) {  // the server waits for its answer: say so
+    if (!g_host_set) return no_host("TRITONBACKEND_RequestRelease");
+    TRITONSERVER_Error* err = g_host.release(request->state->token, flags);
+    if (err != nullptr) return err;  // not released: the backend still owns it
+  }
+  delete request;
   return nullptr;
 }
 
@@ -328,8 +426,9 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryDelete(TRITONBACKEND_ResponseFa
 TRITONSERVER_Error* TRITONBACKEND_ResponseFactorySendFlags(
     TRITONBACKEND_ResponseFactory* factory, const uint32_t send_flags) {
   TRITIUM_NOT_NULL(factory, "TRITONBACKEND_ResponseFactorySendFlags");
+  bool queued = false;
   return send_to_host(factory->request, nullptr, send_flags, nullptr,
-                      "TRITONBACKEND_ResponseFactorySendFlags");
+                      "TRITONBACKEND_ResponseFactorySendFlags", &queued);
 }
 
 // ---- response ----
@@ -444,10 +543,12 @@ TRITONSERVER_Error* TRITONBACKEND_OutputBufferAttributes(
 TRITONSERVER_Error* TRITONBACKEND_ResponseSend(
     TRITONBACKEND_Response* response, const uint32_t send_flags, TRITONSERVER_Error* error) {
   TRITIUM_NOT_NULL(response, "TRITONBACKEND_ResponseSend");
-  TRITONSERVER_Error* err =
-      send_to_host(response->request, response, send_flags, error, "TRITONBACKEND_ResponseSend");
+  bool queued = false;
+  TRITONSERVER_Error* err = send_to_host(response->request, response, send_flags, error,
+                                         "TRITONBACKEND_ResponseSend", &queued);
   if (err != nullptr) return err;  // not sent: the backend still owns the response
-  delete response;  // ownership passed to the server; the host copied what it needed
+  // Ownership passed to the server: the host copied what it needed, or the queue keeps it.
+  if (!queued) delete response;
   return nullptr;   // `error` stays the caller's, as in Triton
 }
 
