@@ -65,6 +65,13 @@ class _Host(ctypes.Structure):
     _fields_ = [(name, kind) for name, kind in HOST_FIELDS]
 
 
+class OutputInfo(ctypes.Structure):
+    """One output of a TRITONBACKEND_Response (tritium_response_outputs)."""
+
+    _fields_ = [("name", c_char_p), ("datatype", ctypes.c_int32), ("dims", c_uint32),
+                ("shape", POINTER(c_int64)), ("buffer", c_void_p), ("byte_size", c_uint64)]
+
+
 P = c_void_p
 _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "TRITONSERVER_ErrorNew": (P, [c_int, c_char_p]),
@@ -101,6 +108,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_response_output": (None, [P, c_uint32, POINTER(c_char_p), POINTER(c_int),
                                        POINTER(POINTER(c_int64)), POINTER(c_uint32), POINTER(P),
                                        POINTER(c_uint64)]),
+    "tritium_response_outputs": (c_uint32, [P, POINTER(OutputInfo), c_uint32]),
     "tritium_response_parameter_count": (c_uint32, [P]),
     "tritium_response_parameter": (None, [P, c_uint32, POINTER(c_char_p), POINTER(c_int),
                                           POINTER(c_char_p), POINTER(c_int64),

@@ -10,6 +10,7 @@ copies them into the server's tensors before the library frees them.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint32, c_uint64, c_void_p
 from typing import Any
@@ -19,7 +20,7 @@ import numpy as np
 from ...errors import TritonError
 from ...request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse
 from ...tensor import Tensor, bytes_from_wire, numpy_dtype, serialize_bytes
-from .library import Library
+from .library import Library, OutputInfo
 
 # TRITONSERVER_DataType values, by index.
 DATATYPES = ["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16",
@@ -136,15 +137,14 @@ def tensor_from_buffer(name: str, datatype: int, shape: tuple[int, ...], address
     if wire == "INVALID":
         raise TritonError.invalid_arg(f"output '{name}' has an invalid datatype")
     raw = ctypes.string_at(address, size) if address and size else b""
+    count = math.prod(shape)
     if wire == "BYTES":
         array = bytes_from_wire(raw, None, name, model, "").astype(object)
-        count = int(np.prod(shape)) if shape else 1
         if array.size != count:
             raise TritonError.invalid_arg(
                 f"output '{name}' holds {array.size} BYTES elements, its shape needs {count}")
         return Tensor(name, wire, shape, array.reshape(shape))
     array = np.frombuffer(raw, dtype=numpy_dtype(wire))
-    count = int(np.prod(shape)) if shape else 1
     if array.size != count:
         raise TritonError.invalid_arg(
             f"output '{name}' has {size} bytes, its shape {list(shape)} needs "
@@ -152,18 +152,26 @@ def tensor_from_buffer(name: str, datatype: int, shape: tuple[int, ...], address
     return Tensor(name, wire, shape, array.reshape(shape))
 
 
+_OUTPUTS = 8  # outputs read per call; a response with more takes a second, larger read
+
+
 def read_response(lib: Library, response: int, model: str) -> InferenceResponse:
     result = InferenceResponse()
-    name, kind = c_char_p(), c_int()
-    shape, dims = POINTER(c_int64)(), c_uint32()
-    buffer, size = c_void_p(), c_uint64()
-    for index in range(lib.tritium_response_output_count(response)):
-        lib.tritium_response_output(response, index, name, kind, shape, dims, buffer, size)
-        dims_tuple = tuple(shape[i] for i in range(dims.value))
+    infos = (OutputInfo * _OUTPUTS)()
+    count = lib.tritium_response_outputs(response, infos, _OUTPUTS)
+    if count > _OUTPUTS:
+        infos = (OutputInfo * count)()
+        lib.tritium_response_outputs(response, infos, count)
+    for info in infos[:count]:
         result.outputs.append(tensor_from_buffer(
-            (name.value or b"").decode(), kind.value, dims_tuple, buffer.value, size.value, model))
+            info.name.decode(), info.datatype, tuple(info.shape[: info.dims]), info.buffer,
+            info.byte_size, model))
+    parameters = lib.tritium_response_parameter_count(response)
+    if not parameters:
+        return result
+    name, kind = c_char_p(), c_int()
     text, number, real = c_char_p(), c_int64(), c_double()
-    for index in range(lib.tritium_response_parameter_count(response)):
+    for index in range(parameters):
         lib.tritium_response_parameter(response, index, name, kind, text, number, real)
         result.parameters[(name.value or b"").decode()] = _parameter_value(
             kind.value, text.value, number.value, real.value)

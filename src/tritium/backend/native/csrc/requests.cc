@@ -193,6 +193,27 @@ TRITIUM_EXPORT void tritium_response_output(
   *byte_size = o.buffer != nullptr ? o.byte_size : 0;
 }
 
+// Every output of a response in one call (the server copies them out right after).
+struct OutputInfo {
+  const char* name;
+  int32_t datatype;
+  uint32_t dims;
+  const int64_t* shape;
+  const void* buffer;
+  uint64_t byte_size;
+};
+
+TRITIUM_EXPORT uint32_t tritium_response_outputs(
+    TRITONBACKEND_Response* r, OutputInfo* out, uint32_t capacity) {
+  uint32_t n = 0;
+  for (const auto& o : r->outputs) {
+    if (n == capacity) break;
+    out[n++] = OutputInfo{o.name.c_str(), o.datatype, static_cast<uint32_t>(o.shape.size()),
+                          o.shape.data(), o.buffer, o.buffer != nullptr ? o.byte_size : 0};
+  }
+  return static_cast<uint32_t>(r->outputs.size());
+}
+
 TRITIUM_EXPORT uint32_t tritium_response_parameter_count(TRITONBACKEND_Response* r) {
   return static_cast<uint32_t>(r->parameters.size());
 }
