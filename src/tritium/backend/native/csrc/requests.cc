@@ -177,22 +177,6 @@ TRITIUM_EXPORT void tritium_request_add_parameter(
 // The server takes a request back (Execute failed, or the instance is going away).
 TRITIUM_EXPORT void tritium_request_delete(TRITONBACKEND_Request* r) { delete r; }
 
-TRITIUM_EXPORT uint32_t tritium_response_output_count(TRITONBACKEND_Response* r) {
-  return static_cast<uint32_t>(r->outputs.size());
-}
-
-TRITIUM_EXPORT void tritium_response_output(
-    TRITONBACKEND_Response* r, uint32_t index, const char** name, int* datatype,
-    const int64_t** shape, uint32_t* dims, const void** buffer, uint64_t* byte_size) {
-  const TRITONBACKEND_Output& o = r->outputs[index];
-  *name = o.name.c_str();
-  *datatype = o.datatype;
-  *shape = o.shape.data();
-  *dims = static_cast<uint32_t>(o.shape.size());
-  *buffer = o.buffer;
-  *byte_size = o.buffer != nullptr ? o.byte_size : 0;
-}
-
 // Every output of a response in one call (the server copies them out right after).
 struct OutputInfo {
   const char* name;
