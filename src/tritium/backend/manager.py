@@ -5,7 +5,7 @@ Search order, as DESIGN.md section 2 lays out:
    points; `DIR/<name>/model.py` is a Python-based backend run by the `python` backend;
    `DIR/<name>/libtriton_<name>.so` is a compiled Triton backend (see `native/`).
 2. Installed packages registering an entry point named `<name>` in group `tritium.backends`.
-3. The built-in backends, `tritium.backends.<name>`.
+3. The built-in backends, `tritium.builtin_backends.<name>`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .handles import Backend
 log = logging.getLogger("tritium.backend")
 
 ENTRY_POINT_GROUP = "tritium.backends"
-BUILTIN_PACKAGE = "tritium.backends"
+BUILTIN_PACKAGE = "tritium.builtin_backends"
 # Settings Triton passes to every backend along with the user's --backend-config.
 DEFAULT_BACKEND_CONFIG = {"default-max-batch-size": "4"}
 
