@@ -19,10 +19,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from loadgen import Result, run_load  # noqa: E402
-from models import identity_config, write_model  # noqa: E402
-from native_fixtures import compile_backends  # noqa: E402
-from server_process import ServerProcess  # noqa: E402
+from loadgen import Result, run_load
+from models import identity_config, write_model
+from native_fixtures import compile_backends
+from server_process import ServerProcess
 
 MODELS = {"C backend (C API)": "native_identity_fp32", "Python backend": "py_identity_fp32"}
 ONE_INSTANCE = "instance_group [ { kind: KIND_CPU count: 1 } ]"
@@ -59,10 +59,11 @@ def native_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
                         print(f"native {label} {protocol} c={concurrency}: "
                               f"{r.throughput:,.0f}/s, {per_inference:,.0f} us CPU", flush=True)
                         rows.append((label, r, per_inference))
-    lines = ["### Tritium, compiled identity backend (C API) vs Python identity backend, "
-             "FP32 [1,16], one instance, measured under load", "",
-             "| backend | protocol | conc. | infer/s | p50 (us) | p99 (us) | server CPU/infer (us) "
-             "| errors |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    title = ("### Tritium, compiled identity backend (C API) vs Python identity backend, "
+             "FP32 [1,16], one instance, measured under load")
+    header = ("| backend | protocol | conc. | infer/s | p50 (us) | p99 (us) | "
+              "server CPU/infer (us) | errors |")
+    lines = [title, "", header, "|---|---|---:|---:|---:|---:|---:|---:|"]
     for label, r, cpu in rows:
         lines.append(f"| {label} | {r.protocol} | {r.concurrency} | {r.throughput:,.0f} | "
                      f"{r.p50_us:,.0f} | {r.p99_us:,.0f} | {cpu:,.0f} | {r.errors} |")

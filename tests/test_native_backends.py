@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException, np_to_triton_dtype
-
 from native_fixtures import compile_backends, write_model
 from server_process import ServerProcess
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 DTYPES = [np.bool_, np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32,
           np.int64, np.float16, np.float32, np.float64, np.object_]

@@ -21,9 +21,9 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from elftools.elf.elffile import ELFFile
+from server_process import ServerProcess
 from tritonclient.utils import InferenceServerException
 
-from server_process import ServerProcess
 from tritium.backend.native import build
 
 VENV = Path(os.environ.get("TRITIUM_PYTRITON_VENV", "/tmp/ref-triton-venv"))

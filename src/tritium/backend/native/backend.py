@@ -21,9 +21,10 @@ import ctypes
 import json
 import logging
 import os
+from collections.abc import Sequence
 from ctypes import POINTER, c_int, c_uint32, c_uint64, c_void_p
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile

@@ -9,7 +9,8 @@ the model's handle; server-wide calls (BLS, model control, metrics) to `server_c
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import TritonError
 from ...request import InferenceResponse
@@ -112,7 +113,7 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         if isinstance(pending, PendingRequest):
             try:
                 pending.gone(bool(final_sent))
-            except Exception:  # noqa: BLE001
+            except Exception:
                 logging.getLogger("tritium.backend.native").exception("request_gone failed")
 
     def metric_call(op: int, handle: int, kind: int, name: bytes, description: bytes,

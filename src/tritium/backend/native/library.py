@@ -14,11 +14,19 @@ import itertools
 import logging
 import os
 import threading
+from collections.abc import Callable
 from ctypes import (
-    CFUNCTYPE, POINTER, c_char_p, c_double, c_int, c_int64, c_uint32, c_uint64,
+    CFUNCTYPE,
+    POINTER,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int64,
+    c_uint32,
+    c_uint64,
     c_void_p,
 )
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import Code, TritonError
 from . import build

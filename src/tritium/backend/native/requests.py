@@ -12,7 +12,16 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
-from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint32, c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int64,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
 from typing import Any
 
 import numpy as np
@@ -33,7 +42,7 @@ PARAM_STRING, PARAM_INT, PARAM_BOOL, PARAM_DOUBLE = 0, 1, 2, 3
 class PendingRequest:
     """One request while the backend holds it, or may still answer it."""
 
-    __slots__ = ("request", "model_name", "keep", "released", "waiter", "states")
+    __slots__ = ("keep", "model_name", "released", "request", "states", "waiter")
 
     def __init__(self, request: InferenceRequest, model_name: str) -> None:
         self.request = request

@@ -13,14 +13,28 @@ import ctypes
 import itertools
 import json
 import threading
-from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint32, c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int64,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
 from typing import Any
 
 import numpy as np
 
 from ...custom_metrics import MetricKind
 from ...errors import TritonError
-from ...request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse, RequestedOutput
+from ...request import (
+    RESPONSE_COMPLETE_FINAL,
+    InferenceRequest,
+    InferenceResponse,
+    RequestedOutput,
+)
 from ...tensor import Tensor, bytes_from_wire, numpy_dtype, serialize_bytes
 from ..api import ServerApi
 from .library import _CODE_NUMBERS, Library
