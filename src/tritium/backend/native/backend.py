@@ -26,6 +26,7 @@ from ctypes import POINTER, c_int, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Any
 
+from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
@@ -97,7 +98,12 @@ class NativeBackend:
         self.name = name
         self.path = path
         self.lib: Library = library()
-        for soname in server_library_names(path):
+        try:
+            needed = server_library_names(path)
+        except (ELFError, OSError) as exc:
+            raise TritonError.invalid_arg(
+                f"unable to load backend library '{path}': {exc}") from exc
+        for soname in needed:
             if soname != "libtritonserver.so":
                 self.lib.load_alias(soname)
         try:
