@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+from loadgen import Result, run_load
 
 import onnx_models
-from loadgen import Result, run_load
 from models import write_model
 from server_process import ServerProcess
 

@@ -10,8 +10,8 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from .frontend.http_server import DEFAULT_MAX_INPUT_SIZE
 from .frontend.restricted_api import build_restrictions

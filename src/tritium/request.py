@@ -8,8 +8,9 @@ threads while frontends wait on the event loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .errors import TritonError
 from .tensor import Tensor

@@ -58,7 +58,7 @@ class ResponseCache:
         self._lookup_ns = self._insertion_ns = 0
 
     @classmethod
-    def from_config(cls, config: dict[str, dict[str, str]]) -> "ResponseCache | None":
+    def from_config(cls, config: dict[str, dict[str, str]]) -> ResponseCache | None:
         """The cache `--cache-config` asks for (None without one); only 'local' exists here."""
         if not config:
             return None

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -32,9 +33,9 @@ from .repository import (
     VersionStatus,
 )
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
-from .shared_memory import SharedMemoryManager
 from .response_cache import CacheSnapshot, ResponseCache
 from .scheduler.rate_limiter import RateLimiter
+from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
 from .trace_settings import TraceSetting, TraceSettings
 

@@ -7,8 +7,9 @@ optional ones as no-ops, so the rest of the server never checks `hasattr`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from tritonclient.grpc import model_config_pb2 as mc
 

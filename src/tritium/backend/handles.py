@@ -55,7 +55,7 @@ class Model:
         repository_path: Path,
         *,
         auto_complete: bool,
-        server: "ServerApi",
+        server: ServerApi,
     ) -> None:
         self.backend = backend
         # TRITONBACKEND_ModelServer: the server, for requests the model makes itself (BLS).

@@ -22,6 +22,7 @@ from tritonclient.grpc import service_pb2 as pb
 
 from ..errors import Code, TritonError
 from ..server import InferenceServer, parse_version
+from . import logging_api, trace_api
 from .grpc_codec import (
     ParsedInferRequest,
     decode_infer_request,
@@ -32,7 +33,6 @@ from .grpc_repository import RepositoryService
 from .grpc_server import GrpcServer
 from .grpc_shared_memory import handlers as shared_memory_handlers
 from .grpc_stream import StreamInferHandler
-from . import logging_api, trace_api
 from .restricted_api import Restriction, restrict_grpc
 from .statistics_api import statistics_proto
 

@@ -13,7 +13,8 @@ are at the end.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from tritonclient.grpc import service_pb2 as pb
@@ -35,9 +36,9 @@ from ..tensor import (
     dims_string,
     element_count,
     empty_input,
+    input_data_error,
     input_from_wire,
     numpy_dtype,
-    input_data_error,
     serialize_bytes,
 )
 from .classification import classify, requested_classes

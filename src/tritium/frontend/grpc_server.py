@@ -22,7 +22,8 @@ import re
 import struct
 import zlib
 from collections import deque
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
@@ -91,7 +92,7 @@ class _Requests:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def __aiter__(self) -> "_Requests":
+    def __aiter__(self) -> _Requests:
         return self
 
     async def __anext__(self) -> Any:
@@ -107,7 +108,7 @@ class _Requests:
 class _Call:
     """One RPC on one stream (the `http2.StreamHandler` of that stream)."""
 
-    def __init__(self, server: "GrpcServer", connection: H2Connection, stream: H2Stream,
+    def __init__(self, server: GrpcServer, connection: H2Connection, stream: H2Stream,
                  handler: grpc.RpcMethodHandler, headers: list[tuple[str, str]]) -> None:
         self.server = server
         self.connection = connection

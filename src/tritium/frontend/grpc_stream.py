@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Any, AsyncIterator, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import grpc
 from tritonclient.grpc import service_pb2 as pb

@@ -24,10 +24,10 @@ from .http_repository import Answer, repository_handler, run_later
 from .http_request import OutputPlan, decode_infer_request, parse_header_length
 from .http_response import encode_infer_response
 from .http_server import DEFAULT_MAX_INPUT_SIZE, HttpConnection, HttpEndpoint, Request
-from .restricted_api import HttpRestrictions, Restriction
 from .http_shared_memory import PREFIXES as _SHM_PREFIXES
 from .http_shared_memory import handle as _shared_memory_call
 from .http_shared_memory import parse_path as _shared_memory_path
+from .restricted_api import HttpRestrictions, Restriction
 
 log = logging.getLogger("tritium.http")
 
@@ -118,10 +118,7 @@ class HttpApp:
         if path == "/v2/health/live" or path == "/v2/health/ready":
             if method != b"GET":
                 return _method_not_allowed(conn)
-            if path.endswith("live"):
-                ok = self.server.is_live()
-            else:
-                ok = self.server.is_ready()
+            ok = self.server.is_live() if path.endswith("live") else self.server.is_ready()
             return _reply(conn, 200 if ok else 400)
         if path in PATHS:
             return self._extension(conn, self.extensions.server_route, path, method, request.body)
@@ -333,5 +330,5 @@ class HttpFrontend(HttpEndpoint):
     def __init__(self, server: InferenceServer, address: str, port: int,
                  restrictions: dict[str, Restriction] | None = None,
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
-        super().__init__(HttpApp(server, restrictions, max_input_size), address, port, "HTTPService",
-                         max_input_size=max_input_size)
+        super().__init__(HttpApp(server, restrictions, max_input_size), address, port,
+                         "HTTPService", max_input_size=max_input_size)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import hpack
 
@@ -118,7 +119,7 @@ StreamStarter = Callable[["H2Connection", H2Stream, list[tuple[str, str]]], "Str
 class H2Connection(asyncio.Protocol):
     """The server side of one HTTP/2 connection."""
 
-    def __init__(self, start_stream: StreamStarter, on_close: Callable[["H2Connection"], None]
+    def __init__(self, start_stream: StreamStarter, on_close: Callable[[H2Connection], None]
                  ) -> None:
         self._start_stream = start_stream
         self._on_close = on_close

@@ -11,8 +11,9 @@ without copying the body: `np.frombuffer` on slices of the received bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -93,14 +93,14 @@ class Request:
 
 
 class Handler(Protocol):
-    def __call__(self, connection: "HttpConnection", request: Request) -> None:
+    def __call__(self, connection: HttpConnection, request: Request) -> None:
         """Answer `request` through `connection.respond`, now or later (from the loop)."""
 
 
 class HttpConnection(asyncio.Protocol):
     """One client connection: parse requests, hand them to the handler one at a time."""
 
-    def __init__(self, endpoint: "HttpEndpoint") -> None:
+    def __init__(self, endpoint: HttpEndpoint) -> None:
         self._endpoint = endpoint
         self._handler = endpoint.handler
         self._loop = endpoint.loop
@@ -452,4 +452,6 @@ def bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-__all__ = ["DEFAULT_MAX_INPUT_SIZE", "HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"]
+__all__ = [
+    "DEFAULT_MAX_INPUT_SIZE", "HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"
+]

@@ -7,7 +7,7 @@ and dashboards built for Triton query the bare names (`nv_inference_count`, ...)
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import make_asgi_app
 from prometheus_client.core import (
@@ -128,7 +128,7 @@ class ServerCollector:
                 for m in metrics:
                     bounds = [*(str(b) for b in m.buckets or []), "+Inf"]
                     cumulative, running = [], 0
-                    for bound, count in zip(bounds, m.bucket_counts):
+                    for bound, count in zip(bounds, m.bucket_counts, strict=True):
                         running += count
                         cumulative.append((bound, running))
                     out.add_metric([m.labels.get(k, "") for k in labels], cumulative, m.sum)

@@ -41,7 +41,7 @@ class EnsembleModel(Model):
     @classmethod
     def load_ensemble(
         cls, config: mc.ModelConfig, version: int, model_path: Path, server: InferenceServer
-    ) -> "EnsembleModel":
+    ) -> EnsembleModel:
         ensemble = mc.ModelConfig()
         ensemble.CopyFrom(config)
         validate_model_io_config(ensemble)

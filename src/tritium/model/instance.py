@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from time import perf_counter_ns
-from typing import Sequence
 
 from ..backend.api import BackendLibrary
 from ..backend.handles import ModelInstance as InstanceHandle

@@ -1,18 +1,19 @@
 """Model: one loaded version of a model, with its instances, scheduler and statistics.
 
-`Model.load` is Triton's TritonModel::Create (an ensemble is an EnsembleModel instead): acquire the backend, normalise instance groups with
-the backend's preferred groups, let the backend initialise (and possibly auto-complete) the model,
-re-validate, create one instance per instance-group count, then build the scheduler. `unload`
-undoes it in reverse, after the requests in flight have finished.
+`Model.load` is Triton's TritonModel::Create (an ensemble is an EnsembleModel instead): acquire
+the backend, normalise instance groups with the backend's preferred groups, let the backend
+initialise (and possibly auto-complete) the model, re-validate, create one instance per
+instance-group count, then build the scheduler. `unload` undoes it in reverse, after the requests
+in flight have finished.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from time import perf_counter_ns
-from typing import Callable
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -112,7 +113,7 @@ class Model:
         gpu_count: int = 0,
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
-    ) -> "Model":
+    ) -> Model:
         if config.platform == ENSEMBLE_PLATFORM:
             # Imported here: the ensemble module builds on this one and on the repository.
             from .ensemble import EnsembleModel

@@ -10,7 +10,7 @@ protobuf fields costs more than the checks themselves.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -137,7 +137,7 @@ _BATCH_NOTE = (
 def _matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
     if len(shape) != len(dims):
         return False
-    return all(d == -1 or d == s for s, d in zip(shape, dims))
+    return all(d == -1 or d == s for s, d in zip(shape, dims, strict=True))
 
 
 def _names(names: object) -> str:

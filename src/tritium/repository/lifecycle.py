@@ -93,7 +93,7 @@ class ModelLifeCycle:
             ]
             results = [self._load_version(source, config, versions[0])]
             results += [future.result() for future in others]
-            self._swap(name, old, dict(zip(versions, results)))
+            self._swap(name, old, dict(zip(versions, results, strict=True)))
 
     def _load_version(
         self, source: ModelSource, config: mc.ModelConfig, version: int
@@ -224,7 +224,10 @@ class ModelLifeCycle:
         """A copy of every model's version states, for the model table, readiness and index."""
         with self._lock:
             return {
-                name: {v: VersionStatus(s.version, s.state, s.reason, s.model) for v, s in versions.items()}
+                name: {
+                    v: VersionStatus(s.version, s.state, s.reason, s.model)
+                    for v, s in versions.items()
+                }
                 for name, versions in self._models.items()
             }
 

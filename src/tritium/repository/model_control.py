@@ -100,7 +100,7 @@ class ModelControl:
                     pool.submit(self._load_tree, scan, name, configs[name], set(), settled)
                     for name in ready
                 ]
-                for name, future in zip(ready, futures):
+                for future in futures:
                     try:
                         future.result()
                     except TritonError as exc:

@@ -10,7 +10,8 @@ import itertools
 import queue
 import threading
 from collections import defaultdict
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..backend.handles import ExecutionPolicy
 from ..request import InferenceRequest

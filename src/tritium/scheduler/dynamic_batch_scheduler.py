@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Hashable, Sequence
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Hashable, Sequence
+from typing import TYPE_CHECKING
 
 from tritonclient.grpc import model_config_pb2 as mc
 

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..backend.handles import ExecutionPolicy
 from .base import Scheduler
 from .default import DefaultScheduler
-from .sequence_batch_scheduler import SequenceBatchScheduler
 from .dynamic_batch_scheduler import DynamicBatchScheduler
 from .ensemble_scheduler import EnsembleScheduler
+from .sequence_batch_scheduler import SequenceBatchScheduler
 
 if TYPE_CHECKING:
     from ..model.instance import ModelInstance

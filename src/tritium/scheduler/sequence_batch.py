@@ -39,7 +39,7 @@ class SlotOwner(Protocol):
     """What a batcher asks of the scheduler: give a freed slot to a backlogged sequence."""
 
     def release_slot(
-        self, batcher: "SequenceBatch", slot: int, queue: SlotQueue, cancelled: bool
+        self, batcher: SequenceBatch, slot: int, queue: SlotQueue, cancelled: bool
     ) -> None:
         """The sequence in `slot` ended, was abandoned or (`cancelled`: its request at the
         head of `queue` was) cancelled: fail what is left in `queue`, then refill `queue` from

@@ -17,7 +17,8 @@ import math
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tritonclient.grpc import model_config_pb2 as mc
 

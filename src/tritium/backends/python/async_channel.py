@@ -15,7 +15,8 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tritium.backend import RESPONSE_COMPLETE_FINAL, TritonError
 

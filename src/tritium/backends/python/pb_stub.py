@@ -250,7 +250,7 @@ class Stub:
                 f"InferenceResponse(s) size is:{len(returned)}\n"
             )
         Response = pb.InferenceResponse
-        for request, response in zip(requests, returned):
+        for request, response in zip(requests, returned, strict=True):
             if response is None:
                 continue
             if request._release_flags == _RELEASE_RESCHEDULE:
@@ -270,7 +270,7 @@ class Stub:
         tensors: list = []
         counts: list[int] = []
         wire_of = WIRE_OF_CODE
-        for request, response in zip(requests, returned):
+        for request, response in zip(requests, returned, strict=True):
             if response is None:
                 counts.append(-1)
                 continue
@@ -286,7 +286,7 @@ class Stub:
         descriptors, block, fds = self.writer.pack(tensors)
         wire: list = []
         at = 0
-        for response, count in zip(returned, counts):
+        for response, count in zip(returned, counts, strict=True):
             if count < 0:
                 wire.append(None)
                 continue

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tritium.backend import (
     RESPONSE_COMPLETE_FINAL,
