@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -374,7 +374,7 @@ class InferenceServer:
 
     async def infer_stream(
         self, request: InferenceRequest
-    ) -> AsyncIterator[tuple[InferenceResponse | None, bool]]:
+    ) -> AsyncGenerator[tuple[InferenceResponse | None, bool], None]:
         """Every response of `request` as it comes, with whether it is the final one.
 
         For decoupled models (any number of responses, possibly an empty final) and ordinary

@@ -98,7 +98,9 @@ class BackendLibrary:
             raise TritonError.invalid_arg(
                 f"backend '{name}' ({origin}) does not define {', '.join(missing)} ({symbols})"
             )
-        entry = {n: getattr(implementation, n, None) or _noop for n in ENTRY_POINTS}
+        entry: dict[str, Callable[..., Any]] = {
+            n: getattr(implementation, n, None) or _noop for n in ENTRY_POINTS
+        }
         if entry["model_instance_ready"] is _noop:
             entry["model_instance_ready"] = _always_ready
         self.initialize: Callable[[Backend], None] = entry["initialize"]

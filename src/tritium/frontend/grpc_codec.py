@@ -400,7 +400,7 @@ def encode_infer_response(
         if classified and tensor.name in classified:
             datatype, shape, data = classify(tensor, classified[tensor.name], config,
                                              model_labels.get(tensor.name))
-            tensor = Tensor(tensor.name, datatype, shape, data, tensor.parameters)
+            tensor = Tensor(tensor.name, datatype, tuple(shape), data, tensor.parameters)
         entry = head.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
         if tensor.parameters:
             _set_parameters(entry.parameters, tensor.parameters)

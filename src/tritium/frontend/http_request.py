@@ -378,7 +378,7 @@ def _decode_raw(
                 f"{prefix}For BYTE datatype raw input '{spec.name}', the model must have "
                 "input shape [1]"
             )
-        data = np.empty(1, dtype=np.object_)
+        data: np.ndarray = np.empty(1, dtype=np.object_)
         data[0] = body
         data = data.reshape(shape)
     else:

@@ -110,4 +110,4 @@ def _raw_bytes(datatype: str, array: np.ndarray) -> Any:
         array = array.astype(array.dtype.newbyteorder("<"))
     if array.size == 0:
         return b""
-    return memoryview(array).cast("B")
+    return array.data.cast("B")

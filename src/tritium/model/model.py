@@ -118,7 +118,9 @@ class Model:
             # Imported here: the ensemble module builds on this one and on the repository.
             from .ensemble import EnsembleModel
 
-            return EnsembleModel.load_ensemble(config, version, model_path, backends.server)
+            return EnsembleModel.load_ensemble(
+                config, version, model_path, backends.server  # type: ignore[arg-type]  # issue 10
+            )
         loaded = backends.acquire(config.backend)
         try:
             handle = ModelHandle(

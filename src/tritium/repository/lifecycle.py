@@ -130,8 +130,8 @@ class ModelLifeCycle:
                 serving = previous is not None and previous.state is ModelReadyState.READY
                 if isinstance(result, Model):
                     current[version] = VersionStatus(version, ModelReadyState.READY, "", result)
-                    if serving:
-                        retired.append(previous)  # type: ignore[arg-type]
+                    if serving and previous is not None:
+                        retired.append(previous)
                 else:
                     failures.append(f"version {version} is at UNAVAILABLE state: {result};")
                     failed = VersionStatus(version, ModelReadyState.UNAVAILABLE, result)
@@ -207,7 +207,9 @@ class ModelLifeCycle:
                     raise TritonError.unavailable(
                         f"Request for unknown model: '{name}' has no available versions"
                     )
-                return max(ready, key=lambda s: s.version).model  # type: ignore[return-value]
+                newest = max(ready, key=lambda s: s.version).model
+                assert newest is not None  # a READY version holds its model
+                return newest
             status = versions.get(version)
             if status is None:
                 raise TritonError.not_found(
@@ -218,7 +220,8 @@ class ModelLifeCycle:
                     f"Request for unknown model: '{name}' version {version} is not at ready "
                     f"state"
                 )
-            return status.model  # type: ignore[return-value]
+            assert status.model is not None  # a READY version holds its model
+            return status.model
 
     def status(self) -> dict[str, dict[int, VersionStatus]]:
         """A copy of every model's version states, for the model table, readiness and index."""

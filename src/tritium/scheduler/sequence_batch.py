@@ -158,7 +158,7 @@ class DirectSequenceBatch(SequenceBatch):
             if queue and queue[0] is None:  # the reaper released an abandoned sequence
                 queue.popleft()
                 self.release(slot)
-            elif queue and queue[0].cancelled:  # a cancelled request ends its sequence
+            elif queue and queue[0] is not None and queue[0].cancelled:  # ends its sequence
                 self.release(slot, cancelled=True)
             if queue:
                 head = queue[0]

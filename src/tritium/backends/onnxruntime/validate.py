@@ -5,6 +5,8 @@ configuration that contradicts the model is refused, naming the tensor."""
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritium.backend import TritonError
@@ -13,7 +15,7 @@ from tritium.tensor import dims_string, wire_datatype
 from ..sequence_io import SequenceTensors
 from .session import SessionInfo, TensorInfo
 
-_ModelIO = mc.ModelInput | mc.ModelOutput
+_ModelIO: TypeAlias = mc.ModelInput | mc.ModelOutput
 
 
 def validate_io(config: mc.ModelConfig, info: SessionInfo) -> None:

@@ -181,8 +181,11 @@ class Stub:
         requests = []
         try:
             for handle, rid, cid, flags, timeout, params, names, descriptors in wire_requests:
-                inputs = [Tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
-                          for name, datatype, shape, offset, nbytes in descriptors]
+                inputs = []
+                if descriptors:
+                    assert block is not None  # the inputs travel in the block
+                    inputs = [Tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
+                              for name, datatype, shape, offset, nbytes in descriptors]
                 requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
                                             params, decoupled))
             if decoupled and block is not None:

@@ -101,7 +101,9 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         try:
             for request, wire_response in zip(requests, responses, strict=True):
                 if wire_response is not None:
-                    request.response_sender.send(
+                    sender = request.response_sender
+                    assert sender is not None  # every request the server hands over has one
+                    sender.send(
                         response_from_wire(wire_response, response_block),
                         RESPONSE_COMPLETE_FINAL,
                     )
