@@ -22,9 +22,9 @@ import numpy as np
 import onnxruntime as ort
 from loadgen import Result, run_load
 
-import onnx_models
-from models import write_model
-from server_process import ServerProcess
+from support import onnx_models
+from support.models import write_model
+from support.server_process import ServerProcess
 
 HERE = Path(__file__).resolve().parent
 BATCHES = (1, 8)

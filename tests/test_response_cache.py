@@ -18,8 +18,8 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from models import identity_config, write_model
-from server_process import ServerProcess
+from support.models import identity_config, write_model
+from support.server_process import ServerProcess
 from tritium.request import InferenceRequest, InferenceResponse
 from tritium.server import InferenceServer, ServerOptions
 from tritium.tensor import Tensor
