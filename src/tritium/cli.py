@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .frontend.http_server import DEFAULT_MAX_INPUT_SIZE
-from .frontend.restricted_api import build_restrictions
+from .frontend.extensions.restricted_api import build_restrictions
+from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .server import ServerOptions

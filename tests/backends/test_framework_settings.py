@@ -10,7 +10,7 @@ from test_framework_batches import PT_CONFIG, load
 
 from support import onnx_models, torch_models
 from support.models import write_model
-from tritium.backends.framework import import_framework
+from tritium.builtin_backends.framework import import_framework
 from tritium.errors import Code, TritonError
 
 

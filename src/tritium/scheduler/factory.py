@@ -16,14 +16,14 @@ from .ensemble_scheduler import EnsembleScheduler
 from .sequence_batch_scheduler import SequenceBatchScheduler
 
 if TYPE_CHECKING:
-    from ..model.instance import ModelInstance
+    from ..model.instance import TritonModelInstance
     from ..model.statistics import ModelStatistics
     from ..server import InferenceServer
 
 
 def create_scheduler(
     config: mc.ModelConfig,
-    instances: Sequence[ModelInstance],
+    instances: Sequence[TritonModelInstance],
     policy: ExecutionPolicy,
     *,
     server: InferenceServer | None = None,

@@ -21,7 +21,7 @@ from support import ROOT
 from support.models import identity_config, write_model
 from support.raw_http import call
 from support.server_process import ServerProcess
-from tritium.frontend.restricted_api import GRPC_METHODS, http_group
+from tritium.frontend.extensions.restricted_api import GRPC_METHODS, http_group
 
 MODEL = "identity_fp32"
 

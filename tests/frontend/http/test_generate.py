@@ -27,7 +27,7 @@ from support import PYTHON_MODELS
 from support.raw_http import post
 from support.server_process import ServerProcess
 from tritium.errors import TritonError
-from tritium.frontend.http_generate import _shape
+from tritium.frontend.http.generate import _shape
 
 MODELS = PYTHON_MODELS / "generate"
 HOST = "127.0.0.1"
