@@ -18,7 +18,6 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from . import __version__
 from .backend.manager import BackendManager
 from .config import model_config_to_json
 from .custom_metrics import MetricRegistry
@@ -39,6 +38,7 @@ from .scheduler.rate_limiter import RateLimiter
 from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
 from .trace_settings import TraceSetting, TraceSettings
+from .version import __version__
 
 log = logging.getLogger("tritium.server")
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from models import identity_config, write_model
-
-HERE = Path(__file__).resolve().parent
+from support import PYTHON_MODELS
+from support.models import identity_config, write_model
 
 # Like Triton's python/test/test_api_models/test: every `<type>_input` comes back as
 # `<type>_output`, plus the request's parameters as JSON; the configuration is completed by the
@@ -113,7 +112,7 @@ output [
 def inprocess_repository(repo: Path) -> Path:
     """test (no config: loaded with one), add_sub, identity_fp32, repeat, failing, broken."""
     write_model(repo, "test", None, files={"1/model.py": ECHO_MODEL})
-    shutil.copytree(HERE / "python_models" / "repo" / "add_sub", repo / "add_sub")
+    shutil.copytree(PYTHON_MODELS / "repo" / "add_sub", repo / "add_sub")
     write_model(repo, "identity_fp32", identity_config("identity_fp32"))
     write_model(repo, "repeat", REPEAT_CONFIG)
     write_model(repo, "failing", FAILING_CONFIG, files={"1/model.py": FAILING_MODEL})

@@ -19,9 +19,10 @@ import numpy
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+
 import tritonserver
-from inprocess_models import inprocess_repository
-from server_process import free_ports
+from support.inprocess_models import inprocess_repository
+from support.server_process import free_ports
 from tritonfrontend import KServeGrpc, KServeHttp
 
 NOT_DECOUPLED = {"backend": "python", "parameters": {"decoupled": {"string_value": "False"}}}

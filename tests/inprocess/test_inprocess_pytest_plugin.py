@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import signal
-import tomllib
 from pathlib import Path
 
 import pytest
-from inprocess_models import inprocess_repository
-from server_process import ROOT
+import tomllib
+
+from support import ROOT
+from support.inprocess_models import inprocess_repository
 
 pytest_plugins = ["pytester"]
 
@@ -29,8 +30,9 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
         [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
 
     def run_pytest(*args: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess("-p", "tritium.pytest_plugin", "-p", "no:cacheprovider",
-                                             *args, timeout=240)
+        return pytester.runpytest_subprocess(
+            "-p", "tritium.pytest_plugin", "-p", "no:cacheprovider", *args, timeout=240
+        )
 
     return run_pytest
 
