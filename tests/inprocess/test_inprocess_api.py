@@ -570,7 +570,7 @@ def test_tritonfrontend_services(repo: Path):
 
 
 def test_poll_model_repository(tmp_path: Path):
-    from models import identity_config, write_model
+    from support.models import identity_config, write_model
 
     write_model(tmp_path, "first", identity_config("first"))
     server = tritonserver.Server(model_repository=str(tmp_path),
