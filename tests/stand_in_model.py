@@ -5,7 +5,8 @@ as a task on the loop, its response (or error) delivered as the final one."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from tritium.errors import TritonError
 from tritium.request import RESPONSE_COMPLETE_FINAL, InferenceResponse

@@ -19,7 +19,7 @@ backend thread finishing during shutdown) has nobody left to read it and is drop
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable
 
 from ..errors import TritonError
 from ..request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
