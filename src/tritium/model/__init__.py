@@ -4,8 +4,9 @@
 Model; ResolvedModel: the version one request holds from lookup to submission), `model`
 (TritonModel: a backend's model and its instances), `instance` (TritonModelInstance: runs the
 backend's execute for one instance), `ensemble` (EnsembleModel), `labels` (classification
-labels), `request_normalizer` (a request checked and completed against the configuration). Backends see models and instances through the handles of
-`tritium.backend`, never these classes.
+labels), `request_normalizer` (a request checked and completed against the configuration).
+Backends see models and instances through the handles of `tritium.backend`, never these
+classes.
 """
 
 from ..statistics import ModelStatistics, StatisticsSnapshot
