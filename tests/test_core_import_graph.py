@@ -3,7 +3,8 @@
 The graph is read from the sources (every import statement, including those under
 TYPE_CHECKING and inside functions: a cycle hidden in either is still a cycle), at two grains:
 the core's packages and top-level modules (tritium.server, tritium.model, ...), and single
-modules. The core is everything but the frontends, the built-in backends and the command line.
+modules. The core is everything but the frontends, the built-in backends, the in-process API and
+the command line.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import tritium
 SRC = Path(tritium.__file__).resolve().parent
 NOT_CORE = {
     "tritium.frontend", "tritium.builtin_backends", "tritium.inprocess", "tritium.cli",
-    "tritium.serving", "tritium.check", "tritium.__main__",
+    "tritium.serving", "tritium.check", "tritium.infer_command", "tritium.pytest_plugin",
+    "tritium.__main__",
 }
 
 
