@@ -45,7 +45,9 @@ class StubProcess:
     """A stub process and the server's end of its sockets and rings. `owner` is the instance
     it serves (None for a short-lived auto-complete stub), told when the stub dies."""
 
-    def __init__(self, model_state: PythonModelState, name: str, owner: InstanceState | None) -> None:
+    def __init__(
+        self, model_state: PythonModelState, name: str, owner: InstanceState | None
+    ) -> None:
         self.model_state = model_state
         self.backend = model_state.backend
         self.server = model_state.model.server

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..request import InferenceRequest
+from .request import InferenceRequest
 
 
 @dataclass
