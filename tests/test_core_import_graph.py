@@ -43,9 +43,12 @@ def import_graph() -> dict[str, set[str]]:
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
-                targets.add(target)
-                # `from package import module` imports the module.
-                targets.update(f"{target}.{alias.name}" for alias in node.names)
+                # `from package import module` imports the module (as import-linter reads it:
+                # the package itself is already initialised before any module in it runs).
+                submodules = {f"{target}.{alias.name}" for alias in node.names}
+                named_modules = submodules & modules.keys()
+                targets.update(named_modules if named_modules == submodules else {target})
+                targets.update(named_modules)
         graph[name] = {t for t in targets if t in modules and t != name}
     return graph
 
