@@ -27,7 +27,7 @@ from .request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceRespons
 from .tensor import Tensor, serialize_bytes
 
 if TYPE_CHECKING:
-    from .model.statistics import ModelStatistics
+    from .statistics import ModelStatistics
 
 log = logging.getLogger("tritium.cache")
 

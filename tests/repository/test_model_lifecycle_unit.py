@@ -14,6 +14,7 @@ import pytest
 from support.models import identity_config, write_model
 from tritium.backend.manager import BackendManager
 from tritium.errors import Code, TritonError
+from tritium.frontend.loop_bridge import answer
 from tritium.repository import ModelLifeCycle, ModelReadyState, RepositoryScanner
 from tritium.request import InferenceRequest
 from tritium.server import InferenceServer, ServerOptions
@@ -91,7 +92,7 @@ def test_shutdown_waits_for_in_flight_requests(tmp_path: Path) -> None:
         request = InferenceRequest(
             "slow", inputs={"INPUT0": Tensor("INPUT0", "FP32", (1, 2), data)}
         )
-        pending = asyncio.ensure_future(server.infer(request))
+        pending = asyncio.ensure_future(answer(server.infer_async, request))
         await asyncio.sleep(0.1)  # in flight (counted from submit on), likely executing
         loop = asyncio.get_running_loop()
         shutdown = loop.run_in_executor(None, server.shutdown)

@@ -22,6 +22,7 @@ import tritonclient.grpc as grpcclient
 from support.models import identity_config, write_model
 from support.probe_model import PROBE, Outcome, concurrently, infer, probe_config, rows
 from support.server_process import ServerProcess
+from tritium.frontend.loop_bridge import answer
 from tritium.request import InferenceRequest, InferenceResponse
 from tritium.server import InferenceServer, ServerOptions
 from tritium.tensor import Tensor
@@ -299,7 +300,7 @@ def test_statistics_record_each_batch_once_with_its_size(tmp_path: Path):
                     "INPUT0", np.full((1, 2), i, np.float32))})
                 for i in range(16)
             ]
-            return await asyncio.gather(*(server.infer(r) for r in requests))
+            return await asyncio.gather(*(answer(server.infer_async, r) for r in requests))
 
         responses = asyncio.run(scenario())
         assert all(r.error is None for r in responses)

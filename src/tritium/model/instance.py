@@ -17,7 +17,7 @@ from ..backend.handles import ModelInstance as InstanceHandle
 from ..errors import TritonError, as_triton_error
 from ..request import InferenceRequest
 from ..scheduler.rate_limiter import RateLimiter
-from .statistics import ModelStatistics
+from ..statistics import ModelStatistics
 
 log = logging.getLogger("tritium.model")
 

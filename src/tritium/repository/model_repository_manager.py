@@ -22,8 +22,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..config import model_config_from_json
 from ..errors import TritonError
 from .dependency_graph import DependencyGraph
-from .lifecycle import ModelLifeCycle, ModelReadyState
+from .lifecycle import ModelLifeCycle
 from .load_overrides import FILE_PREFIX, OverrideDirectory, check_model_name, inside
+from .ready_state import ModelReadyState
 from .scanner import ModelSource, RepositoryScan, RepositoryScanner
 
 log = logging.getLogger("tritium.repository")
@@ -333,7 +334,7 @@ class ModelRepositoryManager:
         """Whether a version of `name` loaded from `override` serves (a partly failed load)."""
         serving = self.lifecycle.status().get(name, {}).values()
         return any(
-            s.model is not None and inside(s.model.handle.repository_path, override.root)
+            s.model is not None and inside(s.model.repository_path, override.root)
             for s in serving
             if s.state is ModelReadyState.READY
         )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -25,11 +25,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest, ResponseSender
 from ..tensor import Tensor
+from .base import ExecutionInstance
 from .sequence_control import SequenceControls
 from .sequence_state import ImplicitState, SequenceValues
-
-if TYPE_CHECKING:
-    from ..model.instance import TritonModelInstance
 
 # What a slot queue holds: a request, or None, the reaper's "release this slot" marker.
 SlotQueue = deque["InferenceRequest | None"]
@@ -52,7 +50,7 @@ class SequenceBatch:
     def __init__(
         self,
         owner: SlotOwner,
-        instance: TritonModelInstance,
+        instance: ExecutionInstance,
         slot_count: int,
         controls: SequenceControls,
         states: ImplicitState,

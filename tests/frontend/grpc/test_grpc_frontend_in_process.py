@@ -18,6 +18,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pbg
 
 from support.grpc_fixtures import F4, NOT_SERVING, SERVING, infer_request, output_array, tensor
+from support.stand_in_model import StandInModel
 from tritium.errors import TritonError
 from tritium.frontend.grpc import GrpcFrontend
 from tritium.request import InferenceResponse
@@ -34,6 +35,7 @@ class EchoServer:
         self.release: asyncio.Event | None = None
         self.started = 0
         self.requests: list[Any] = []
+        self.tasks: set[asyncio.Task] = set()
         from tritium.shared_memory import SharedMemoryManager
 
         self.shared_memory = SharedMemoryManager(enabled=False)
@@ -60,6 +62,10 @@ class EchoServer:
     def model_metadata(self, name: str, version: str = "") -> dict[str, Any]:
         self.model_config(name, version)
         return {"name": name, "versions": ["1"], "platform": "echo", "inputs": [], "outputs": []}
+
+    def resolve(self, name: str, version: str = "") -> StandInModel:
+        # InferenceServer.resolve: the model, once per request; its response comes later.
+        return StandInModel(self.model_config(name, version), self.infer, self.tasks)
 
     async def infer(self, request: Any) -> InferenceResponse:
         self.model_config(request.model_name)

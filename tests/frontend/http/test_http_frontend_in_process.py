@@ -13,6 +13,7 @@ import socket
 import pytest
 
 from support.http_infer_requests import f32_input
+from support.stand_in_model import StandInModel
 from tritium.errors import TritonError
 from tritium.frontend.http import HttpFrontend
 from tritium.request import InferenceResponse
@@ -56,12 +57,9 @@ class StandInServer:
         return InferenceResponse(outputs=[Tensor("OUTPUT0", t.datatype, t.shape, t.data)],
                                  model_name="m", model_version="1")
 
-    def infer_nowait(self, request, callback):
-        # InferenceServer.infer_nowait: the response reaches `callback` later, on the loop.
-        async def answer():
-            callback(await self.infer(request))
-
-        self.tasks.add(asyncio.get_running_loop().create_task(answer()))
+    def resolve(self, name: str, version: str = ""):
+        # InferenceServer.resolve: the model, once per request; its response comes later.
+        return StandInModel(self.model_config(name, version), self.infer, self.tasks)
 
 
 async def _http(port: int, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:

@@ -35,8 +35,8 @@ from ...request import InferenceRequest
 from ..api import BackendAttributes
 from ..handles import Backend, ExecutionPolicy, Model, ModelInstance
 from . import server_calls
-from .host import deliver_response
-from .library import TOKENS, Library, library, new_token
+from .host import deliver_response, library
+from .library import TOKENS, Library, new_token
 from .requests import PendingRequest, build_request
 
 log = logging.getLogger("tritium.backend.native")

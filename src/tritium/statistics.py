@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..request import InferenceRequest
+from .request import InferenceRequest
 
 
 @dataclass
