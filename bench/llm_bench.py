@@ -34,8 +34,9 @@ ARRIVAL_GAP_S = 0.02
 
 def _workload(tokenizer: Any) -> list[tuple[str, int]]:
     """(prompt, output tokens) per request: prompts of 8..100 tokens, outputs of 16..128."""
-    words = ("the quick brown fox jumps over the lazy dog while tritium serves models "
-             "like triton does and continuous batching admits new requests").split()
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while",
+             "tritium", "serves", "models", "like", "triton", "does", "and", "continuous",
+             "batching", "admits", "new", "requests"]
     work = []
     for index in range(REQUESTS):
         target = 8 + (index * 37) % 93
@@ -68,8 +69,8 @@ class _Clock:
 def _stats(name: str, arrivals: list[float], token_times: list[list[float]]) -> dict[str, Any]:
     tokens = sum(len(t) for t in token_times)
     span = max(t[-1] for t in token_times) - min(arrivals)
-    ttft = [t[0] - a for t, a in zip(token_times, arrivals)]
-    gaps = [b - a for t in token_times for a, b in zip(t, t[1:])]
+    ttft = [t[0] - a for t, a in zip(token_times, arrivals, strict=True)]
+    gaps = [b - a for t in token_times for a, b in zip(t, t[1:], strict=False)]
     return {"name": name, "tokens": tokens, "tps": tokens / span,
             "ttft50": np.percentile(ttft, 50), "ttft99": np.percentile(ttft, 99),
             "itl50": np.percentile(gaps, 50), "itl99": np.percentile(gaps, 99)}
@@ -81,7 +82,7 @@ def _one_at_a_time(model: Any, tokenizer: Any, work: list[tuple[str, int]]) -> d
     start = time.monotonic()
     arrivals = [start + i * ARRIVAL_GAP_S for i in range(len(work))]
     token_times = []
-    for arrival, (prompt, count) in zip(arrivals, work):
+    for arrival, (prompt, count) in zip(arrivals, work, strict=True):
         time.sleep(max(0.0, arrival - time.monotonic()))
         ids = tokenizer(prompt, return_tensors="pt").input_ids
         clock = _Clock()
@@ -113,8 +114,9 @@ def _static_batch(model: Any, tokenizer: Any, work: list[tuple[str, int]]) -> di
 
 def _engine(folder: Path, work: list[tuple[str, int]], pin: list[str]) -> dict[str, Any]:
     import tritonclient.grpc as grpcclient
-    from llm_models import llm_repository
-    from server_process import ServerProcess
+
+    from support.llm_models import llm_repository
+    from support.server_process import ServerProcess
 
     with tempfile.TemporaryDirectory() as tmp:
         repo = llm_repository(Path(tmp), {"tiny_llama": {
@@ -159,7 +161,7 @@ def _engine(folder: Path, work: list[tuple[str, int]], pin: list[str]) -> dict[s
             times["0"].clear()
             start = time.monotonic()
             arrivals = [start + i * ARRIVAL_GAP_S for i in range(len(work))]
-            for index, (arrival, (prompt, count)) in enumerate(zip(arrivals, work)):
+            for index, (arrival, (prompt, count)) in enumerate(zip(arrivals, work, strict=True)):
                 time.sleep(max(0.0, arrival - time.monotonic()))
                 client.async_stream_infer("tiny_llama", inputs(prompt, count),
                                           request_id=str(index))
@@ -185,7 +187,7 @@ def llm_suite(pin: list[str]) -> str:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from llm_models import build_model
+    from support.llm_models import build_model
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

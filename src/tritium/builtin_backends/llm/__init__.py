@@ -24,7 +24,8 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tritium.backend import (
     Backend,
@@ -81,7 +82,7 @@ class LlmModelState(ModelState):
         with self._ready:
             if not self._queue and wait > 0:
                 self._ready.wait(wait)
-            taken = []
+            taken: list[Any] = []
             while self._queue and len(taken) < limit:
                 taken.append(self._queue.popleft())
             return taken

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-# How many tokens before the new ones are decoded with them (vLLM's INITIAL_INCREMENTAL_DETOKENIZATION_OFFSET).
+# How many tokens before the new ones are decoded with them (vLLM's
+# INITIAL_INCREMENTAL_DETOKENIZATION_OFFSET).
 _CONTEXT_TOKENS = 5
 _UNFINISHED = "\ufffd"
 

@@ -40,7 +40,7 @@ class EngineRequest(Protocol):
     @property
     def cancelled(self) -> bool: ...
 
-    def on_output(self, sequence: "Sequence", delta: str, finished: bool) -> None: ...
+    def on_output(self, sequence: Sequence, delta: str, finished: bool) -> None: ...
 
     def on_error(self, error: TritonError) -> None: ...
 
@@ -169,7 +169,8 @@ class Engine:
             if not self.settings.enable_chunked_prefill and remaining > budget \
                     and budget < self.settings.max_num_batched_tokens:
                 break  # whole prompts only: wait for a step with the full budget
-            count = remaining if not self.settings.enable_chunked_prefill else min(remaining, budget)
+            chunked = self.settings.enable_chunked_prefill
+            count = min(remaining, budget) if chunked else remaining
             chunk = sequence.prompt[sequence.computed:sequence.computed + count]
             logits = self.runner.prefill(self.store, sequence.row, chunk, sequence.computed)
             sequence.computed += count
@@ -212,11 +213,8 @@ class Engine:
         sequence.last_token_at = now
         sequence.output.append(token)
         ending = len(sequence.output) >= params.min_tokens
-        if ending and not params.ignore_eos and token in self.eos:
-            sequence.finish_reason = "stop"
-        elif ending and token in params.stop_token_ids:
-            sequence.finish_reason = "stop"
-        elif sequence.detokenizer.add(token, check_stop=ending):
+        stop_token = token in params.stop_token_ids or not params.ignore_eos and token in self.eos
+        if ending and stop_token or sequence.detokenizer.add(token, check_stop=ending):
             sequence.finish_reason = "stop"
         elif len(sequence.output) >= sequence.max_tokens:
             sequence.finish_reason = "length"

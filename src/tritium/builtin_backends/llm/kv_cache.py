@@ -57,7 +57,7 @@ class SlotStore:
         keys = [torch.zeros(shape, dtype=self.dtype) for _ in range(self.layers)]
         values = [torch.zeros(shape, dtype=self.dtype) for _ in range(self.layers)]
         if self.capacity:
-            for old, new in zip(self.keys + self.values, keys + values):
+            for old, new in zip(self.keys + self.values, keys + values, strict=True):
                 new[:, :, : self.capacity].copy_(old)
         self.keys, self.values, self.capacity = keys, values, capacity
 

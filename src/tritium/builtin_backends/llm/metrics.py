@@ -87,7 +87,7 @@ class EngineMetrics:
     def output_token(self, seconds: float) -> None:
         self._tpot.observe(seconds)
 
-    def finished(self, sequence: "Sequence", now: float) -> None:
+    def finished(self, sequence: Sequence, now: float) -> None:
         self._e2e.observe(now - sequence.request.arrival)
         self._request_prompt.observe(len(sequence.prompt))
         self._request_generation.observe(len(sequence.output))

@@ -42,7 +42,7 @@ class ModelRunner:
 
     @classmethod
     def load(cls, folder: Path, tokenizer_folder: Path, dtype: str, max_model_len: int | None
-             ) -> "ModelRunner":
+             ) -> ModelRunner:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as transformers_logging
 

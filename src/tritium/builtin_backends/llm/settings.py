@@ -76,7 +76,8 @@ def read_settings(version_path: Path) -> EngineSettings:
         )
     for key in ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "seed"):
         if key in values and values[key] is not None:
-            setattr(settings, key, _integer(path, key, values[key], minimum=0 if key == "seed" else 1))
+            minimum = 0 if key == "seed" else 1
+            setattr(settings, key, _integer(path, key, values[key], minimum=minimum))
     if "enable_chunked_prefill" in values:
         settings.enable_chunked_prefill = str(values["enable_chunked_prefill"]).lower() == "true"
     if "dtype" in values:

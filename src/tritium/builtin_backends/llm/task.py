@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,8 +43,8 @@ RETURN_SWITCHES = ("return_finish_reason", "return_num_input_tokens", "return_nu
 class InferTask:
     """A request admitted to the model's queue: prompt tokens, sampling, how to answer."""
 
-    def __init__(self, request: Request, runner: "ModelRunner",
-                 on_done: Callable[["InferTask"], None]) -> None:
+    def __init__(self, request: Request, runner: ModelRunner,
+                 on_done: Callable[[InferTask], None]) -> None:
         self.request = request
         self._on_done = on_done
         self.arrival = time.monotonic()
@@ -77,7 +78,7 @@ class InferTask:
     def cancelled(self) -> bool:
         return self.request.cancelled
 
-    def on_output(self, sequence: "Sequence", delta: str, finished: bool) -> None:
+    def on_output(self, sequence: Sequence, delta: str, finished: bool) -> None:
         flags = RESPONSE_COMPLETE_FINAL if finished else 0
         if self.stream:
             self._send(self._response(sequence, delta, finished), flags)
@@ -101,7 +102,7 @@ class InferTask:
         except TritonError:  # the server closed the sender (shutdown): nobody is listening
             pass
 
-    def _response(self, sequence: "Sequence", text: str, finished: bool) -> InferenceResponse:
+    def _response(self, sequence: Sequence, text: str, finished: bool) -> InferenceResponse:
         outputs = [_bytes("text_output", text.encode("utf-8"))]
         if self.returns["return_finish_reason"]:
             reason = sequence.finish_reason if finished else None
@@ -170,7 +171,7 @@ def _sampling_parameters(request: Request) -> SamplingParams:
     return parse_sampling_parameters(dict(request.parameters))
 
 
-def _render_chat(runner: "ModelRunner", text: str) -> str:
+def _render_chat(runner: ModelRunner, text: str) -> str:
     try:
         messages = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -20,6 +20,7 @@ from ...errors import TritonError
 from ...request import InferenceResponse
 from ...server import InferenceServer
 from ..http.server import HttpConnection, HttpEndpoint, Request
+from ..loop_bridge import each_on_loop
 from .protocol import (
     OpenAiError,
     chat_request,
@@ -116,7 +117,7 @@ class OpenAiApp:
         answer = (_StreamAnswer if stream else _Answer)(conn, model, chat)
         options = document.get("stream_options")
         answer.include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        self.server.infer_each(request, answer.on_response)
+        each_on_loop(self.server.infer_async, request, answer.on_response)
         # A client that goes away before the end cancels the request.
         conn.pending = request
 

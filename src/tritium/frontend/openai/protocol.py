@@ -41,7 +41,7 @@ class OpenAiError(Exception):
         self.body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
     @classmethod
-    def from_triton(cls, error: TritonError) -> "OpenAiError":
+    def from_triton(cls, error: TritonError) -> OpenAiError:
         status = error.http_status
         kind = {400: "invalid_request_error", 404: "invalid_request_error",
                 501: "invalid_request_error", 503: "service_unavailable_error"}

@@ -1,0 +1,66 @@
+"""Unit tests of the llm backend's pieces that need no server: incremental detokenization and
+the sampling parameters (the server tests cover them end to end)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from support.llm_fixtures import llm_weights  # noqa: F401
+from tritium.backend import TritonError
+from tritium.builtin_backends.llm.detokenizer import IncrementalDetokenizer
+from tritium.builtin_backends.llm.sampling import parse_sampling_parameters
+
+TEXTS = ["Héllo wörld, ça va? Grüße aus Köln.", "你好，世界。 日本語のテキスト。",
+         "🙂🚀✨ emoji 🙂"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(llm_weights: dict[str, Path]):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(llm_weights["llama"])
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_streamed_text_never_splits_a_utf8_character(tokenizer, text):
+    ids = tokenizer(text).input_ids
+    # The byte-level tokenizer does split characters across tokens: what is being tested.
+    assert any("\ufffd" in tokenizer.decode([i]) for i in ids)
+    detokenizer = IncrementalDetokenizer(tokenizer, [], [], False, True)
+    pieces = []
+    for token in ids:
+        detokenizer.add(token)
+        pieces.append(detokenizer.release(False))
+    pieces.append(detokenizer.release(True))
+    assert all("\ufffd" not in piece for piece in pieces)
+    assert "".join(pieces) == text
+
+
+def test_text_that_may_begin_a_stop_string_is_held_back(tokenizer):
+    text = "one two three four"
+    detokenizer = IncrementalDetokenizer(tokenizer, [], ["three"], False, True)
+    released, stopped = "", False
+    for token in tokenizer(text).input_ids:
+        stopped = detokenizer.add(token)
+        released += detokenizer.release(stopped)
+        assert "thre" not in released
+        if stopped:
+            break
+    assert stopped and released == "one two "
+
+
+def test_sampling_parameters_as_the_vllm_backend_reads_them():
+    params = parse_sampling_parameters(
+        '{"temperature": "0.5", "top_k": "40", "max_tokens": 8.0, "ignore_eos": "true", '
+        '"stop": "END"}')
+    assert (params.temperature, params.top_k, params.max_tokens) == (0.5, 40, 8)
+    assert params.ignore_eos and params.stop == ["END"]
+    defaults = parse_sampling_parameters({})
+    assert (defaults.temperature, defaults.max_tokens, defaults.greedy) == (1.0, 16, False)
+    assert parse_sampling_parameters({"temperature": 0}).greedy
+    with pytest.raises(TritonError, match="top_k must be -1"):
+        parse_sampling_parameters({"top_k": 0})
+    with pytest.raises(TritonError, match="must be a JSON object"):
+        parse_sampling_parameters("[1, 2]")
