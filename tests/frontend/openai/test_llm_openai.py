@@ -123,6 +123,13 @@ def test_errors_have_openais_shape_and_status(client, server):
     with pytest.raises(openai.BadRequestError) as failure:
         client.completions.create(model="tiny", prompt="x", temperature=-2)
     assert "temperature must be non-negative" in str(failure.value)
+    # Refused before the first token: a streamed request gets the same 400, not an event.
+    with pytest.raises(openai.BadRequestError) as failure:
+        client.chat.completions.create(model="tiny", messages=MESSAGES, top_p=0, stream=True)
+    assert "top_p must be in (0, 1]" in str(failure.value)
+    with pytest.raises(openai.BadRequestError) as failure:
+        client.completions.create(model="tiny", prompt="word " * 600)
+    assert "longer than the maximum model length" in str(failure.value)
     request = urllib.request.Request(
         f"http://127.0.0.1:{server.openai_port}/v1/completions", data=b"{not json",
         method="POST")

@@ -219,15 +219,19 @@ def test_generate_and_generate_stream(server, references):
 
 
 def test_max_num_seqs_queues_the_rest(server, grpc_client, references):
-    """llama_one runs one sequence at a time: the second starts after the first ends."""
+    """llama_one runs one sequence at a time: a second request waits in the model's queue (the
+    scheduler's gauges on /metrics say so) and starts once the first one's slot is free."""
     streams = Streams(grpc_client)
-    streams.send("llama_one", "q1", PROMPTS[0], _greedy(15))
-    streams.send("llama_one", "q2", PROMPTS[3], _greedy(15))
-    streams.done(["q1", "q2"])
+    streams.send("llama_one", "first", "T", {"max_tokens": 300, "ignore_eos": True,
+                                             "temperature": 0})
+    streams.collector.wait_count(1)  # decoding: the one slot is taken
+    streams.send("llama_one", "queued", PROMPTS[3], _greedy(15))
+    server.wait_metric("vllm:num_requests_waiting", "llama_one", 1)
+    assert server.metric("vllm:num_requests_running", "llama_one") == 1
+    streams.done(["first", "queued"])
     order = [r.get_response().id for r, _ in streams.collector.items]
-    assert order.index("q2") > max(i for i, rid in enumerate(order) if rid == "q1")
-    for request_id, prompt in (("q1", PROMPTS[0]), ("q2", PROMPTS[3])):
-        assert streams.text(request_id) == references["llama"].greedy_text(prompt, 15)[0]
+    assert order.index("queued") > max(i for i, rid in enumerate(order) if rid == "first")
+    assert streams.text("queued") == references["llama"].greedy_text(PROMPTS[3], 15)[0]
     streams.close()
 
 
@@ -374,15 +378,23 @@ def test_a_bad_model_fails_to_load_with_its_reason(server, model, message):
 
 
 def test_token_counts_and_latencies_are_metrics(server):
-    before = server.metric("vllm:generation_tokens_total", "gpt2")
-    prompt_before = server.metric("vllm:prompt_tokens_total", "gpt2")
+    """Usage counts, time to first token and inter-token latency of each request, on /metrics
+    under the vLLM backend's names (recorded before the request's last response is sent)."""
+    names = ("vllm:generation_tokens_total", "vllm:prompt_tokens_total",
+             "vllm:time_to_first_token_seconds_count", "vllm:time_to_first_token_seconds_sum",
+             "vllm:time_per_output_token_seconds_count", "vllm:e2e_request_latency_seconds_count",
+             "vllm:request_generation_tokens_sum", "vllm:request_prompt_tokens_count")
+    before = {name: server.metric(name, "gpt2") for name in names}
     status, body = generate(server, "gpt2", {
         "text_input": "The quick", "max_tokens": 6, "ignore_eos": True, "temperature": 0,
         "return_num_input_tokens": True})
     assert status == 200
-    assert server.metric("vllm:generation_tokens_total", "gpt2") - before == 6
-    assert server.metric("vllm:prompt_tokens_total", "gpt2") - prompt_before == \
-        body["num_input_tokens"]
-    assert server.metric("vllm:time_to_first_token_seconds_count", "gpt2") >= 1
-    assert server.metric("vllm:time_per_output_token_seconds_count", "gpt2") >= 5
-    assert server.metric("vllm:e2e_request_latency_seconds_count", "gpt2") >= 1
+    grown = {name: server.metric(name, "gpt2") - before[name] for name in names}
+    assert grown["vllm:generation_tokens_total"] == 6
+    assert grown["vllm:prompt_tokens_total"] == body["num_input_tokens"] > 0
+    assert grown["vllm:time_to_first_token_seconds_count"] == 1
+    assert grown["vllm:time_to_first_token_seconds_sum"] > 0
+    assert grown["vllm:time_per_output_token_seconds_count"] == 5  # the gaps between 6 tokens
+    assert grown["vllm:e2e_request_latency_seconds_count"] == 1
+    assert grown["vllm:request_generation_tokens_sum"] == 6
+    assert grown["vllm:request_prompt_tokens_count"] == 1
