@@ -142,6 +142,8 @@ class Harness:
         """Run `function` as the server runs it: inside its event loop (timers need one)."""
         async def run() -> None:
             function(*args)
+            while self.connection._turn_pending:  # the rest of what was fed, turn by turn
+                await asyncio.sleep(0)
 
         self.loop.run_until_complete(run())
 
@@ -178,14 +180,17 @@ class RawClient:
     def __init__(self, address: str, settings: bytes = b"") -> None:
         host, port = address.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.send_timeout = 10.0
         self.sock.sendall(PREFACE + frame(SETTINGS, 0, 0, settings))
         self.buffer = b""
         self.frames: list[Frame] = []
         self.closed = False
 
     def send(self, data: bytes) -> bool:
-        """False once the server has closed the connection."""
+        """False once the server has closed the connection (or stopped reading it for
+        `send_timeout` seconds)."""
         try:
+            self.sock.settimeout(self.send_timeout)
             self.sock.sendall(data)
             return True
         except OSError:

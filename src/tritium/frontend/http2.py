@@ -25,6 +25,7 @@ import asyncio
 import logging
 import random
 import struct
+import time
 from typing import Callable, Protocol
 
 import hpack
@@ -70,6 +71,9 @@ _DEFAULT_FRAME = 16384
 _MAX_FRAME = 2**24 - 1
 # Header blocks whose decoding is remembered per connection.
 _HEADER_CACHE = 64
+# Seconds of frame handling in one turn of the event loop before the other connections get
+# theirs.
+_TURN = 0.005
 # The payload of the server's keepalive pings.
 _KEEPALIVE_PING = b"tritiumk"
 
@@ -175,6 +179,7 @@ class H2Connection(asyncio.Protocol):
         self.running = 0
         self._settings_acked = False
         self._reading = True
+        self._turn_pending = False
         # Request bytes the stream handlers hold (partial and queued messages), which they
         # keep under `limits.max_buffered_input`.
         self.buffered_input = 0
@@ -239,7 +244,8 @@ class H2Connection(asyncio.Protocol):
         self._update_reading()
 
     def _update_reading(self) -> None:
-        reading = not self._write_paused and self.running < self.limits.max_concurrent_streams
+        reading = not self._write_paused and not self._turn_pending \
+            and self.running < self.limits.max_concurrent_streams
         if reading != self._reading and self.transport is not None and not self.closed:
             self._reading = reading
             if reading:
@@ -248,8 +254,18 @@ class H2Connection(asyncio.Protocol):
                 self.transport.pause_reading()
 
     def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        if not self._turn_pending:
+            self._process()
+
+    def _process(self) -> None:
+        """Handle the frames received, at most a turn's worth at once: a connection sending
+        frames faster than they are handled waits its next turn (unread) while the other
+        connections are served."""
+        self._turn_pending = False
+        if self.closed:
+            return
         buffer = self._buffer
-        buffer += data
         if not self._preface_seen:
             if len(buffer) < len(PREFACE):
                 if not PREFACE.startswith(bytes(buffer)):
@@ -264,8 +280,14 @@ class H2Connection(asyncio.Protocol):
         position = 0
         size = len(buffer)
         unpack = _FRAME_HEAD.unpack_from
+        clock = time.perf_counter
+        turn_end = clock() + _TURN
         try:
             while size - position >= 9:
+                if clock() > turn_end:
+                    self._turn_pending = True
+                    asyncio.get_running_loop().call_soon(self._process)
+                    break
                 high, low, kind, flags, stream_id = unpack(buffer, position)
                 length = (high << 8) | low
                 end = position + 9 + length
@@ -287,6 +309,7 @@ class H2Connection(asyncio.Protocol):
             self._out = None
             if out and not self.closed:
                 self.transport.write(b"".join(out))  # type: ignore[union-attr]
+            self._update_reading()
 
     # -- frames in -----------------------------------------------------------------------------
 
@@ -450,6 +473,9 @@ class H2Connection(asyncio.Protocol):
             # The client may not know the limit yet (RFC 9113 6.5.3): some slack, not unbounded.
             limit *= 10
         if self.closing or len(self.streams) >= limit:
+            # Refusing costs as much as a reset: a client opening streams it knows will be
+            # refused spends the same budget (CVE-2019-9514's reset flood).
+            self._calm(self._resets)
             self._write(frame(RST_STREAM, 0, stream_id, _U32.pack(REFUSED_STREAM)))
             return
         stream = self.streams[stream_id] = H2Stream(stream_id, self._initial_send_window,
@@ -589,8 +615,10 @@ class H2Connection(asyncio.Protocol):
         if trailers is not None:
             stream.pending_end = trailers
         self._flush(stream)
-        if stream.pending and self._buffered_output() > self.limits.max_buffered_output:
-            # A client that does not read may not make the server hold its answers forever.
+        if stream.pending and \
+                self._buffered_output() - len(data) > self.limits.max_buffered_output:
+            # A client that does not read may not make the server hold its answers forever
+            # (one message alone, however large, may wait: its size is the call's business).
             log.debug("HTTP/2: %s reads too slowly, stream %d cancelled", self.peer, stream.id)
             self._stream_error(stream, CANCEL)
 
