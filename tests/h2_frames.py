@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tritium.frontend import http2
-from tritium.frontend.http2_limits import H2Limits
+from tritium.frontend.grpc import http2
+from tritium.frontend.grpc.http2_limits import H2Limits
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, \

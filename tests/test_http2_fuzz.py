@@ -26,8 +26,8 @@ from h2_frames import (
     CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, PREFACE, PRIORITY,
     RST_STREAM, SETTINGS, WINDOW_UPDATE, FakeTransport, frame, grpc_message, request_headers,
 )
-from tritium.frontend.grpc_server import GrpcServer
-from tritium.frontend.http2_limits import H2Limits
+from tritium.frontend.grpc.server import GrpcServer
+from tritium.frontend.grpc.http2_limits import H2Limits
 
 LIMITS = H2Limits(max_concurrent_streams=8, max_header_list_size=4096,
                   stream_window=65535, connection_window=65535 * 4,

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .frontend.grpc_server import DEFAULT_MAX_MESSAGE_SIZE
-from .frontend.http_server import DEFAULT_MAX_INPUT_SIZE
-from .frontend.grpc_options import GrpcOptions
-from .frontend.restricted_api import build_restrictions
+from .frontend.grpc.options import GrpcOptions
+from .frontend.grpc.server import DEFAULT_MAX_MESSAGE_SIZE
+from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
+from .frontend.extensions.restricted_api import build_restrictions
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .server import ServerOptions
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                        default=DEFAULT_MAX_INPUT_SIZE,
                        help="largest HTTP request body, in bytes (default 64 MB)")
     # gRPC transport: TLS, keepalive and HTTP/2 limits as tritonserver spells and defaults them
-    # (milliseconds), and Tritium's largest request message (frontend/grpc_options.py).
+    # (milliseconds), and Tritium's largest request message (frontend/grpc/options.py).
     _flag(serve, "--grpc-use-ssl", default=False)
     _flag(serve, "--grpc-use-ssl-mutual", default=False)
     serve.add_argument("--grpc-server-cert", default="")
