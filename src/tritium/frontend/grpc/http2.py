@@ -696,8 +696,12 @@ class H2Connection(asyncio.Protocol):
     def _fail(self, code: int, debug: bytes = b"") -> None:
         log.debug("HTTP/2 connection from %s failed with error %d %s", self.peer, code, debug)
         if self.transport is not None and not self.closed:
-            self.transport.write(
-                frame(GOAWAY, 0, 0, _U32.pack(self._last_stream_id) + _U32.pack(code) + debug))
+            # What was answered before the fault goes out first.
+            answered = b"".join(self._out) if self._out else b""
+            if self._out:
+                self._out.clear()
+            self.transport.write(answered + frame(
+                GOAWAY, 0, 0, _U32.pack(self._last_stream_id) + _U32.pack(code) + debug))
             self.transport.close()
         self.closed = True
 
