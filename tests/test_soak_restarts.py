@@ -145,7 +145,7 @@ def test_soak_with_reloads_and_killed_stubs(tmp_path: Path) -> None:
                 if error is not None:  # the stream ended with the stub: a new stream
                     client.stop_stream()
                     events = queue.Queue()
-                    client.start_stream(callback=lambda r, e, q=events: q.put((r, e)))
+                    client.start_stream(callback=lambda result, error, q=events: q.put((result, error)))
         finally:
             client.stop_stream()
             client.close()
