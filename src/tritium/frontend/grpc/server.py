@@ -225,8 +225,9 @@ class _Call:
         self.connection.buffered_input += size
 
     def _taken(self, size: int) -> None:
-        """The streaming body took a message: its bytes are the client's again."""
-        self._hold(-size)
+        """The streaming body took a message: its bytes are the client's again (none once the
+        call has dropped what it held)."""
+        self._hold(-min(size, self.held))
         if self.requests is not None and not self.requests.waiting:
             self._release()
 
