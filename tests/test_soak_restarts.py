@@ -87,6 +87,7 @@ def _add_sub(module, client, rng, outcomes: Outcomes) -> None:
         outcomes.error("add_sub: wrong answer")
 
 
+@pytest.mark.timeout(SECONDS + 300)
 def test_soak_with_reloads_and_killed_stubs(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     for name in ("add_sub", "ticker"):
