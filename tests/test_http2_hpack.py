@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 import socket
-import struct
 
 import h2.config
 import h2.connection

@@ -24,51 +24,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import struct
 import time
 from typing import Callable, Protocol
 
 import hpack
-import hpack.table
 
+from .http2_frames import (
+    ACK, CANCEL, COMPRESSION_ERROR, CONTINUATION, DATA, DEFAULT_FRAME, DEFAULT_WINDOW,
+    END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, FLOW_CONTROL_ERROR, FRAME_HEAD, FRAME_SIZE_ERROR,
+    GOAWAY, HEADERS, MAX_FRAME, MAX_SETTINGS_ENTRIES, MAX_WINDOW, NO_ERROR, PADDED, PING,
+    PREFACE, PRIORITY_FLAG, PROTOCOL_ERROR, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTING,
+    SETTINGS, SETTINGS_ACK, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE, U32,
+    WINDOW_UPDATE, CountingTable, encode_headers, frame, server_preface, unpad,
+)
 from .http2_limits import H2Limits, PingPolicy, RateLimit
 
 log = logging.getLogger("tritium.frontend.http2")
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
-# Frame types and flags.
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, \
-    CONTINUATION = range(10)
-END_STREAM = 0x1
-ACK = 0x1
-END_HEADERS = 0x4
-PADDED = 0x8
-PRIORITY_FLAG = 0x20
-
-# Error codes.
-NO_ERROR = 0x0
-PROTOCOL_ERROR = 0x1
-FLOW_CONTROL_ERROR = 0x3
-FRAME_SIZE_ERROR = 0x6
-REFUSED_STREAM = 0x7
-CANCEL = 0x8
-COMPRESSION_ERROR = 0x9
-ENHANCE_YOUR_CALM = 0xB
-
-# Settings.
-SETTINGS_MAX_CONCURRENT_STREAMS = 0x3
-SETTINGS_INITIAL_WINDOW_SIZE = 0x4
-SETTINGS_MAX_FRAME_SIZE = 0x5
-SETTINGS_MAX_HEADER_LIST_SIZE = 0x6
-# Entries one SETTINGS frame may carry (nghttp2's limit).
-_MAX_SETTINGS_ENTRIES = 32
-
-_MAX_WINDOW = 2**31 - 1
-_DEFAULT_WINDOW = 65535
-_DEFAULT_FRAME = 16384
-# The largest frame this side accepts (advertised): big tensors arrive in few frames.
-_MAX_FRAME = 2**24 - 1
 # Header blocks whose decoding is remembered per connection.
 _HEADER_CACHE = 64
 # Seconds of frame handling in one turn of the event loop before the other connections get
@@ -77,38 +49,6 @@ _TURN = 0.005
 # The payload of the server's keepalive pings.
 _KEEPALIVE_PING = b"tritiumk"
 
-_FRAME_HEAD = struct.Struct(">HBBBI")  # length as 16+8 bits, type, flags, stream id
-_U32 = struct.Struct(">I")
-_SETTING = struct.Struct(">HI")
-
-
-def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
-    size = len(payload)
-    return struct.pack(">BHBBI", size >> 16, size & 0xFFFF, kind, flags, stream_id) + payload
-
-
-def encode_headers(headers: list[tuple[str, str]]) -> bytes:
-    """A header block of never-indexed literals: it leaves the peer's table alone, so it can be
-    built once and sent on any connection."""
-    fields = [hpack.NeverIndexedHeaderTuple(name, value) for name, value in headers]
-    return hpack.Encoder().encode(fields, huffman=False)
-
-
-def server_preface(limits: H2Limits) -> bytes:
-    """The server's SETTINGS (its limits) and the WINDOW_UPDATE that opens its connection
-    window."""
-    settings = frame(
-        SETTINGS, 0, 0,
-        _SETTING.pack(SETTINGS_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams)
-        + _SETTING.pack(SETTINGS_INITIAL_WINDOW_SIZE, limits.stream_window)
-        + _SETTING.pack(SETTINGS_MAX_FRAME_SIZE, _MAX_FRAME)
-        + _SETTING.pack(SETTINGS_MAX_HEADER_LIST_SIZE, limits.max_header_list_size),
-    )
-    increment = limits.connection_window - _DEFAULT_WINDOW
-    return settings + (frame(WINDOW_UPDATE, 0, 0, _U32.pack(increment)) if increment > 0 else b"")
-
-
-_SETTINGS_ACK = frame(SETTINGS, ACK, 0)
 
 
 class StreamHandler(Protocol):
@@ -159,7 +99,7 @@ class H2Connection(asyncio.Protocol):
         self._buffer = bytearray()
         self._preface_seen = False
         self._decoder = hpack.Decoder(max_header_list_size=2 * limits.max_header_list_size)
-        self._decoder.header_table = self._table = _CountingTable()
+        self._decoder.header_table = self._table = CountingTable()
         self._decoder.max_allowed_table_size = 65536
         self._header_cache: dict[bytes, list[tuple[str, str]]] = {}
         self._cache_generation = 0
@@ -167,10 +107,10 @@ class H2Connection(asyncio.Protocol):
         self._last_stream_id = 0
         # (stream id, block so far, END_STREAM, CONTINUATION frames so far)
         self._continuing: tuple[int, bytearray, bool, int] | None = None
-        self._send_window = _DEFAULT_WINDOW
-        self._initial_send_window = _DEFAULT_WINDOW
-        self._max_send_frame = _DEFAULT_FRAME
-        self._recv_window = max(limits.connection_window, _DEFAULT_WINDOW)
+        self._send_window = DEFAULT_WINDOW
+        self._initial_send_window = DEFAULT_WINDOW
+        self._max_send_frame = DEFAULT_FRAME
+        self._recv_window = max(limits.connection_window, DEFAULT_WINDOW)
         self._released = 0
         self._out: list[bytes] | None = None  # frames gathered while handling input
         # Stream handlers whose work has not finished (a reset stream's too): while as many run
@@ -279,7 +219,7 @@ class H2Connection(asyncio.Protocol):
         self._out = out = []
         position = 0
         size = len(buffer)
-        unpack = _FRAME_HEAD.unpack_from
+        unpack = FRAME_HEAD.unpack_from
         clock = time.perf_counter
         turn_end = clock() + _TURN
         try:
@@ -293,7 +233,7 @@ class H2Connection(asyncio.Protocol):
                 end = position + 9 + length
                 if end > size:
                     break
-                if length > _MAX_FRAME:
+                if length > MAX_FRAME:
                     self._fail(FRAME_SIZE_ERROR)
                     return
                 payload = bytes(buffer[position + 9:end])
@@ -383,7 +323,7 @@ class H2Connection(asyncio.Protocol):
         if not size and not flags & END_STREAM:
             self._calm(self._empty)
         if flags & PADDED:
-            payload = _unpad(payload)
+            payload = _unpadded(payload)
         stream = self.streams.get(stream_id)
         if stream is None or stream.remote_ended:
             if stream_id > self._last_stream_id or stream_id == 0:
@@ -414,21 +354,21 @@ class H2Connection(asyncio.Protocol):
         stream.released += size
         if stream.released >= self.limits.stream_window // 2:
             stream.recv_window += stream.released
-            self._write(frame(WINDOW_UPDATE, 0, stream.id, _U32.pack(stream.released)))
+            self._write(frame(WINDOW_UPDATE, 0, stream.id, U32.pack(stream.released)))
             stream.released = 0
 
     def _release_connection(self, size: int) -> None:
         self._released += size
         if self._released >= self.limits.connection_window // 2 and not self.closed:
             self._recv_window += self._released
-            self._write(frame(WINDOW_UPDATE, 0, 0, _U32.pack(self._released)))
+            self._write(frame(WINDOW_UPDATE, 0, 0, U32.pack(self._released)))
             self._released = 0
 
     def _headers(self, flags: int, stream_id: int, payload: bytes) -> None:
         if stream_id == 0:
             raise _ConnectionError(PROTOCOL_ERROR)
         if flags & PADDED:
-            payload = _unpad(payload)
+            payload = _unpadded(payload)
         if flags & PRIORITY_FLAG:
             payload = payload[5:]
         if not flags & END_HEADERS:
@@ -476,7 +416,7 @@ class H2Connection(asyncio.Protocol):
             # Refusing costs as much as a reset: a client opening streams it knows will be
             # refused spends the same budget (CVE-2019-9514's reset flood).
             self._calm(self._resets)
-            self._write(frame(RST_STREAM, 0, stream_id, _U32.pack(REFUSED_STREAM)))
+            self._write(frame(RST_STREAM, 0, stream_id, U32.pack(REFUSED_STREAM)))
             return
         stream = self.streams[stream_id] = H2Stream(stream_id, self._initial_send_window,
                                                     self.limits.stream_window)
@@ -516,12 +456,12 @@ class H2Connection(asyncio.Protocol):
     def _window_update(self, stream_id: int, payload: bytes) -> None:
         if len(payload) != 4:
             raise _ConnectionError(FRAME_SIZE_ERROR)
-        increment = _U32.unpack(payload)[0] & 0x7FFFFFFF
+        increment = U32.unpack(payload)[0] & 0x7FFFFFFF
         if stream_id == 0:
             if not increment:
                 raise _ConnectionError(PROTOCOL_ERROR)
             self._send_window += increment
-            if self._send_window > _MAX_WINDOW:
+            if self._send_window > MAX_WINDOW:
                 raise _ConnectionError(FLOW_CONTROL_ERROR)
             self._flush_all()
             return
@@ -533,7 +473,7 @@ class H2Connection(asyncio.Protocol):
                 self._stream_error(stream, PROTOCOL_ERROR)
                 return
             stream.send_window += increment
-            if stream.send_window > _MAX_WINDOW:
+            if stream.send_window > MAX_WINDOW:
                 self._stream_error(stream, FLOW_CONTROL_ERROR)
                 return
             self._flush(stream)
@@ -546,22 +486,22 @@ class H2Connection(asyncio.Protocol):
     def _settings(self, payload: bytes) -> None:
         if len(payload) % 6:
             raise _ConnectionError(FRAME_SIZE_ERROR)
-        if len(payload) > 6 * _MAX_SETTINGS_ENTRIES:
+        if len(payload) > 6 * MAX_SETTINGS_ENTRIES:
             raise _ConnectionError(ENHANCE_YOUR_CALM)
         for offset in range(0, len(payload), 6):
-            key, value = _SETTING.unpack_from(payload, offset)
+            key, value = SETTING.unpack_from(payload, offset)
             if key == SETTINGS_INITIAL_WINDOW_SIZE:
-                if value > _MAX_WINDOW:
+                if value > MAX_WINDOW:
                     raise _ConnectionError(FLOW_CONTROL_ERROR)
                 delta = value - self._initial_send_window
                 self._initial_send_window = value
                 for stream in self.streams.values():
                     stream.send_window += delta
             elif key == SETTINGS_MAX_FRAME_SIZE:
-                if not _DEFAULT_FRAME <= value <= _MAX_FRAME:
+                if not DEFAULT_FRAME <= value <= MAX_FRAME:
                     raise _ConnectionError(PROTOCOL_ERROR)
                 self._max_send_frame = value
-        self._write(_SETTINGS_ACK)
+        self._write(SETTINGS_ACK)
         self._flush_all()
 
     # -- frames out ----------------------------------------------------------------------------
@@ -663,7 +603,7 @@ class H2Connection(asyncio.Protocol):
     def reset(self, stream: H2Stream, code: int = CANCEL) -> None:
         if stream.closed:
             return
-        self._write(frame(RST_STREAM, 0, stream.id, _U32.pack(code)))
+        self._write(frame(RST_STREAM, 0, stream.id, U32.pack(code)))
         self._close_stream(stream, reset=False)
 
     def _stream_error(self, stream: H2Stream, code: int) -> None:
@@ -680,13 +620,13 @@ class H2Connection(asyncio.Protocol):
         self.streams.pop(stream.id, None)
         if reset and not stream.remote_ended:
             # Answered before the client finished sending: it may stop (RFC 9113, 8.1).
-            self._write(frame(RST_STREAM, 0, stream.id, _U32.pack(NO_ERROR)))
+            self._write(frame(RST_STREAM, 0, stream.id, U32.pack(NO_ERROR)))
 
     def go_away(self, debug: bytes = b"") -> None:
         """No new streams: the ones already open may finish."""
         if not self.closing and not self.closed:
             self.closing = True
-            self._write(frame(GOAWAY, 0, 0, _U32.pack(self._last_stream_id) + _U32.pack(NO_ERROR)
+            self._write(frame(GOAWAY, 0, 0, U32.pack(self._last_stream_id) + U32.pack(NO_ERROR)
                               + debug))
 
     def close(self) -> None:
@@ -701,7 +641,7 @@ class H2Connection(asyncio.Protocol):
             if self._out:
                 self._out.clear()
             self.transport.write(answered + frame(
-                GOAWAY, 0, 0, _U32.pack(self._last_stream_id) + _U32.pack(code) + debug))
+                GOAWAY, 0, 0, U32.pack(self._last_stream_id) + U32.pack(code) + debug))
             self.transport.close()
         self.closed = True
 
@@ -762,32 +702,11 @@ class _ConnectionError(Exception):
         self.debug = debug
 
 
-class _CountingTable(hpack.table.HeaderTable):
-    """hpack's dynamic table, counting every change (insertions and size updates, the only
-    ways entries come and go): a decoded block may be reused only while the count stands."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.generation = 0
-
-    def add(self, name: bytes, value: bytes) -> None:
-        self.generation += 1
-        super().add(name, value)
-
-    @property  # type: ignore[override]
-    def maxsize(self) -> int:
-        return self._maxsize
-
-    @maxsize.setter
-    def maxsize(self, newmax: int) -> None:
-        self.generation += 1
-        hpack.table.HeaderTable.maxsize.fset(self, newmax)  # type: ignore[attr-defined]
+def _unpadded(payload: bytes) -> bytes:
+    try:
+        return unpad(payload)
+    except ValueError:
+        raise _ConnectionError(PROTOCOL_ERROR) from None
 
 
-def _unpad(payload: bytes) -> bytes:
-    if not payload:
-        raise _ConnectionError(PROTOCOL_ERROR)
-    pad = payload[0]
-    if pad >= len(payload):
-        raise _ConnectionError(PROTOCOL_ERROR)
-    return payload[1:len(payload) - pad]
+__all__ = ["H2Connection", "H2Stream", "StreamHandler", "encode_headers", "frame"]
