@@ -97,6 +97,9 @@ class FakeTransport(asyncio.Transport):
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def can_write_eof(self) -> bool:
+        return False
+
     def get_extra_info(self, name: str, default: object = None) -> object:
         return ("127.0.0.1", 1) if name == "peername" else default
 

@@ -46,6 +46,9 @@ _HEADER_CACHE = 64
 # Seconds of frame handling in one turn of the event loop before the other connections get
 # theirs.
 _TURN = 0.005
+# Seconds a failed connection stays half-closed so that its GOAWAY arrives before the socket
+# closes.
+_LINGER = 1.0
 # The payload of the server's keepalive pings.
 _KEEPALIVE_PING = b"tritiumk"
 
@@ -194,6 +197,8 @@ class H2Connection(asyncio.Protocol):
                 self.transport.pause_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return  # after GOAWAY, until the socket closes
         self._buffer += data
         if not self._turn_pending:
             self._process()
@@ -642,8 +647,22 @@ class H2Connection(asyncio.Protocol):
                 self._out.clear()
             self.transport.write(answered + frame(
                 GOAWAY, 0, 0, U32.pack(self._last_stream_id) + U32.pack(code) + debug))
-            self.transport.close()
+            self._linger(self.transport)
         self.closed = True
+
+    def _linger(self, transport: asyncio.Transport) -> None:
+        """Close after the GOAWAY has had time to arrive: closing a socket with unread input
+        resets it, and a reset can destroy the GOAWAY before the client reads its reason
+        (grpc clients back off on "too_many_pings"). What the client sends meanwhile is
+        dropped unread."""
+        if not transport.can_write_eof():
+            transport.close()
+            return
+        self._buffer.clear()
+        if not self._reading:
+            transport.resume_reading()  # drained, not left to reset the socket
+        transport.write_eof()
+        asyncio.get_running_loop().call_later(_LINGER, transport.close)
 
     # -- keepalive and connection age (gRPC core's server behaviour) ---------------------------
 
