@@ -10,13 +10,14 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any
 
+from .frontend.extensions.restricted_api import build_restrictions
 from .frontend.grpc.options import GrpcOptions
 from .frontend.grpc.server import DEFAULT_MAX_MESSAGE_SIZE
 from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
-from .frontend.extensions.restricted_api import build_restrictions
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .server import ServerOptions
@@ -91,9 +92,9 @@ def _settings(entries: list[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
     return settings
 
 
-def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
+def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
     """A boolean flag that also works bare (`--allow-http` means true)."""
-    parser.add_argument(name, type=_bool, nargs="?", const=True, **kwargs)  # type: ignore[arg-type]
+    parser.add_argument(name, type=_bool, nargs="?", const=True, **kwargs)
 
 
 _DEPRECATED_TRACE_FLAGS = {

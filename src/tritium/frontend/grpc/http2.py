@@ -25,17 +25,51 @@ import asyncio
 import logging
 import random
 import time
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol, cast
 
 import hpack
 
 from .http2_frames import (
-    ACK, CANCEL, COMPRESSION_ERROR, CONTINUATION, DATA, DEFAULT_FRAME, DEFAULT_WINDOW,
-    END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, FLOW_CONTROL_ERROR, FRAME_HEAD, FRAME_SIZE_ERROR,
-    GOAWAY, HEADERS, MAX_FRAME, MAX_SETTINGS_ENTRIES, MAX_WINDOW, NO_ERROR, PADDED, PING,
-    PREFACE, PRIORITY_FLAG, PROTOCOL_ERROR, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTING,
-    SETTINGS, SETTINGS_ACK, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE, U32,
-    WINDOW_UPDATE, CountingTable, encode_headers, frame, server_preface, unpad,
+    ACK,
+    CANCEL,
+    COMPRESSION_ERROR,
+    CONTINUATION,
+    DATA,
+    DEFAULT_FRAME,
+    DEFAULT_WINDOW,
+    END_HEADERS,
+    END_STREAM,
+    ENHANCE_YOUR_CALM,
+    FLOW_CONTROL_ERROR,
+    FRAME_HEAD,
+    FRAME_SIZE_ERROR,
+    GOAWAY,
+    HEADERS,
+    MAX_FRAME,
+    MAX_SETTINGS_ENTRIES,
+    MAX_WINDOW,
+    NO_ERROR,
+    PADDED,
+    PING,
+    PREFACE,
+    PRIORITY_FLAG,
+    PROTOCOL_ERROR,
+    PUSH_PROMISE,
+    REFUSED_STREAM,
+    RST_STREAM,
+    SETTING,
+    SETTINGS,
+    SETTINGS_ACK,
+    SETTINGS_INITIAL_WINDOW_SIZE,
+    SETTINGS_MAX_FRAME_SIZE,
+    U32,
+    WINDOW_UPDATE,
+    CountingTable,
+    encode_headers,
+    frame,
+    server_preface,
+    unpad,
 )
 from .http2_limits import H2Limits, PingPolicy, RateLimit
 
@@ -92,7 +126,7 @@ StreamStarter = Callable[["H2Connection", H2Stream, list[tuple[str, str]]], "Str
 class H2Connection(asyncio.Protocol):
     """The server side of one HTTP/2 connection."""
 
-    def __init__(self, start_stream: StreamStarter, on_close: Callable[["H2Connection"], None],
+    def __init__(self, start_stream: StreamStarter, on_close: Callable[[H2Connection], None],
                  limits: H2Limits | None = None) -> None:
         self._start_stream = start_stream
         self._on_close = on_close
@@ -141,7 +175,7 @@ class H2Connection(asyncio.Protocol):
     # -- asyncio.Protocol ----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport = cast(asyncio.Transport, transport)  # a stream transport
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             host = peer[0]
@@ -221,7 +255,8 @@ class H2Connection(asyncio.Protocol):
                 return
             del buffer[:len(PREFACE)]
             self._preface_seen = True
-        self._out = out = []
+        out: list[bytes] = []
+        self._out = out
         position = 0
         size = len(buffer)
         unpack = FRAME_HEAD.unpack_from
@@ -252,8 +287,8 @@ class H2Connection(asyncio.Protocol):
         finally:
             del buffer[:position]
             self._out = None
-            if out and not self.closed:
-                self.transport.write(b"".join(out))  # type: ignore[union-attr]
+            if out and not self.closed and self.transport is not None:
+                self.transport.write(b"".join(out))
             self._update_reading()
 
     # -- frames in -----------------------------------------------------------------------------

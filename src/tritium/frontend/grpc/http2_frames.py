@@ -93,7 +93,7 @@ class CountingTable(hpack.table.HeaderTable):
         self.generation += 1
         super().add(name, value)
 
-    @property  # type: ignore[override]
+    @property
     def maxsize(self) -> int:
         return self._maxsize
 

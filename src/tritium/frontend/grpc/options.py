@@ -14,8 +14,8 @@ import argparse
 import ssl
 from dataclasses import dataclass, field
 
-from .server import DEFAULT_MAX_MESSAGE_SIZE
 from .http2_limits import H2Limits, KeepAliveOptions
+from .server import DEFAULT_MAX_MESSAGE_SIZE
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class GrpcOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "GrpcOptions":
+    def from_args(cls, args: argparse.Namespace) -> GrpcOptions:
         """The options `tritium serve`'s gRPC flags set (see cli.py)."""
         keepalive = KeepAliveOptions(
             keepalive_time_ms=args.grpc_keepalive_time,
