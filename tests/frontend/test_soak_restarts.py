@@ -70,13 +70,13 @@ class Outcomes:
                 self.problems.append(message)
 
 
-def _add_sub(module, client, rng, outcomes: Outcomes) -> None:
+def _add_sub(module, client, rng, outcomes: Outcomes, timeout: dict) -> None:
     a, b = rng.random(4, dtype=np.float32), rng.random(4, dtype=np.float32)
     inputs = [module.InferInput("INPUT0", [4], "FP32"), module.InferInput("INPUT1", [4], "FP32")]
     inputs[0].set_data_from_numpy(a)
     inputs[1].set_data_from_numpy(b)
     try:
-        result = client.infer("add_sub", inputs)
+        result = client.infer("add_sub", inputs, **timeout)
     except InferenceServerException as exc:
         outcomes.error(exc.message())
         return
@@ -104,9 +104,10 @@ def test_soak_with_reloads_and_killed_stubs(tmp_path: Path) -> None:
         module = httpclient if http else grpcclient
         client = module.InferenceServerClient(server.http_url if http else server.grpc_url,
                                               **({"network_timeout": 60} if http else {}))
+        timeout = {} if http else {"client_timeout": 60}  # a lost call shows as an error
         try:
             while not stop.is_set():
-                _add_sub(module, client, rng, outcomes)
+                _add_sub(module, client, rng, outcomes, timeout)
         finally:
             client.close()
 
@@ -160,7 +161,7 @@ def test_soak_with_reloads_and_killed_stubs(tmp_path: Path) -> None:
                 tensor = grpcclient.InferInput("INPUT0", [1, 8], "FP32")
                 tensor.set_data_from_numpy(data)
                 try:
-                    result = client.infer("identity_fp32", [tensor])
+                    result = client.infer("identity_fp32", [tensor], client_timeout=60)
                     if np.array_equal(result.as_numpy("OUTPUT0"), data):
                         outcomes.ok()
                     else:
@@ -176,10 +177,19 @@ def test_soak_with_reloads_and_killed_stubs(tmp_path: Path) -> None:
             client.load_model("identity_fp32")
         client.close()
 
-    threads = [threading.Thread(target=unary, args=(i,)) for i in range(4)]
-    threads += [threading.Thread(target=streaming),
-                threading.Thread(target=identity_during_reloads),
-                threading.Thread(target=reloader)]
+    def guarded(body, *args) -> threading.Thread:
+        """A client thread whose unexpected exception (e.g. an HTTP call timing out) is a
+        problem rather than a client silently gone."""
+        def run() -> None:
+            try:
+                body(*args)
+            except Exception as exc:  # every failure is reported
+                with outcomes.lock:
+                    outcomes.problems.append(f"{body.__name__}: {exc!r}")
+        return threading.Thread(target=run)
+
+    threads = [guarded(unary, i) for i in range(4)]
+    threads += [guarded(streaming), guarded(identity_during_reloads), guarded(reloader)]
     pid = server.process.pid
     rng = random.Random(5)
     try:
@@ -203,6 +213,7 @@ def test_soak_with_reloads_and_killed_stubs(tmp_path: Path) -> None:
         stop.set()
         for thread in threads:
             thread.join(120)
+        stuck = sum(thread.is_alive() for thread in threads)  # a call never answered
         time.sleep(2)  # the last restart settles
         end_rss, end_fds = rss_bytes(pid), len(os.listdir(f"/proc/{pid}/fd"))
         end_shm = _shm_fds([pid, *stub_pids(pid)])
@@ -212,6 +223,7 @@ def test_soak_with_reloads_and_killed_stubs(tmp_path: Path) -> None:
     print(f"\nsoak {SECONDS:.0f} s: {outcomes.answered} answered, {outcomes.killed} failed in "
           f"{kills} killed stubs; RSS {warm_rss / 2**20:.1f} -> {end_rss / 2**20:.1f} MiB; "
           f"fds {warm_fds} -> {end_fds}; shm fds {warm_shm} -> {end_shm}")
+    assert stuck == 0, f"{stuck} clients still waiting for an answer"
     assert outcomes.problems == [], outcomes.problems[:5]
     assert outcomes.killed <= kills * 6  # at most the clients' requests inside each stub
     assert outcomes.answered > 0

@@ -151,5 +151,5 @@ class InstanceState:
 
 def _hold(requests: Sequence[InferenceRequest]) -> float:
     """How long these requests may wait for a restart: the shortest timeout among them."""
-    timeouts = [r.timeout_us / 1e6 for r in requests if getattr(r, "timeout_us", 0) > 0]
+    timeouts = [r.timeout_us / 1e6 for r in requests if r.timeout_us > 0]
     return min([RESTART_HOLD_SECONDS, *timeouts])
