@@ -36,6 +36,7 @@ from support.h2_frames import (
     rss_bytes,
 )
 from support.server_process import ServerProcess
+from tritium.frontend.grpc.http2_limits import KeepAliveOptions, PingPolicy
 
 SERVICE = "/inference.GRPCInferenceService/"
 MAX_MESSAGE = 1024 * 1024
@@ -53,6 +54,8 @@ def keepalive(standard_repo):
                        "--grpc-keepalive-timeout=500",
                        "--grpc-keepalive-permit-without-calls=true",
                        "--grpc-http2-max-pings-without-data=0",
+                       "--grpc-http2-min-recv-ping-interval-without-data=200",
+                       "--grpc-http2-max-ping-strikes=4",
                        "--grpc-max-connection-age=1500",
                        "--grpc-max-connection-age-grace=1000") as process:
         yield process
@@ -203,6 +206,56 @@ def test_pings_without_calls_are_too_many_pings(limited) -> None:
     acks = [f for f in attacker.frames if f.kind == PING and f.flags & 1]
     assert len(acks) == 3
     attacker.close()
+
+
+def test_the_ping_interval_and_strikes_flags_are_applied(keepalive) -> None:
+    # Pings without calls allowed, one per 200 ms, 4 strikes tolerated (the defaults would end
+    # the connection at the third). A burst of 5 pings is 4 strikes; a ping 300 ms after the
+    # server answered them is no strike; the next hurried one is the fifth strike: GOAWAY
+    # "too_many_pings". (The connection's age, 1.5 s, is not reached.)
+    attacker = RawClient(keepalive.grpc_url)
+
+    def answered(payload: bytes, count: int) -> bool:
+        """Wait for `count` ACKs of `payload`, answering the server's keepalive pings."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not attacker.closed:
+            for f in attacker.read_available(0.02):
+                if f.kind == PING and not f.flags & 1:
+                    attacker.send(frame(PING, 1, 0, f.payload))
+            if len([f for f in attacker.frames if f.kind == PING and f.payload == payload]) \
+                    >= count:
+                return True
+        return False
+
+    def calmed() -> bool:
+        return any(f.kind == GOAWAY and f.error_code == ENHANCE_YOUR_CALM
+                   for f in attacker.frames)
+
+    attacker.send(frame(PING, 0, 0, b"burst!!!") * 5)
+    assert answered(b"burst!!!", 5) and not calmed()
+    time.sleep(0.3)
+    attacker.send(frame(PING, 0, 0, b"patient!"))
+    assert answered(b"patient!", 1) and not calmed()
+    attacker.send(frame(PING, 0, 0, b"hurried!"))
+    calm = attacker.wait_for(lambda f: f.kind == GOAWAY and f.error_code == ENHANCE_YOUR_CALM)
+    assert calm is not None and calm.payload[8:] == b"too_many_pings"
+    attacker.close()
+
+
+def test_ping_strikes_follow_grpc_core() -> None:
+    # The policy alone: pings sooner than the interval are strikes; 0 strikes means any
+    # number is tolerated; without calls, and unless permitted, the interval is two hours.
+    tolerant = PingPolicy(KeepAliveOptions(http2_max_ping_strikes=0))
+    assert not any(tolerant.received(idle=False) for _ in range(1000))
+    no_minimum = KeepAliveOptions(http2_min_recv_ping_interval_without_data_ms=0)
+    busy = PingPolicy(no_minimum)
+    assert not any(busy.received(idle=False) for _ in range(10))
+    idle = PingPolicy(no_minimum)
+    assert [idle.received(idle=True) for _ in range(4)] == [False, False, False, True]
+    forgiving = PingPolicy(KeepAliveOptions())
+    for _ in range(10):
+        assert [forgiving.received(idle=False) for _ in range(3)] == [False, False, False]
+        forgiving.data_sent()  # an answer sent: the strikes start over
 
 
 def test_the_server_pings_and_drops_a_client_that_does_not_answer(keepalive) -> None:

@@ -24,6 +24,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from support.h2_frames import (
+    ACK,
     CANCEL,
     CONTINUATION,
     DATA,
@@ -38,6 +39,8 @@ from support.h2_frames import (
     RST_STREAM,
     SETTINGS,
     SETTINGS_INITIAL_WINDOW_SIZE,
+    SETTINGS_MAX_CONCURRENT_STREAMS,
+    SETTINGS_MAX_HEADER_LIST_SIZE,
     WINDOW_UPDATE,
     RawClient,
     frame,
@@ -156,6 +159,21 @@ def _flood(attacker: RawClient, chunk: bytes, total: int, measured: Measured) ->
             break
         if sent % (len(chunk) * 64) < len(chunk):
             measured.sample()
+
+
+def test_the_server_advertises_its_limits(server) -> None:
+    # What a client learns before its first call: at most 100 streams at once, header lists
+    # of 64 KiB, 4 MiB stream windows and a 16 MiB connection window.
+    client = RawClient(server.grpc_url)
+    settings = client.wait_for(lambda f: f.kind == SETTINGS and not f.flags & ACK)
+    update = client.wait_for(lambda f: f.kind == WINDOW_UPDATE and f.stream_id == 0)
+    client.close()
+    assert settings is not None and update is not None
+    entries = dict(struct.iter_unpack(">HI", settings.payload))
+    assert entries[SETTINGS_MAX_CONCURRENT_STREAMS] == 100
+    assert entries[SETTINGS_MAX_HEADER_LIST_SIZE] == 64 * 1024
+    assert entries[SETTINGS_INITIAL_WINDOW_SIZE] == 4 * MiB
+    assert 65535 + struct.unpack(">I", update.payload)[0] == 16 * MiB
 
 
 def test_rapid_reset(server) -> None:
