@@ -65,6 +65,7 @@ def _positive(convert: Callable[[str], float], what: str) -> Callable[[str], flo
 
 
 _positive_int = _positive(int, "a whole number")
+_positive_seconds = _positive(float, "a number of seconds")
 
 
 def _non_negative_int(text: str) -> int:
@@ -75,7 +76,6 @@ def _non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got '{text}'")
     return value
-_positive_seconds = _positive(float, "a number of seconds")
 
 
 def _rate_limit_resource(text: str) -> tuple[str, int, int]:
