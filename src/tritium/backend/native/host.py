@@ -99,11 +99,6 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
             request.compute_input_end_ns = stamps[1]
             request.compute_output_start_ns = stamps[2]
 
-    def batch_statistics(_instance: int, _batch_size: int, _stamps: Any) -> None:
-        # Tritium derives batch statistics from the per-request timestamps of the batch
-        # (ModelInstanceReportStatistics above), so the backend's batch report adds nothing.
-        return None
-
     def state_update(token: int, state: int) -> None:
         pending = _pending(token)
         tensor = read_state(lib, state, pending.model_name)
@@ -148,7 +143,6 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         "model_config": _guarded(lib, model_config),
         "model_set_config": _guarded(lib, model_set_config),
         "statistics": statistics,
-        "batch_statistics": batch_statistics,
         "state_update": _guarded(lib, state_update),
         "server_call": _guarded(lib, server_call),
         "infer_async": _guarded(lib, infer_async),
