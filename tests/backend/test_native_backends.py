@@ -38,8 +38,13 @@ def _io(count: int) -> str:
     return "\n".join(lines)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+# Execute batches run through the CPython extension (the hot path) when it builds, else through
+# ctypes: every test here runs against a server on each path.
+RUNNERS = {"hotpath": "the hot path", "ctypes": "ctypes"}
+
+
+@pytest.fixture(scope="module", params=list(RUNNERS))
+def server(request, tmp_path_factory):
     base = tmp_path_factory.mktemp("native")
     backends = compile_backends(base / "backends", {
         "native_identity": "identity", "native_repeat": "repeat", "native_errors": "errors",
@@ -73,8 +78,10 @@ def server(tmp_path_factory):
                 'sequence_batching { state [ { input_name: "STATE_IN" output_name: "STATE_OUT"'
                 ' data_type: TYPE_FP32 dims: [ 1 ] } ] }\n'
                 'instance_group [ { kind: KIND_CPU count: 2 } ]\n')  # a slot per sequence
+    env = {"TRITIUM_NATIVE_HOTPATH": "1" if request.param == "hotpath" else "0"}
     with ServerProcess([repo], f"--backend-directory={backends}",
-                       "--backend-config=native_identity,answer=42") as process:
+                       "--backend-config=native_identity,answer=42", env=env) as process:
+        process.runner = request.param
         yield process
 
 
@@ -106,7 +113,7 @@ def _all_inputs(module, rng):
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_identity_every_datatype_matches_the_python_identity(request, protocol):
+def test_identity_every_datatype_matches_the_python_identity(request, server, protocol):
     client = request.getfixturevalue(protocol)
     module = httpclient if protocol == "http" else grpcclient
     inputs, expected = _all_inputs(module, np.random.default_rng(3))
@@ -149,6 +156,12 @@ def test_batched_concurrent_requests_on_two_preferred_instances(http, grpc):
     native = grpc.infer("identity_fp32", [tensor]).as_numpy("OUTPUT0")
     python = grpc.infer("py_identity_fp32", [tensor]).as_numpy("OUTPUT0")
     np.testing.assert_array_equal(native, python)
+
+
+def test_execute_batches_run_through_the_runner_asked_for(server, http):
+    assert http.is_model_ready("identity_all")
+    assert f"Execute batches through {RUNNERS[server.runner]}" in _log_line(
+        server, "Execute batches through")
 
 
 def test_backend_config_reaches_the_backend_log(server, http):
@@ -298,3 +311,20 @@ def test_without_a_compiler_only_native_backends_are_unavailable(tmp_path):
         tensor = httpclient.InferInput("INPUT0", [1, 2], "FP32")
         tensor.set_data_from_numpy(np.ones((1, 2), np.float32))
         assert client.infer("python", [tensor]).as_numpy("OUTPUT0").tolist() == [[1.0, 1.0]]
+
+
+def test_without_python_headers_execute_batches_fall_back_to_ctypes(monkeypatch, caplog):
+    from tritium.backend.native import batch, build
+    from tritium.backend.native.host import library
+    from tritium.errors import TritonError
+
+    def no_headers():
+        raise TritonError.unavailable("the native hot path needs Python's C headers (Python.h)")
+
+    monkeypatch.setattr(batch, "_runner", None)
+    monkeypatch.setattr(build, "hotpath_path", no_headers)
+    monkeypatch.delenv(batch.HOTPATH_ENV, raising=False)
+    with caplog.at_level("WARNING", logger="tritium.backend.native"):
+        runner = batch.runner(library())
+    assert isinstance(runner, batch.CtypesRunner)
+    assert "through ctypes, slower" in caplog.text and "Python.h" in caplog.text

@@ -12,7 +12,8 @@ objects pointing at the request tensors, runs TRITONBACKEND_ModelInstanceExecute
 released, and delivers the responses it sent. If Execute returns an error, the requests are
 still the server's: they get that error. For a model that is not decoupled, requests the
 backend released but has not answered yet are waited for before execute returns (their answer
-comes from a backend thread); a request the backend neither released nor answered gets Tritium's "returned from execute without sending a response".
+comes from a backend thread); a request the backend neither released nor answered gets
+Tritium's "returned from execute without sending a response".
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ class NativeBackend:
                 f"backend '{name}' ({path}) does not define TRITONBACKEND_ModelInstanceExecute")
         # Called by the batch runner through tritium_execute, which holds back this thread's
         # responses until Execute returns.
-        self._execute_address = ctypes.cast(
-            self._entry["TRITONBACKEND_ModelInstanceExecute"], c_void_p).value
+        self._execute_address: int = ctypes.cast(
+            self._entry["TRITONBACKEND_ModelInstanceExecute"], c_void_p).value or 0
 
     def _call(self, symbol: str, *args: Any) -> None:
         function = self._entry[symbol]
