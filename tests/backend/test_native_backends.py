@@ -78,6 +78,14 @@ def server(request, tmp_path_factory):
                 'sequence_batching { state [ { input_name: "STATE_IN" output_name: "STATE_OUT"'
                 ' data_type: TYPE_FP32 dims: [ 1 ] } ] }\n'
                 'instance_group [ { kind: KIND_CPU count: 2 } ]\n')  # a slot per sequence
+    # Backends in a model's own folders (Triton searches <model>/<version>/, then <model>/,
+    # before the backend directory): a name the backend directory does not have.
+    local = compile_backends(base / "local", {"model_local": "identity"})
+    library = local / "model_local" / "libtriton_model_local.so"
+    fp32_local = 'backend: "model_local"\n' + fp32
+    write_model(repo, "in_model_folder", fp32_local, {"libtriton_model_local.so": library})
+    write_model(repo, "in_version_folder", fp32_local, {
+        "1/libtriton_model_local.so": library, "libtriton_model_local.so": library})
     env = {"TRITIUM_NATIVE_HOTPATH": "1" if request.param == "hotpath" else "0"}
     with ServerProcess([repo], f"--backend-directory={backends}",
                        "--backend-config=native_identity,answer=42", env=env) as process:
@@ -162,6 +170,19 @@ def test_execute_batches_run_through_the_runner_asked_for(server, http):
     assert http.is_model_ready("identity_all")
     assert f"Execute batches through {RUNNERS[server.runner]}" in _log_line(
         server, "Execute batches through")
+
+
+def test_backend_library_in_the_model_folder_then_the_version_folder(server, http):
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for model in ("in_model_folder", "in_version_folder"):
+        tensor = httpclient.InferInput("INPUT0", [2, 3], "FP32")
+        tensor.set_data_from_numpy(data)
+        np.testing.assert_array_equal(http.infer(model, [tensor]).as_numpy("OUTPUT0"), data)
+    loaded = [line for line in server.log().splitlines() if "loaded backend 'model_local'" in line]
+    # One backend per library file, the version folder's first where both are present.
+    assert len(loaded) == 2
+    assert any(line.endswith("in_model_folder/libtriton_model_local.so") for line in loaded)
+    assert any(line.endswith("in_version_folder/1/libtriton_model_local.so") for line in loaded)
 
 
 def test_backend_config_reaches_the_backend_log(server, http):

@@ -97,9 +97,10 @@ class NativeInstance:
 class NativeBackend:
     """The entry points of one compiled backend library."""
 
-    def __init__(self, name: str, path: Path) -> None:
+    def __init__(self, name: str, path: Path, backend_directory: Path) -> None:
         self.name = name
         self.path = path
+        self.backend_directory = backend_directory
         self.lib: Library = library()
         self.batch: BatchRunner = runner(self.lib)
         try:
@@ -140,7 +141,7 @@ class NativeBackend:
 
     # ---- backend ----
     def initialize(self, backend: Backend) -> None:
-        cmdline = {"backend-directory": str(self.path.parent.parent), **backend.config}
+        cmdline = {"backend-directory": str(self.backend_directory), **backend.config}
         location = str(self.path.parent)
         handle = self.lib.tritium_backend_new(
             0, self.name.encode(), location.encode(),
