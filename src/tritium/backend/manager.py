@@ -107,10 +107,10 @@ class BackendManager:
         return merged
 
     def _load(self, name: str, local: Path | None = None) -> LoadedBackend:
-        if local is not None:
-            implementation, directory, origin = self._native(name, local), local.parent, str(local)
-        else:
-            implementation, directory, origin = self._find(name)
+        found: tuple[object, Path | None, str] = (
+            (self._native(name, local), local.parent, str(local)) if local is not None
+            else self._find(name))
+        implementation, directory, origin = found
         library = BackendLibrary(name, implementation, origin)
         handle = Backend(name, directory, self.config_for(name))
         library.initialize(handle)
