@@ -8,6 +8,7 @@ real tritonclient drives both over HTTP and gRPC (streams for the decoupled one)
 from __future__ import annotations
 
 import ctypes
+import json
 import queue
 import time
 
@@ -48,7 +49,7 @@ def server(request, tmp_path_factory):
     base = tmp_path_factory.mktemp("native")
     backends = compile_backends(base / "backends", {
         "native_identity": "identity", "native_repeat": "repeat", "native_errors": "errors",
-        "native_bls": "bls", "native_accumulate": "accumulate",
+        "native_bls": "bls", "native_accumulate": "accumulate", "native_queries": "queries",
     })
     repo = base / "models"
     all_io = _io(len(DTYPES))
@@ -78,6 +79,9 @@ def server(request, tmp_path_factory):
                 'sequence_batching { state [ { input_name: "STATE_IN" output_name: "STATE_OUT"'
                 ' data_type: TYPE_FP32 dims: [ 1 ] } ] }\n'
                 'instance_group [ { kind: KIND_CPU count: 2 } ]\n')  # a slot per sequence
+    write_model(repo, "queries", 'backend: "native_queries"\n'
+                'input [ { name: "MODEL" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+                'output [ { name: "ANSWER" data_type: TYPE_STRING dims: [ 1 ] } ]\n')
     # Backends in a model's own folders (Triton searches <model>/<version>/, then <model>/,
     # before the backend directory): a name the backend directory does not have.
     local = compile_backends(base / "local", {"model_local": "identity"})
@@ -273,6 +277,27 @@ def test_bls_through_server_infer_async(http, grpc):
         tensor = module.InferInput("INPUT0", [1, 3], "FP32")
         tensor.set_data_from_numpy(data)
         np.testing.assert_array_equal(client.infer("bls", [tensor]).as_numpy("OUTPUT0"), 2 * data)
+
+
+def _ask(http_client, model: str) -> dict:
+    tensor = httpclient.InferInput("MODEL", [1], "BYTES")
+    tensor.set_data_from_numpy(np.array([model.encode()], dtype=np.object_))
+    return json.loads(http_client.infer("queries", [tensor]).as_numpy("ANSWER")[0])
+
+
+def test_server_queries_answer_what_the_endpoints_answer(http):
+    assert _ask(http, "no_such_model") == {"server_ready": True, "model_ready": False}
+    batched = _ask(http, "identity_fp32")
+    assert batched["model_ready"] and batched["server_ready"]
+    assert batched["batch"] == 2 and batched["transaction"] == 1  # FIRST_DIM, ONE_TO_ONE
+    assert batched["server"] == http.get_server_metadata()
+    assert batched["model"] == http.get_model_metadata("identity_fp32")
+    assert batched["config"] == http.get_model_config("identity_fp32")
+    ready = {entry["name"] for entry in http.get_model_repository_index()
+             if entry.get("state") == "READY"}
+    assert {entry["name"] for entry in batched["index"]} == ready
+    decoupled = _ask(http, "repeat")
+    assert decoupled["batch"] == 1 and decoupled["transaction"] == 2  # UNKNOWN, DECOUPLED
 
 
 def test_implicit_state_with_the_sequence_batcher(grpc):
