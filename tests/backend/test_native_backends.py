@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import queue
+import signal
 import time
 
 import numpy as np
@@ -44,8 +45,9 @@ def _io(count: int) -> str:
 RUNNERS = {"hotpath": "the hot path", "ctypes": "ctypes"}
 
 
-@pytest.fixture(scope="module", params=list(RUNNERS))
-def server(request, tmp_path_factory):
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory):
+    """(backend directory, model repository): compiled and written once for the module."""
     base = tmp_path_factory.mktemp("native")
     backends = compile_backends(base / "backends", {
         "native_identity": "identity", "native_repeat": "repeat", "native_errors": "errors",
@@ -90,6 +92,12 @@ def server(request, tmp_path_factory):
     write_model(repo, "in_model_folder", fp32_local, {"libtriton_model_local.so": library})
     write_model(repo, "in_version_folder", fp32_local, {
         "1/libtriton_model_local.so": library, "libtriton_model_local.so": library})
+    return backends, repo
+
+
+@pytest.fixture(scope="module", params=list(RUNNERS))
+def server(request, repository):
+    backends, repo = repository
     env = {"TRITIUM_NATIVE_HOTPATH": "1" if request.param == "hotpath" else "0"}
     with ServerProcess([repo], f"--backend-directory={backends}",
                        "--backend-config=native_identity,answer=42", env=env) as process:
@@ -255,6 +263,22 @@ def test_errors_per_request_and_from_execute_leave_the_server_serving(server, ht
     tensor = grpcclient.InferInput("INPUT0", [1], "INT32")
     tensor.set_data_from_numpy(np.array([5], np.int32))
     assert grpc.infer("errors", [tensor]).as_numpy("OUTPUT0").tolist() == [5]
+
+
+def test_a_segfaulting_backend_takes_its_server_down_with_the_stacks_in_the_log(repository):
+    # As in Triton, a backend runs in the server's process: a crash ends the process (a server
+    # of its own here). Before it dies, the log names what was running.
+    backends, repo = repository
+    with ServerProcess([repo], f"--backend-directory={backends}", "--model-control-mode=explicit",
+                       "--load-model=errors") as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        assert _errors(client, 3).as_numpy("OUTPUT0").tolist() == [3]
+        with pytest.raises(Exception):  # noqa: B017 - the connection drops, whatever the type
+            _errors(client, -11)
+        assert process.wait_exit() == -signal.SIGSEGV
+        log = process.log()
+        assert "Fatal Python error: Segmentation fault" in log
+        assert "model_instance_execute" in log
 
 
 def test_custom_metrics_on_the_metrics_endpoint(server, http):

@@ -8,6 +8,7 @@ the model's handle; server-wide calls (BLS, model control, metrics) to `server_c
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import threading
 from collections.abc import Callable
@@ -165,4 +166,9 @@ def library() -> Library:
         if _library is None:
             _library = Library(str(build.library_path()))
             _library.install_host(callbacks(_library))
+            # A compiled backend runs in the server's process: if it crashes (segfault, abort),
+            # the process dies as Triton's does, but first the log gets every thread's Python
+            # stack, naming the entry point (model_instance_execute...) that was running.
+            if not faulthandler.is_enabled():
+                faulthandler.enable(all_threads=True)
         return _library
