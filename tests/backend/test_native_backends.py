@@ -303,10 +303,21 @@ def test_bls_through_server_infer_async(http, grpc):
         np.testing.assert_array_equal(client.infer("bls", [tensor]).as_numpy("OUTPUT0"), 2 * data)
 
 
-def _ask(http_client, model: str) -> dict:
-    tensor = httpclient.InferInput("MODEL", [1], "BYTES")
+def _ask(client, model: str, **options) -> dict:
+    module = httpclient if isinstance(client, httpclient.InferenceServerClient) else grpcclient
+    tensor = module.InferInput("MODEL", [1], "BYTES")
     tensor.set_data_from_numpy(np.array([model.encode()], dtype=np.object_))
-    return json.loads(http_client.infer("queries", [tensor]).as_numpy("ANSWER")[0])
+    return json.loads(client.infer("queries", [tensor], **options).as_numpy("ANSWER")[0])
+
+
+def test_request_id_correlation_and_parameters_reach_the_backend(http, grpc):
+    parameters = {"text": "abc", "count": 7, "flag": True}
+    for client, extra in ((http, {"ratio": 0.5}), (grpc, {})):  # gRPC takes no double (Triton)
+        sent = {**parameters, **extra}
+        got = _ask(client, "?request", request_id="r-17", parameters=sent)
+        assert got == {"id": "r-17", "flags": 0, "correlation": 0, "parameters": sent}
+    assert _ask(grpc, "?request", sequence_id=42)["correlation"] == 42
+    assert _ask(grpc, "?request", sequence_id="s-9")["correlation"] == "s-9"
 
 
 def test_server_queries_answer_what_the_endpoints_answer(http):

@@ -3,6 +3,8 @@
 //   {"server_ready": bool, "model_ready": bool}, and when the model is ready also
 //   "batch" / "transaction" (the property flags), "server" (ServerMetadata), "model"
 //   (ServerModelMetadata), "config" (ServerModelConfig) and "index" (ServerModelIndex).
+// MODEL "?request" describes the request itself instead: {"id", "flags", "correlation" (a
+// number or a string), "parameters": {key: value}} (the test sends plain ASCII only).
 #include <string>
 #include <vector>
 
@@ -48,6 +50,52 @@ TRITONSERVER_Error* answer(TRITONSERVER_Server* server, const std::string& model
   return nullptr;
 }
 
+TRITONSERVER_Error* describe(TRITONBACKEND_Request* request, std::string* out) {
+  const char* id = nullptr;
+  uint32_t flags = 0, count = 0;
+  RETURN_IF_ERROR(TRITONBACKEND_RequestId(request, &id));
+  RETURN_IF_ERROR(TRITONBACKEND_RequestFlags(request, &flags));
+  *out = std::string("{\"id\": \"") + id + "\", \"flags\": " + std::to_string(flags) +
+         ", \"correlation\": ";
+  uint64_t number = 0;
+  TRITONSERVER_Error* not_a_number = TRITONBACKEND_RequestCorrelationId(request, &number);
+  if (not_a_number == nullptr) {
+    *out += std::to_string(number);
+  } else {
+    TRITONSERVER_ErrorDelete(not_a_number);
+    const char* text = nullptr;
+    RETURN_IF_ERROR(TRITONBACKEND_RequestCorrelationIdString(request, &text));
+    *out += std::string("\"") + text + "\"";
+  }
+  *out += ", \"parameters\": {";
+  RETURN_IF_ERROR(TRITONBACKEND_RequestParameterCount(request, &count));
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* key = nullptr;
+    TRITONSERVER_ParameterType type;
+    const void* value = nullptr;
+    RETURN_IF_ERROR(TRITONBACKEND_RequestParameter(request, i, &key, &type, &value));
+    *out += std::string(i > 0 ? ", " : "") + "\"" + key + "\": ";
+    switch (type) {
+      case TRITONSERVER_PARAMETER_STRING:
+        *out += std::string("\"") + static_cast<const char*>(value) + "\"";
+        break;
+      case TRITONSERVER_PARAMETER_INT:
+        *out += std::to_string(*static_cast<const int64_t*>(value));
+        break;
+      case TRITONSERVER_PARAMETER_BOOL:
+        *out += *static_cast<const bool*>(value) ? "true" : "false";
+        break;
+      case TRITONSERVER_PARAMETER_DOUBLE:
+        *out += std::to_string(*static_cast<const double*>(value));
+        break;
+      default:
+        *out += "null";
+    }
+  }
+  *out += "}}";
+  return nullptr;
+}
+
 TRITONSERVER_Error* respond(TRITONBACKEND_Request* request, TRITONSERVER_Server* server) {
   TRITONBACKEND_Input* input = nullptr;
   RETURN_IF_ERROR(TRITONBACKEND_RequestInput(request, "MODEL", &input));
@@ -61,7 +109,8 @@ TRITONSERVER_Error* respond(TRITONBACKEND_Request* request, TRITONSERVER_Server*
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, "MODEL must hold one string");
   }
   std::string text;
-  RETURN_IF_ERROR(answer(server, std::string(raw.data() + 4, length), &text));
+  const std::string model(raw.data() + 4, length);
+  RETURN_IF_ERROR(model == "?request" ? describe(request, &text) : answer(server, model, &text));
 
   TRITONBACKEND_Response* response = nullptr;
   RETURN_IF_ERROR(TRITONBACKEND_ResponseNew(&response, request));
