@@ -86,6 +86,10 @@ class ServerOptions:
     # --rate-limit (off | execution_count) and --rate-limit-resource (name, count, device).
     rate_limit: str = "off"
     rate_limit_resources: list[tuple[str, int, int]] = field(default_factory=list)
+    # --model-config-name: read configs/<name>.pbtxt instead of config.pbtxt where it exists.
+    model_config_name: str = ""
+    # --model-load-retry-count: further tries for a model version that fails to load.
+    model_load_retry_count: int = 0
 
 
 class InferenceServer:
@@ -98,7 +102,8 @@ class InferenceServer:
             options.backend_directories, options.backend_config, server=self
         )
         self.repository = ModelRepositoryManager(
-            options.model_repositories, auto_complete=options.auto_complete
+            options.model_repositories, auto_complete=options.auto_complete,
+            config_name=options.model_config_name,
         )
         self.response_cache = ResponseCache.from_config(options.cache_config)
         self.lifecycle = ModelLifeCycle(
@@ -106,6 +111,7 @@ class InferenceServer:
             response_cache=self.response_cache,
             rate_limiter=(RateLimiter(options.rate_limit_resources)
                           if options.rate_limit == "execution_count" else None),
+            load_retry_count=options.model_load_retry_count,
         )
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)

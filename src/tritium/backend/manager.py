@@ -86,6 +86,12 @@ class BackendManager:
         with self._lock:
             return sorted(self._loaded)
 
+    def loaded_backends(self) -> list[tuple[str, str, dict[str, str]]]:
+        """(name, where it was loaded from, its configuration) of each loaded backend."""
+        with self._lock:
+            return [(name, loaded.library.origin, dict(loaded.handle.config))
+                    for name, loaded in sorted(self._loaded.items())]
+
     def config_for(self, name: str) -> dict[str, str]:
         merged = dict(DEFAULT_BACKEND_CONFIG)
         merged.update(self._config.get("", {}))

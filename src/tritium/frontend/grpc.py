@@ -15,6 +15,7 @@ details are the message, as Triton sends them.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import grpc
@@ -32,6 +33,7 @@ from .grpc_repository import RepositoryService
 from .grpc_server import GrpcServer
 from .grpc_shared_memory import handlers as shared_memory_handlers
 from .grpc_stream import StreamInferHandler
+from .header_forward import forward_headers
 from . import logging_api, trace_api
 from .restricted_api import Restriction, restrict_grpc
 from .statistics_api import statistics_proto
@@ -53,9 +55,16 @@ class GrpcFrontend:
     """Serves Triton's gRPC API for `server` on `address:port` (port 0 picks a free port)."""
 
     def __init__(self, server: InferenceServer, address: str, port: int,
-                 restrictions: dict[str, Restriction] | None = None) -> None:
+                 restrictions: dict[str, Restriction] | None = None, *,
+                 header_forward: re.Pattern[str] | None = None,
+                 compression_level: str = "none", reuse_port: bool = False) -> None:
         self.server = server
         self.restrictions = restrictions or {}
+        # --grpc-header-forward-pattern, --grpc-infer-response-compression-level,
+        # --reuse-grpc-port.
+        self.header_forward = header_forward
+        self.compression_level = compression_level
+        self.reuse_port = reuse_port
         self.address = address
         self.port = port
         self.description = f"GRPCInferenceService at {address}:{port}"
@@ -63,7 +72,7 @@ class GrpcFrontend:
 
     async def start(self) -> None:
         """Bind and start serving; raise OSError if the address cannot be bound."""
-        service = _InferenceService(self.server)
+        service = _InferenceService(self.server, self.header_forward)
         handlers = restrict_grpc(service.method_handlers(), self.restrictions)
         health = restrict_grpc(
             {"Check": grpc.unary_unary_rpc_method_handler(service.health_check)},
@@ -71,10 +80,10 @@ class GrpcFrontend:
         )
         routes = {f"/{SERVICE}/{name}": handler for name, handler in handlers.items()}
         routes.update({f"/{HEALTH_SERVICE}/{name}": handler for name, handler in health.items()})
-        grpc_server = GrpcServer(routes)
+        grpc_server = GrpcServer(routes, compression_level=self.compression_level)
         host = self.address.strip("[]")
         try:
-            bound = await grpc_server.start(host, self.port)
+            bound = await grpc_server.start(host, self.port, reuse_port=self.reuse_port)
         except OSError:
             target = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
             raise OSError(
@@ -95,9 +104,11 @@ class GrpcFrontend:
 class _InferenceService:
     """The RPC handlers. Each turns TritonError into the matching gRPC status."""
 
-    def __init__(self, server: InferenceServer) -> None:
+    def __init__(self, server: InferenceServer,
+                 header_forward: re.Pattern[str] | None = None) -> None:
         self.server = server
-        self.stream = StreamInferHandler(server)
+        self.header_forward = header_forward
+        self.stream = StreamInferHandler(server, header_forward)
         self.repository = RepositoryService(server)
 
     def method_handlers(self) -> dict[str, grpc.RpcMethodHandler]:
@@ -240,6 +251,8 @@ class _InferenceService:
                     "ModelInfer RPC doesn't support models with decoupled transaction policy"
                 )
             request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+            if self.header_forward is not None:
+                forward_headers(request, self.header_forward, context.invocation_metadata())
             response = await self.server.infer(request)
             def labels() -> dict[str, list[str]]:  # looked up only if an output is classified
                 return self.server.model_labels(message.model_name, message.model_version)

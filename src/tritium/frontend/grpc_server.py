@@ -26,6 +26,7 @@ from typing import Any, AsyncIterator
 
 import grpc
 
+from .grpc_compression import INFER_METHODS, compress, encoding_header, response_algorithm
 from .http2 import H2Connection, H2Stream, encode_headers
 
 log = logging.getLogger("tritium.frontend.grpc")
@@ -108,8 +109,10 @@ class _Call:
     """One RPC on one stream (the `http2.StreamHandler` of that stream)."""
 
     def __init__(self, server: "GrpcServer", connection: H2Connection, stream: H2Stream,
-                 handler: grpc.RpcMethodHandler, headers: list[tuple[str, str]]) -> None:
+                 handler: grpc.RpcMethodHandler, headers: list[tuple[str, str]],
+                 path: str = "") -> None:
         self.server = server
+        self.path = path
         self.connection = connection
         self.stream = stream
         self.handler = handler
@@ -121,15 +124,25 @@ class _Call:
         self.encoding = "identity"
         metadata: list[tuple[str, Any]] = []
         timeout = None
+        accept_encoding = None
         for name, value in headers:
             if name[0] == ":" or name in _TRANSPORT_HEADERS:
                 if name == "grpc-timeout":
                     timeout = value
                 elif name == "grpc-encoding":
                     self.encoding = value
+                elif name == "grpc-accept-encoding":
+                    accept_encoding = value
                 continue
             metadata.append((name, _binary(value) if name.endswith("-bin") else value))
         self.context = _Context(tuple(metadata))
+        # The response's compression (--grpc-infer-response-compression-level): its headers.
+        self.response_headers = _RESPONSE_HEADERS
+        self.compression: str | None = None
+        if server.compression_level != "none" and self.path in INFER_METHODS:
+            self.compression = response_algorithm(server.compression_level, accept_encoding)
+            if self.compression is not None:
+                self.response_headers += encoding_header(self.compression)
         self.requests: _Requests | None = None
         if handler.request_streaming:
             self.requests = _Requests(handler.request_deserializer)
@@ -195,8 +208,8 @@ class _Call:
             self._stopped(exc)
         else:
             self._clear_deadline()
-            self.connection.send_data(self.stream, _PREFIX.pack(0, len(data)) + data,
-                                      trailers=_OK_TRAILERS, headers=_RESPONSE_HEADERS)
+            self.connection.send_data(self.stream, self._message(data),
+                                      trailers=_OK_TRAILERS, headers=self.response_headers)
 
     async def _stream(self) -> None:
         handler = self.handler
@@ -207,11 +220,11 @@ class _Call:
             responses: AsyncIterator[Any] = handler.stream_stream(self.requests, self.context)
             async for response in responses:
                 data = serialize(response) if serialize is not None else response
-                message = _PREFIX.pack(0, len(data)) + data
+                message = self._message(data)
                 if stream.headers_sent:
                     connection.send_data(stream, message)
                 else:
-                    connection.send_data(stream, message, headers=_RESPONSE_HEADERS)
+                    connection.send_data(stream, message, headers=self.response_headers)
         except BaseException as exc:
             self._stopped(exc)
         else:
@@ -252,6 +265,13 @@ class _Call:
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def _message(self, data: bytes) -> bytes:
+        """One length-prefixed response message, compressed if the call's responses are."""
+        if self.compression is None:
+            return _PREFIX.pack(0, len(data)) + data
+        data = compress(self.compression, data)
+        return _PREFIX.pack(1, len(data)) + data
+
     def _decompress(self, message: bytes) -> bytes | None:
         decompress = _DECOMPRESS.get(self.encoding)
         try:
@@ -291,16 +311,19 @@ class _Call:
 class GrpcServer:
     """Serves `handlers` ({"/package.Service/Method": grpc.RpcMethodHandler}) on one port."""
 
-    def __init__(self, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+    def __init__(self, handlers: dict[str, grpc.RpcMethodHandler],
+                 compression_level: str = "none") -> None:
         self._handlers = handlers
+        self.compression_level = compression_level
         self._connections: set[H2Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.base_events.Server | None = None
 
-    async def start(self, host: str, port: int) -> int:
+    async def start(self, host: str, port: int, reuse_port: bool = False) -> int:
         """Bind and serve; the bound port (port 0 picks one). OSError if it cannot bind."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._connection, host, port, reuse_address=True)
+        self._server = await loop.create_server(self._connection, host, port, reuse_address=True,
+                                                reuse_port=reuse_port or None)
         return self._server.sockets[0].getsockname()[1]
 
     def _connection(self) -> H2Connection:
@@ -319,7 +342,7 @@ class GrpcServer:
             ])
             connection.send_headers(stream, block, end_stream=True)
             return None
-        return _Call(self, connection, stream, handler, headers)
+        return _Call(self, connection, stream, handler, headers, path)
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from functools import partial
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -19,6 +20,7 @@ from ..server import InferenceServer
 from .compression import accepted_encoding, compress, decompress
 from .http_extensions import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .http_generate import handle_generate
+from .header_forward import forward_headers
 from .http_json import dumps
 from .http_repository import Answer, repository_handler, run_later
 from .http_request import OutputPlan, decode_infer_request, parse_header_length
@@ -89,6 +91,7 @@ class HttpApp:
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.server = server
         self.max_input_size = max_input_size
+        self.header_forward: re.Pattern[str] | None = None  # --http-header-forward-pattern
         self.extensions = ExtensionRoutes(server)
         self.restrictions = HttpRestrictions(restrictions) if restrictions else None
 
@@ -263,6 +266,9 @@ class HttpApp:
         request, plan = decode_infer_request(
             name, model_version, body, header_length, config, self.server.shared_memory
         )
+        if self.header_forward is not None and http_request.header_names is not None:
+            forward_headers(request, self.header_forward, zip(
+                http_request.header_names, (value for _, value in http_request.headers)))
         if plan.classifies:
             plan.labels = self.server.model_labels(name, version)
         # If the frontend stops before the answer, the request is marked cancelled.

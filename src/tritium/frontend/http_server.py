@@ -79,7 +79,7 @@ class Request:
     percent-decoded (str), lowercase header names with their values, the whole body (None
     when it was larger than the endpoint accepts)."""
 
-    __slots__ = ("method", "raw_path", "path", "headers", "body")
+    __slots__ = ("method", "raw_path", "path", "headers", "body", "header_names")
 
     def __init__(self, method: bytes, raw_path: bytes, headers: list[tuple[bytes, bytes]],
                  body: bytes | None) -> None:
@@ -90,6 +90,9 @@ class Request:
         self.path = unquote(path) if "%" in path else path
         self.headers = headers
         self.body = body
+        # The header names as sent (same order as `headers`), kept only for endpoints that
+        # forward headers as request parameters (--http-header-forward-pattern).
+        self.header_names: list[bytes] | None = None
 
 
 class Handler(Protocol):
@@ -114,6 +117,7 @@ class HttpConnection(asyncio.Protocol):
         # The request being parsed.
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
+        self._names: list[bytes] | None = [] if endpoint.keep_header_names else None
         self._body: list[bytes] = []
         self._body_size = 0
         self._max_input_size = endpoint.max_input_size
@@ -179,6 +183,8 @@ class HttpConnection(asyncio.Protocol):
         self._in_message = True
         self._url = b""
         self._headers = []
+        if self._names is not None:
+            self._names = []
         self._body = []
         self._body_size = 0
         self._expect_continue = False
@@ -187,6 +193,8 @@ class HttpConnection(asyncio.Protocol):
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._names is not None:
+            self._names.append(name)
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self._expect_continue = True
@@ -221,6 +229,7 @@ class HttpConnection(asyncio.Protocol):
             None if self._body_size > self._max_input_size
             else body[0] if len(body) == 1 else b"".join(body),
         )
+        request.header_names = self._names
         keep_alive = parser.get_http_version() != "1.0" and parser.should_keep_alive()
         if self._busy:
             # Pipelined behind a request still being answered: answers go out in order.
@@ -373,6 +382,9 @@ class HttpEndpoint:
     def __init__(self, handler: Handler, address: str, port: int, service: str,
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.handler = handler
+        # --reuse-http-port; header names kept as sent (for header forwarding).
+        self.reuse_port = False
+        self.keep_header_names = False
         self.max_input_size = max_input_size
         self.address = address
         self.port = port
@@ -387,7 +399,7 @@ class HttpEndpoint:
     async def start(self) -> None:
         """Bind and listen; returns once connections are accepted. OSError if the port is taken."""
         self.loop = asyncio.get_running_loop()
-        sock = bind(self.address, self.port)
+        sock = bind(self.address, self.port, self.reuse_port)
         self.port = sock.getsockname()[1]
         self.description = f"{self.service} at {self.address}:{self.port}"
         try:
@@ -433,14 +445,17 @@ class HttpEndpoint:
             await asyncio.sleep(0.05)
 
 
-def bind(address: str, port: int) -> socket.socket:
-    """A listening, non-blocking socket on address:port (IPv6 addresses take IPv4 too)."""
+def bind(address: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """A listening, non-blocking socket on address:port (IPv6 addresses take IPv4 too);
+    `reuse_port` lets other processes listen on it too (SO_REUSEPORT)."""
     host = address.strip("[]") or None
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, sockaddr = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(sockaddr)

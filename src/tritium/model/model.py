@@ -41,7 +41,7 @@ from ..scheduler.rate_limiter import RateLimiter
 from .instance import ModelInstance
 from .labels import read_labels
 from .request_normalizer import RequestSpec, normalize_request
-from .statistics import ModelStatistics
+from .statistics import ModelStatistics, failure_reason
 
 log = logging.getLogger("tritium.model")
 
@@ -215,17 +215,19 @@ class Model:
         record_request = self.statistics.record_request
         finish_one = self._finish_one
         failed = False
+        reason = "OTHER"
 
         def on_response(response: InferenceResponse | None, flags: int) -> None:
-            nonlocal failed
+            nonlocal failed, reason
             if response is not None:
                 response.model_name = name
                 response.model_version = version
                 response.id = request.id
-                if response.error is not None:
+                if response.error is not None and not failed:
                     failed = True
+                    reason = failure_reason(request, response.error)
             if flags & RESPONSE_COMPLETE_FINAL:
-                record_request(request, not failed)
+                record_request(request, not failed, reason)
                 finish_one()
             deliver(response, flags)
 

@@ -52,8 +52,10 @@ class ModelLifeCycle:
         thread_count: int = 4,
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
+        load_retry_count: int = 0,
     ) -> None:
         self._repository = repository
+        self._load_retry_count = load_retry_count  # --model-load-retry-count
         self._backends = backends
         self._response_cache = response_cache
         self._rate_limiter = rate_limiter
@@ -98,7 +100,19 @@ class ModelLifeCycle:
     def _load_version(
         self, source: ModelSource, config: mc.ModelConfig, version: int
     ) -> Model | str:
-        """The loaded version, or the reason it failed."""
+        """The loaded version, or the reason it failed (after --model-load-retry-count more
+        tries)."""
+        for attempt in range(self._load_retry_count + 1):
+            result = self._try_load_version(source, config, version)
+            if isinstance(result, Model):
+                return result
+            if attempt < self._load_retry_count:
+                log.info("retrying to load model '%s' version %d", source.name, version)
+        return result
+
+    def _try_load_version(
+        self, source: ModelSource, config: mc.ModelConfig, version: int
+    ) -> Model | str:
         try:
             model = Model.load(
                 config,
