@@ -1,4 +1,5 @@
 # The README's quick start: `make serve` and `make test` on a fresh machine.
+# `make serve ARGS="--http-port 9000 --log-verbose 1"` passes more tritonserver flags.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -21,7 +22,7 @@ install: $(STAMP)
 
 serve: $(STAMP)
 	$(BIN)/tritium serve --model-repository examples/model_repository \
-		--backend-directory examples/backends
+		--backend-directory examples/backends $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/pytest -q
