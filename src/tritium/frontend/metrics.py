@@ -153,7 +153,7 @@ class ServerMetrics:
         return render(self.families())
 
 
-_CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+_CONTENT_TYPE = b"text/plain; charset=utf-8"
 
 
 class MetricsFrontend(HttpEndpoint):
@@ -167,17 +167,13 @@ class MetricsFrontend(HttpEndpoint):
         super().__init__(self._answer, address, port, "Metrics Service")
 
     def _answer(self, conn: HttpConnection, request: Request) -> None:
-        if request.path != "/metrics":
-            body = b"Not Found"
-            conn.respond(404, b"content-length: %d\r\ncontent-type: text/plain\r\n" % len(body),
-                         body)
-            return
-        if request.method not in (b"GET", b"HEAD"):
-            body = b"Method Not Allowed"
+        # As Triton's metrics server: only GET, and any other path an empty 200.
+        if request.method != b"GET":
+            body = b'{"error":"Method Not Allowed"}'
             conn.respond(405, b"content-length: %d\r\ncontent-type: text/plain\r\n" % len(body),
                          body)
             return
-        body = self.metrics.text()
+        body = self.metrics.text() if request.path == "/metrics" else b""
         conn.respond(200, b"content-length: %d\r\ncontent-type: %s\r\n"
                      % (len(body), _CONTENT_TYPE), body)
 
