@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import sys
+import types
 import threading
 import traceback
 from typing import Any
@@ -32,6 +33,29 @@ _RELEASE_RESCHEDULE = 2
 # Frames of files in these directories (this package, and pb_utils once imported) stay out of
 # tracebacks sent to clients: in Triton they are C++.
 _HIDDEN_DIRS = {os.path.dirname(__file__)}
+
+
+def _import_as_package_module(path: str) -> Any:
+    """Import the model file as Triton's stub does: as module `<stem>` of the package its
+    folder makes (`1.model`), so that `from .helpers import x` finds the version folder's own
+    modules. It is also known as `model`, as before."""
+    folder, filename = os.path.split(path)
+    package_name = os.path.basename(folder)
+    package = sys.modules.get(package_name)
+    if package is None or list(getattr(package, "__path__", [])) != [folder]:
+        package = types.ModuleType(package_name)
+        package.__path__ = [folder]  # type: ignore[attr-defined]
+        package.__package__ = package_name
+        sys.modules[package_name] = package
+    name = f"{package_name}.{os.path.splitext(filename)[0]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import model file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.modules["model"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 class StubError(Exception):
@@ -108,12 +132,7 @@ class Stub:
         for entry in settings.get("sys_path", []):
             if entry not in sys.path:
                 sys.path.append(entry)
-        spec = importlib.util.spec_from_file_location("model", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import model file {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["model"] = module
-        spec.loader.exec_module(module)
+        module = _import_as_package_module(path)
         if not hasattr(module, "TritonPythonModel"):
             raise AttributeError("module 'model' has no attribute 'TritonPythonModel'")
         pb._set_runtime(self.runtime, settings.get("model_dir"))
