@@ -51,24 +51,17 @@ def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelCon
     inputs = spec.inputs
     given = request.inputs
 
+    required = spec.required
+    # As Triton's ValidateRequestInputs: the count first (all names listed), then each input.
+    if len(given) < len(required) or len(given) > len(inputs):
+        raise _count_error(request, spec)
     for name in given:
         if name not in inputs:
             raise TritonError.invalid_arg(
                 f"unexpected inference input '{name}' for model '{model}'"
             )
-    required = spec.required
-    if len(given) < len(required) or any(n not in given for n in required):
-        missing = [n for n in required if n not in given]
-        if missing:
-            prefix = log_prefix(request.id)
-            expected = f"{len(required)} inputs"
-            if len(required) != len(inputs):  # some inputs are optional: Triton gives the range
-                expected = f"number of inputs between {len(required)} and {len(inputs)}"
-            raise TritonError.invalid_arg(
-                f"{prefix}expected {expected} but got {len(given)} inputs for "
-                f"model '{model}'. Got input(s) {_names(given)}, but missing required "
-                f"input(s) {_names(missing)}. Please provide all required input(s)."
-            )
+    if any(n not in given for n in required):
+        raise _count_error(request, spec)
     if request.requested_outputs:
         outputs = spec.outputs
         for out in request.requested_outputs:
@@ -140,5 +133,25 @@ def _matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
     return all(d == -1 or d == s for s, d in zip(shape, dims))
 
 
+def _count_error(request: InferenceRequest, spec: RequestSpec) -> TritonError:
+    given, required = request.inputs, spec.required
+    missing = [n for n in required if n not in given]
+    expected = f"{len(required)} inputs"
+    if len(required) != len(spec.inputs):  # some inputs are optional: Triton gives the range
+        expected = f"number of inputs between {len(required)} and {len(spec.inputs)}"
+    return TritonError.invalid_arg(
+        f"{log_prefix(request.id)}expected {expected} but got {len(given)} inputs for "
+        f"model '{spec.model}'. Got input(s) {_names(given)}, but missing required "
+        f"input(s) {_missing_names(missing)}. Please provide all required input(s)."
+    )
+
+
 def _names(names: object) -> str:
-    return "[" + ", ".join(f"'{n}'" for n in names) + "]"  # type: ignore[union-attr]
+    """A name list as Triton writes it: ['A','B'] (no space)."""
+    return "[" + ",".join(f"'{n}'" for n in names) + "]"  # type: ignore[union-attr]
+
+
+def _missing_names(names: list[str]) -> str:
+    """Triton's missing-inputs list: as `_names`, but an empty one prints as `]` (its
+    builder drops the last character, the `[` when nothing was added)."""
+    return _names(names) if names else "]"
