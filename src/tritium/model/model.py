@@ -40,6 +40,7 @@ from ..scheduler import Scheduler, create_scheduler
 from ..scheduler.rate_limiter import RateLimiter
 from .instance import ModelInstance
 from .labels import read_labels
+from .output_reshape import apply_output_reshapes, output_reshapes
 from .request_normalizer import RequestSpec, normalize_request
 from .statistics import ModelStatistics, failure_reason
 
@@ -81,6 +82,7 @@ class Model:
         self._version_text = str(handle.version)
         # What normalize_request reads from the configuration (built once it is final).
         self._spec: RequestSpec | None = None
+        self._output_reshapes: dict[str, tuple[int, ...]] | None = None
         self._cache: ModelResponseCache | None = None
         self._inflight = 0
         self._waiters = 0
@@ -216,6 +218,10 @@ class Model:
         finish_one = self._finish_one
         failed = False
         reason = "OTHER"
+        reshapes = self._output_reshapes
+        if reshapes is None:
+            reshapes = self._output_reshapes = output_reshapes(self.config)
+        batching = self.config.max_batch_size > 0
 
         def on_response(response: InferenceResponse | None, flags: int) -> None:
             nonlocal failed, reason
@@ -223,6 +229,8 @@ class Model:
                 response.model_name = name
                 response.model_version = version
                 response.id = request.id
+                if reshapes and response.outputs:
+                    apply_output_reshapes(response, reshapes, batching)
                 if response.error is not None and not failed:
                     failed = True
                     reason = failure_reason(request, response.error)

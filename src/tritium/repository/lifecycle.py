@@ -217,8 +217,8 @@ class ModelLifeCycle:
                 raise TritonError.not_found(f"Request for unknown model: '{name}' is not found")
             if version == -1:
                 ready = [s for v, s in versions.items() if s.state is ModelReadyState.READY]
-                if not ready:
-                    raise TritonError.unavailable(
+                if not ready:  # NOT_FOUND (404), as Triton 2.51 answers an unloaded model
+                    raise TritonError.not_found(
                         f"Request for unknown model: '{name}' has no available versions"
                     )
                 return max(ready, key=lambda s: s.version).model  # type: ignore[return-value]
