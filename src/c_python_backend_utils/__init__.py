@@ -41,7 +41,7 @@ class SharedMemory:
         self._ring: Any = None
 
     def _attach(self, ring: Any) -> None:
-        """The stub's output region (a `tritium.backends.python.shm_ring.Ring`)."""
+        """The stub's output region (a `tritium.builtin_backends.python.wire.shm_ring.Ring`)."""
         self._ring = ring
 
     def free_memory(self) -> int:

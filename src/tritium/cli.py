@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .frontend.http_server import DEFAULT_MAX_INPUT_SIZE
-from .frontend.restricted_api import build_restrictions
+from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
+from .frontend.extensions.restricted_api import build_restrictions
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .server import ServerOptions

@@ -17,7 +17,7 @@ from typing import Protocol
 from .errors import TritonError
 from .frontend.grpc import GrpcFrontend
 from .frontend.http import HttpFrontend
-from .frontend.http_server import bind
+from .frontend.http.server import bind
 from .frontend.metrics import MetricsFrontend
 from .server import InferenceServer, ServerOptions
 from .startup_tables import backend_table, options_table, table

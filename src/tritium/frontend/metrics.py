@@ -4,7 +4,7 @@ Counterpart: Triton's HTTPMetricsServer and Metrics. Counts are not kept twice: 
 are built from the server's per model-version statistics at scrape time, and written by
 `prometheus_text` under Triton's exact names and `# TYPE`s (counters, gauges, custom
 `pb_utils.MetricFamily` kinds as declared). The endpoint is the HTTP/REST frontend's own
-httptools server (`http_server`), answering GET /metrics.
+httptools server (`http.server`), answering GET /metrics.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 from ..server import InferenceServer
 from .cpu_metrics import CpuMetrics
-from .http_server import HttpConnection, HttpEndpoint, Request
+from .http.server import HttpConnection, HttpEndpoint, Request
 from .prometheus_text import Family, histogram_samples, render
 
 _NS_PER_US = 1000
