@@ -283,6 +283,7 @@ class ModelLifeCycle:
             assert status.model is not None
             status.model.unload(timeout)
             self._update(name, _unloaded(status.version))
+            log.info("successfully unloaded '%s' version %d", name, status.version)
         for thread in retiring:
             thread.join(timeout)
         self._pool.shutdown(wait=True)

@@ -135,7 +135,10 @@ class ModelRepositoryManager:
             if config_json is not None:
                 try:
                     override_config = model_config_from_json(config_json)
-                except TritonError:
+                except TritonError as exc:
+                    # The client hears only Triton's answer; the log says why.
+                    log.error("load request for '%s' refused: its 'config' parameter: %s",
+                              name, exc.message)
                     raise _poll_failed(name) from None  # Triton's answer to a bad config JSON
             try:
                 config = self.repository.model_config(source, override_config)
@@ -324,6 +327,8 @@ class ModelRepositoryManager:
             raise TritonError.invalid_arg(f"load failed for model '{name}': {scan.errors[name]}\n")
         source = scan.models.get(name)
         if source is None:
+            log.error("load request for '%s' refused: no model folder of that name in the "
+                      "model repositories", name)
             raise _poll_failed(name)
         if not inside(source.path, source.repository):
             raise TritonError.invalid_arg(

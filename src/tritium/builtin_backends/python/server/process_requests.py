@@ -8,6 +8,7 @@ the hot path of every ordinary request.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any, Sequence
@@ -23,6 +24,8 @@ from tritium.backend import (
 
 from ..wire import messages
 from ..wire.shm_tensors import Block, open_block
+
+log = logging.getLogger("tritium.backends.python")
 
 if TYPE_CHECKING:
     from .stub_launcher import StubProcess
@@ -88,6 +91,8 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         # Responses the model sent through a response sender come first.
         channel.wait_processed(async_sent)
     if error is not None:
+        # Logged as Triton's stub logs it: the instance, the exception and where it came from.
+        log.error("%s", error)
         failure = TritonError.internal(error)
         for request in requests:
             sender = request.response_sender
