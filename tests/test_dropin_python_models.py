@@ -4,6 +4,7 @@ stub gives it (unittest.main in execute), relative imports of the version folder
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +66,57 @@ def twice(value):
     return value * 2
 '''
 
+# BLS with the model name and version as numpy scalars, as Triton's BLS examples take them from
+# input tensors; and pb_utils constructors given wrong arguments. Answers a JSON report.
+CORNERS_MODEL = '''
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+CASES = {
+    "tensor_no_args": lambda: pb_utils.Tensor(),
+    "tensor_name_int": lambda: pb_utils.Tensor(1, np.zeros(1)),
+    "tensor_data_list": lambda: pb_utils.Tensor("X", [1, 2]),
+    "response_tensors_not_list": lambda: pb_utils.InferenceResponse(
+        pb_utils.Tensor("X", np.zeros(1))),
+    "response_error_str": lambda: pb_utils.InferenceResponse([], error="oops"),
+    "request_no_model": lambda: pb_utils.InferenceRequest(inputs=[], requested_output_names=[]),
+    "request_version_str": lambda: pb_utils.InferenceRequest(
+        model_name="m", model_version="1", inputs=[], requested_output_names=[]),
+    "request_name_int": lambda: pb_utils.InferenceRequest(
+        model_name=3, inputs=[], requested_output_names=[]),
+    "error_msg_int": lambda: pb_utils.TritonError(3),
+}
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            report = {"bls": [], "errors": {}}
+            names = np.array([b"unittest_model"], dtype=np.object_)
+            for name, version in ((names[0], np.array([1], dtype=np.int64)[0]),
+                                  (np.bytes_(b"unittest_model"), np.int32(-1)),
+                                  (np.str_("unittest_model"), -1)):
+                bls = pb_utils.InferenceRequest(
+                    model_name=name, model_version=version, inputs=[pb_utils.Tensor("IN", x)],
+                    requested_output_names=["OUT"]).exec()
+                report["bls"].append(bls.error().message() if bls.has_error() else
+                                     pb_utils.get_output_tensor_by_name(bls, "OUT")
+                                     .as_numpy().tolist())
+            for case, make in CASES.items():
+                try:
+                    make()
+                    report["errors"][case] = "accepted"
+                except Exception as exc:
+                    report["errors"][case] = f"{type(exc).__name__}: {exc}"
+            text = np.array([json.dumps(report).encode()], dtype=np.object_)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("REPORT", text)]))
+        return responses
+'''
+
 MISSING_PACKAGE_MODEL = '''
 import tritium_no_such_package  # not installed anywhere
 
@@ -80,6 +132,10 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     repo = tmp_path_factory.mktemp("corners_repo")
     write_model(repo, "unittest_model", CONFIG.format(name="unittest_model"),
                 files={"1/model.py": UNITTEST_MODEL, "1/helpers.py": HELPERS})
+    write_model(repo, "corners", CONFIG.format(name="corners").replace(
+        'output { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] }',
+        'output { name: "REPORT" data_type: TYPE_STRING dims: [ 1 ] }'),
+        files={"1/model.py": CORNERS_MODEL})
     write_model(repo, "missing_package", CONFIG.format(name="missing_package"),
                 files={"1/model.py": MISSING_PACKAGE_MODEL})
     with ServerProcess([repo], "--exit-on-error=false") as process:
@@ -101,3 +157,41 @@ def test_a_missing_package_fails_the_load_with_the_import_error(server: ServerPr
     reason = index["missing_package"]["reason"]
     assert "ModuleNotFoundError: No module named 'tritium_no_such_package'" in reason
     assert "ModuleNotFoundError: No module named 'tritium_no_such_package'" in server.log()
+
+
+PYBIND = ("TypeError: __init__(): incompatible constructor arguments. The following argument "
+          "types are supported:\n    1. c_python_backend_utils.")
+
+
+def corners_report(server: ServerProcess) -> dict:
+    client = httpclient.InferenceServerClient(server.http_url)
+    x = httpclient.InferInput("IN", [1], "FP32")
+    x.set_data_from_numpy(np.array([2.0], dtype=np.float32))
+    return json.loads(client.infer("corners", [x]).as_numpy("REPORT")[0])
+
+
+def test_bls_takes_numpy_model_names_and_versions(server: ServerProcess) -> None:
+    assert corners_report(server)["bls"] == [[4.0], [4.0], [4.0]]
+
+
+def test_pb_utils_constructors_refuse_arguments_as_tritons_stub(server: ServerProcess) -> None:
+    errors = corners_report(server)["errors"]
+    # Triton's (pybind11's) text, up to the arguments (whose reprs carry addresses).
+    expected = {
+        "tensor_no_args": ("Tensor(arg0: str, arg1: numpy.ndarray)", ""),
+        "tensor_name_int": ("Tensor(arg0: str, arg1: numpy.ndarray)", "1, array([0.])"),
+        "tensor_data_list": ("Tensor(arg0: str, arg1: numpy.ndarray)", "'X', [1, 2]"),
+        "response_error_str": (
+            "InferenceResponse(output_tensors: List[c_python_backend_utils.Tensor] = [], "
+            "error: c_python_backend_utils.TritonError = None)", "[]; kwargs: error='oops'"),
+        "error_msg_int": (
+            "TritonError(message: str, code: c_python_backend_utils.TritonError.__ErrorCode = "
+            "<__ErrorCode.INTERNAL: 1>)", "3"),
+    }
+    for case, (signature, invoked) in expected.items():
+        assert errors[case] == f"{PYBIND}{signature}\n\nInvoked with: {invoked}", case
+    for case in ("response_tensors_not_list", "request_no_model", "request_version_str",
+                 "request_name_int"):
+        assert errors[case].startswith(PYBIND), (case, errors[case])
+    assert "Invoked with: kwargs: inputs=[], requested_output_names=[]" \
+        in errors["request_no_model"]
