@@ -111,6 +111,7 @@ class InferenceRequest:
         "cache_hit_start_ns",
         "cache_hit_ns",
         "cancelled",
+        "answered_later",
     )
 
     def __init__(
@@ -151,6 +152,9 @@ class InferenceRequest:
         self.cache_hit_ns = 0
         # Set when the client went away or cancelled; backends may stop early (is_cancelled).
         self.cancelled = False
+        # Set by a backend that keeps the request past execute and answers it later (Triton:
+        # a backend that releases the request after TRITONBACKEND_ModelInstanceExecute).
+        self.answered_later = False
 
     @property
     def requested_output_names(self) -> list[str]:

@@ -91,7 +91,8 @@ class TritonModelInstance:
                 if not self._decoupled:
                     for request in requests:
                         sender = request.response_sender
-                        if sender is not None and not sender.is_completed:
+                        if (sender is not None and not sender.is_completed
+                                and not request.answered_later):
                             self._fail_open(requests, TritonError.internal(
                                 f"backend of model '{self.handle.model.name}' returned from "
                                 "execute without sending a response"
@@ -106,5 +107,5 @@ class TritonModelInstance:
     def _fail_open(requests: Sequence[InferenceRequest], error: TritonError) -> None:
         for request in requests:
             sender = request.response_sender
-            if sender is not None and not sender.is_completed:
+            if sender is not None and not sender.is_completed and not request.answered_later:
                 request.respond_error(error)

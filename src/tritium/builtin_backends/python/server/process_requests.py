@@ -72,7 +72,7 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         for request in requests:
             request.compute_input_end_ns = mark
         conn.send((messages.EXECUTE, wire, block), fds)
-        _, error, responses, async_sent, out_block = conn.recv()
+        _, error, responses, async_sent, out_block, held = conn.recv()
     except (EOFError, OSError):
         stub.on_death()  # fails every request it held, these included
         return
@@ -118,8 +118,13 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
             if sender is None or sender.is_completed:
                 table.pop(handle, None)
     else:
-        for handle in handles:
-            del table[handle]
+        # Requests the model answers later through its response sender (Triton waits for
+        # them) stay in the table until their final response; the others leave it now.
+        for index in held:
+            requests[index].answered_later = True
+        for index, handle in enumerate(handles):
+            if index not in held or requests[index].response_sender.is_completed:
+                table.pop(handle, None)
 
 
 def response_from_wire(wire: tuple, block: Block | None) -> InferenceResponse:

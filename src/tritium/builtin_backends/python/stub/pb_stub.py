@@ -14,11 +14,13 @@ transport only; it may run under another interpreter (an execution environment).
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import json
 import os
 import sys
 import types
+import weakref
 import threading
 import traceback
 from typing import Any
@@ -34,6 +36,22 @@ _RELEASE_RESCHEDULE = 2
 # stay out of tracebacks sent to clients: in Triton they are C++.
 _HIDDEN_DIRS = {os.path.dirname(__file__),
                 os.path.join(os.path.dirname(os.path.dirname(__file__)), "wire")}
+
+
+def _held_senders(requests: list) -> list[int]:
+    """Indexes of the unanswered requests whose response sender the model still holds after
+    execute returned None: it answers them later (Triton waits for that). A sender nothing
+    refers to any more can never answer: that request fails at once instead of waiting."""
+    open_senders = [(index, weakref.ref(request._response_sender))
+                    for index, request in enumerate(requests)
+                    if not request._response_sender._is_closed()]
+    if not open_senders:
+        return []
+    requests.clear()  # the stub's own references: only the model's remain
+    if any(ref() is not None for _, ref in open_senders):
+        gc.collect()  # requests and senders may refer to each other
+    return [index for index, ref in open_senders
+            if (sender := ref()) is not None and not sender._is_closed()]
 
 
 def _import_as_package_module(path: str) -> Any:
@@ -236,14 +254,19 @@ class Stub:
                      + describe_exception(exc))
             for request in requests:
                 request._response_sender._close()
-        self._send_executed(error, responses, out_block, fds)
+        held: list[int] = []
+        if not decoupled and error is None and responses is None:
+            held = _held_senders(requests)
+        self._send_executed(error, responses, out_block, fds, held)
 
-    def _send_executed(self, error: str | None, responses: Any, block: Any, fds: Any) -> None:
+    def _send_executed(self, error: str | None, responses: Any, block: Any, fds: Any,
+                       held: list[int] | None = None) -> None:
         """Answer EXECUTE, saying how many async frames (responses sent through a response
-        sender) the server must handle first."""
+        sender) the server must handle first, and which requests the model will still answer
+        through their response sender (`held`)."""
         try:
             self.exec_conn.send(
-                (messages.DONE, error, responses, self.async_conn.sent, block), fds
+                (messages.DONE, error, responses, self.async_conn.sent, block, held or []), fds
             )
         finally:
             for fd in fds:
