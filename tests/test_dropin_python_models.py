@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from models import write_model
 from server_process import ServerProcess
@@ -117,6 +118,53 @@ class TritonPythonModel:
         return responses
 '''
 
+# A non-decoupled model answering through its response sender, one case per input value; the
+# outcomes were compared with Triton 2.51 side by side.
+SENDER_MODEL = '''
+import threading
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+
+
+def answer(value):
+    return pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([value], np.float32))])
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        case = int(pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()[0])
+        if case == 10:  # every request of the batch through its sender, after execute returns
+            senders = [r.get_response_sender() for r in requests]
+            go = threading.Event()
+
+            def later():
+                go.wait()
+                for i, s in enumerate(senders):
+                    s.send(answer(10 + i), flags=FINAL)
+
+            threading.Thread(target=later).start()
+            go.set()
+            return None
+        sender = requests[0].get_response_sender()
+        if case == 2:  # a second response is refused; the first one stands
+            sender.send(answer(2), flags=FINAL)
+            try:
+                sender.send(answer(22), flags=FINAL)
+            except pb_utils.TritonModelException as exc:
+                pb_utils.Logger.log_info(f"second send refused: {exc}")
+            return None
+        if case == 3:  # a response without FINAL, then FINAL alone
+            sender.send(answer(3))
+            sender.send(flags=FINAL)
+            return None
+        if case == 6:  # FINAL alone, before any response
+            sender.send(flags=FINAL)
+        return None
+'''
+
 MISSING_PACKAGE_MODEL = '''
 import tritium_no_such_package  # not installed anywhere
 
@@ -136,6 +184,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         'output { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] }',
         'output { name: "REPORT" data_type: TYPE_STRING dims: [ 1 ] }'),
         files={"1/model.py": CORNERS_MODEL})
+    write_model(repo, "sender", CONFIG.format(name="sender"), files={"1/model.py": SENDER_MODEL})
     write_model(repo, "missing_package", CONFIG.format(name="missing_package"),
                 files={"1/model.py": MISSING_PACKAGE_MODEL})
     with ServerProcess([repo], "--exit-on-error=false") as process:
@@ -195,3 +244,27 @@ def test_pb_utils_constructors_refuse_arguments_as_tritons_stub(server: ServerPr
         assert errors[case].startswith(PYBIND), (case, errors[case])
     assert "Invoked with: kwargs: inputs=[], requested_output_names=[]" \
         in errors["request_no_model"]
+
+
+def sender_case(server: ServerProcess, case: float) -> list[float]:
+    client = httpclient.InferenceServerClient(server.http_url)
+    x = httpclient.InferInput("IN", [1], "FP32")
+    x.set_data_from_numpy(np.array([case], dtype=np.float32))
+    return client.infer("sender", [x]).as_numpy("OUT").tolist()
+
+
+def test_a_non_decoupled_model_answers_through_its_sender_as_in_triton(
+        server: ServerProcess) -> None:
+    assert sender_case(server, 10) == [10.0]  # after execute returned, from a thread
+    assert sender_case(server, 2) == [2.0]
+    assert ("second send refused: Unable to send response. Non-decoupled model cannot send "
+            "more than one response.") in server.log()
+    assert sender_case(server, 3) == [3.0]
+    with pytest.raises(InferenceServerException) as info:
+        sender_case(server, 6)
+    assert ("TritonModelException: Unable to send response. Non-decoupled model cannot send "
+            "complete final before sending a response.") in info.value.message()
+    # Returning None with nothing left to answer the request: it fails at once.
+    with pytest.raises(InferenceServerException) as info:
+        sender_case(server, 0)
+    assert "without sending a response" in info.value.message()
