@@ -168,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print each completed config as JSON")
     check.add_argument("--backend-directory", action="append", default=[], type=Path)
     _flag(check, "--disable-auto-complete-config", default=False)
+
+    # `tritium infer`: one request from the shell (infer_command.py).
+    from .infer_command import add_parser as add_infer_parser
+
+    add_infer_parser(commands)
     return parser
 
 
@@ -232,6 +237,10 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "infer":
+        from .infer_command import run as run_infer
+
+        return run_infer(args)
     if args.command == "check":
         from .check import run_check
 
