@@ -369,7 +369,7 @@ def test_custom_metrics_are_exported(server, http) -> None:
     assert result.as_numpy("COUNT").tolist() == [3.0]
     text = scrape(server)
     labels = 'model="custom_metrics",version="1"'
-    # (The metrics endpoint types custom counters "untyped"; Triton says "counter".)
+    assert "# TYPE tritium_test_requests_total counter" in text
     assert f"tritium_test_requests_total{{{labels}}} 3" in text
     assert "# TYPE tritium_test_last_value gauge" in text
     assert f"tritium_test_last_value{{{labels}}} 500" in text
