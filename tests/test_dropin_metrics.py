@@ -12,11 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
-from prometheus_client.parser import text_string_to_metric_families
-from tritonclient.utils import InferenceServerException
-
 from models import write_model
+from prometheus_client.parser import text_string_to_metric_families
 from server_process import ServerProcess
+from tritonclient.utils import InferenceServerException
 
 MODEL = '''
 import numpy as np

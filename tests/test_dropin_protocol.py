@@ -19,11 +19,10 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from tritonclient.grpc import service_pb2 as pb
-from tritonclient.utils import InferenceServerException
-
 from models import write_model
 from server_process import ServerProcess
+from tritonclient.grpc import service_pb2 as pb
+from tritonclient.utils import InferenceServerException
 
 # Answers with its inputs (OUT1 produced as [4], configured dims [2,2] with reshape [4]) and
 # puts request.parameters() in the response's PARAMS output.

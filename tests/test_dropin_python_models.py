@@ -5,15 +5,13 @@ stub gives it (unittest.main in execute), relative imports of the version folder
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException
-
 from models import write_model
 from server_process import ServerProcess
+from tritonclient.utils import InferenceServerException
 
 CONFIG = '''
 name: "{name}"
@@ -231,11 +229,11 @@ def test_pb_utils_constructors_refuse_arguments_as_tritons_stub(server: ServerPr
         "tensor_name_int": ("Tensor(arg0: str, arg1: numpy.ndarray)", "1, array([0.])"),
         "tensor_data_list": ("Tensor(arg0: str, arg1: numpy.ndarray)", "'X', [1, 2]"),
         "response_error_str": (
-            "InferenceResponse(output_tensors: List[c_python_backend_utils.Tensor] = [], "
-            "error: c_python_backend_utils.TritonError = None)", "[]; kwargs: error='oops'"),
+            ("InferenceResponse(output_tensors: List[c_python_backend_utils.Tensor] = [], "
+             "error: c_python_backend_utils.TritonError = None)"), "[]; kwargs: error='oops'"),
         "error_msg_int": (
-            "TritonError(message: str, code: c_python_backend_utils.TritonError.__ErrorCode = "
-            "<__ErrorCode.INTERNAL: 1>)", "3"),
+            ("TritonError(message: str, code: c_python_backend_utils.TritonError.__ErrorCode = "
+             "<__ErrorCode.INTERNAL: 1>)"), "3"),
     }
     for case, (signature, invoked) in expected.items():
         assert errors[case] == f"{PYBIND}{signature}\n\nInvoked with: {invoked}", case

@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--allow-client-shm", default=False,
           help="let clients register system shared memory regions (off by default)")
     # The rest of tritonserver 2.51's flags, and help for every flag.
-    add_tritonserver_flags(serve)
+    add_tritonserver_flags(serve, _flag)
     describe_flags(serve)
 
     check = commands.add_parser("check", help="load and complete model configurations",

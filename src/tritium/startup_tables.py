@@ -8,7 +8,7 @@ same tables, with the same rows where Tritium has the setting.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 from .server import EXTENSIONS, SHARED_MEMORY_EXTENSIONS, InferenceServer
 

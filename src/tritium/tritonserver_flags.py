@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("tritium")
 
@@ -24,15 +25,6 @@ LOAD_MODEL_NEEDS_EXPLICIT = (
 
 # Triton's --grpc-infer-response-compression-level values.
 COMPRESSION_LEVELS = ("none", "low", "medium", "high")
-
-
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
 
 
 def _non_negative_int(text: str) -> int:
@@ -69,11 +61,6 @@ def _setting(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _flag(group: Any, name: str, help: str, **kwargs: Any) -> None:
-    """A boolean flag that also works bare (`--allow-cpu-metrics` means true)."""
-    group.add_argument(name, type=_bool, nargs="?", const=True, help=help, **kwargs)
-
-
 # Flags that only matter with GPUs (or NUMA pinning of GPU transfers): accepted, warned about.
 NO_GPU_FLAGS = (
     "--enable-peer-access", "--allow-gpu-metrics", "--pinned-memory-pool-byte-size",
@@ -96,8 +83,10 @@ NO_EFFECT_FLAGS = {
 }
 
 
-def add_tritonserver_flags(serve: argparse.ArgumentParser) -> None:
-    """Declare the tritonserver 2.51 flags `cli.py` does not."""
+def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., None]) -> None:
+    """Declare the tritonserver 2.51 flags `cli.py` does not; `flag(group, name, default=,
+    help=)` declares a boolean flag as cli.py declares its own."""
+    _flag = flag
     repo = serve.add_argument_group("model repository (more tritonserver flags)")
     repo.add_argument("--model-config-name", default="",
                       help="the configuration file to read instead of config.pbtxt: "
@@ -262,10 +251,11 @@ def check_tritonserver_flags(args: argparse.Namespace) -> None:
 
 
 def _bool_setting(text: str) -> bool:
-    try:
-        return _bool(text)
-    except argparse.ArgumentTypeError as exc:
-        raise ValueError(f'Bad option: "--metrics-config".\n{exc}') from None
+    """A --metrics-config boolean: true or false, as Triton reads it."""
+    if text not in ("true", "false"):
+        raise ValueError(f'Bad option: "--metrics-config".\nexpected true or false, got '
+                         f"'{text}'")
+    return text == "true"
 
 
 METRICS_SETTINGS: dict[str, Callable[[str], Any]] = {"counter_latencies": _bool_setting}

@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class IncompatibleArguments(TypeError):

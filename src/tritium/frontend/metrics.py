@@ -9,7 +9,7 @@ httptools server (`http.server`), answering GET /metrics.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from ..server import InferenceServer
 from .cpu_metrics import CpuMetrics
@@ -45,8 +45,8 @@ _LATENCY_FAMILIES: list[tuple[str, str, Callable]] = [
      "Cumulative compute inference duration in microseconds (does not include cached requests)",
      lambda s: s.compute_infer.ns // _NS_PER_US),
     ("nv_inference_compute_output_duration_us",
-     "Cumulative inference compute output duration in microseconds (does not include cached "
-     "requests)",
+     ("Cumulative inference compute output duration in microseconds (does not include cached "
+      "requests)"),
      lambda s: s.compute_output.ns // _NS_PER_US),
 ]
 

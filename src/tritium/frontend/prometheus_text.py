@@ -11,8 +11,8 @@ spells them.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 KINDS = ("counter", "gauge", "histogram", "summary", "untyped")
 
@@ -92,4 +92,4 @@ def render(families: Iterable[Family]) -> bytes:
     return ("\n".join(lines) + "\n").encode() if lines else b""
 
 
-__all__ = ["Family", "KINDS", "Sample", "format_value", "histogram_samples", "render"]
+__all__ = ["KINDS", "Family", "Sample", "format_value", "histogram_samples", "render"]

@@ -10,7 +10,8 @@ ensembles hand them on to their steps with the other parameters.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ...request import InferenceRequest
 

@@ -10,7 +10,7 @@ carries `grpc-encoding` and each message its compressed flag.
 from __future__ import annotations
 
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 from .http2 import encode_headers
 
