@@ -104,8 +104,7 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
                             args.http_restrictions, args.http_max_input_size)
         http.reuse_port = args.reuse_http_port
         if args.http_header_forward_pattern is not None:
-            http.keep_header_names = True
-            http.handler.header_forward = args.http_header_forward_pattern
+            http.forward_headers(args.http_header_forward_pattern)
         frontends.append(http)
     if args.allow_metrics:
         address = args.metrics_address or args.http_address

@@ -18,7 +18,7 @@ from .prometheus_text import Family, histogram_samples, render
 
 _NS_PER_US = 1000
 
-_COUNTER_FAMILIES: list[tuple[str, str, Callable]] = [
+_COUNTER_FAMILIES: list[tuple[str, str, Callable | None]] = [
     ("nv_inference_request_success", "Number of successful inference requests, all batch sizes",
      lambda s: s.success.count),
     ("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
@@ -89,7 +89,8 @@ class ServerMetrics:
                  counter_latencies: bool = True) -> None:
         self._server = server
         self._cpu = cpu
-        self._counters = _COUNTER_FAMILIES + (_LATENCY_FAMILIES if counter_latencies else [])
+        self._counters: list[tuple[str, str, Callable | None]] = [
+            *_COUNTER_FAMILIES, *(_LATENCY_FAMILIES if counter_latencies else [])]
 
     def families(self) -> Iterator[Family]:
         snapshots = self._server.statistics()
@@ -166,15 +167,15 @@ class MetricsFrontend(HttpEndpoint):
         self.metrics = ServerMetrics(server, self._cpu, counter_latencies)
         super().__init__(self._answer, address, port, "Metrics Service")
 
-    def _answer(self, conn: HttpConnection, request: Request) -> None:
+    def _answer(self, connection: HttpConnection, request: Request) -> None:
         # As Triton's metrics server: only GET, and any other path an empty 200.
         if request.method != b"GET":
             body = b'{"error":"Method Not Allowed"}'
-            conn.respond(405, b"content-length: %d\r\ncontent-type: text/plain\r\n" % len(body),
+            connection.respond(405, b"content-length: %d\r\ncontent-type: text/plain\r\n" % len(body),
                          body)
             return
         body = self.metrics.text() if request.path == "/metrics" else b""
-        conn.respond(200, b"content-length: %d\r\ncontent-type: %s\r\n"
+        connection.respond(200, b"content-length: %d\r\ncontent-type: %s\r\n"
                      % (len(body), _CONTENT_TYPE), body)
 
     async def start(self) -> None:

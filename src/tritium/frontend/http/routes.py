@@ -339,5 +339,10 @@ class HttpFrontend(HttpEndpoint):
     def __init__(self, server: InferenceServer, address: str, port: int,
                  restrictions: dict[str, Restriction] | None = None,
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
-        super().__init__(HttpApp(server, restrictions, max_input_size), address, port, "HTTPService",
-                         max_input_size=max_input_size)
+        self.app = HttpApp(server, restrictions, max_input_size)
+        super().__init__(self.app, address, port, "HTTPService", max_input_size=max_input_size)
+
+    def forward_headers(self, pattern: re.Pattern[str]) -> None:
+        """--http-header-forward-pattern: matching request headers become request parameters."""
+        self.keep_header_names = True
+        self.app.header_forward = pattern
