@@ -148,6 +148,23 @@ def test_input_errors_are_worded_as_tritons(server: ServerProcess) -> None:
     assert info.value.message() == "unexpected inference input 'INX' for model 'echo'"
 
 
+def test_of_several_wrong_inputs_the_one_triton_names_is_reported(
+        server: ServerProcess) -> None:
+    http = httpclient.InferenceServerClient(server.http_url)
+    for order in (("IN0", "IN1"), ("IN1", "IN0")):
+        wrong = []
+        for name in order:
+            tensor = httpclient.InferInput(name, [1, 4], "INT32")
+            tensor.set_data_from_numpy(np.ones((1, 4), dtype=np.int32))
+            wrong.append(tensor)
+        with pytest.raises(InferenceServerException) as info:
+            http.infer("echo", wrong)
+        # Triton 2.51 reports the last input given (its unordered_map's order).
+        assert info.value.message() == (
+            f"[request id: <id_unknown>] inference input '{order[-1]}' data-type is 'INT32', "
+            "but model 'echo' expects 'FP32'")
+
+
 def test_a_reshaped_output_leaves_in_its_dims_shape(server: ServerProcess) -> None:
     http = httpclient.InferenceServerClient(server.http_url)
     result = http.infer("echo", inputs(httpclient))

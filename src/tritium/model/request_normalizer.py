@@ -55,7 +55,9 @@ def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelCon
     # As Triton's ValidateRequestInputs: the count first (all names listed), then each input.
     if len(given) < len(required) or len(given) > len(inputs):
         raise _count_error(request, spec)
-    for name in given:
+    # Triton walks the inputs in its unordered_map's order, the reverse of the order they were
+    # added in: with several wrong inputs, the last one given is the one reported.
+    for name in reversed(given):
         if name not in inputs:
             raise TritonError.invalid_arg(
                 f"unexpected inference input '{name}' for model '{model}'"
@@ -73,7 +75,7 @@ def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelCon
     max_batch_size = spec.max_batch_size
     batching = max_batch_size > 0
     batch_size = 0
-    for name, tensor in given.items():
+    for name, tensor in reversed(given.items()):
         input_spec = inputs[name]
         if tensor.datatype != input_spec.datatype:
             raise TritonError.invalid_arg(
