@@ -428,7 +428,8 @@ def test_load_failure_and_unload(server):
     server.load("identity_fp32")
     server.unload("identity_fp32", wait_until_unloaded=True)
     assert server.models()[("identity_fp32", 1)].state == "UNAVAILABLE"
-    with pytest.raises(tritonserver.UnavailableError):
+    # As Triton 2.51 answers an unloaded model: NOT_FOUND, no available versions.
+    with pytest.raises(tritonserver.NotFoundError, match="has no available versions"):
         server.model("identity_fp32").infer(inputs={"INPUT0": numpy.ones((1, 2), numpy.float32)})
     server.load("identity_fp32")
     assert server.model("identity_fp32").ready()
