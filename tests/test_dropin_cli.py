@@ -3,6 +3,7 @@ abbreviations are not, --help explains each flag, --version, Triton's refusals, 
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -129,3 +130,40 @@ def test_make_serve_passes_extra_flags() -> None:
     assert result.returncode == 0, result.stderr
     assert "--backend-directory examples/backends --http-port 9000 --log-verbose 1" \
         in result.stdout
+
+
+FLAKY_MODEL = '''
+from pathlib import Path
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        marker = Path(args["model_repository"]) / "tried"
+        if not marker.exists():  # the first load fails, a second try succeeds
+            marker.write_text("once")
+            raise RuntimeError("first load fails")
+
+    def execute(self, requests):
+        return []
+'''
+FLAKY_CONFIG = '''
+name: "flaky"
+backend: "python"
+max_batch_size: 0
+input { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] }
+output { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] }
+'''
+
+
+def test_model_config_name_and_load_retry_count(tmp_path: Path) -> None:
+    write_model(tmp_path, "id", identity_config("id"),
+                files={"configs/small.pbtxt": identity_config("id", max_batch_size=2)})
+    write_model(tmp_path, "flaky", FLAKY_CONFIG, files={"1/model.py": FLAKY_MODEL})
+    with ServerProcess([tmp_path], "--model-config-name=small",
+                       "--model-load-retry-count=1") as server:
+        with urllib.request.urlopen(f"http://{server.http_url}/v2/models/id/config") as answer:
+            assert json.loads(answer.read())["max_batch_size"] == 2
+        with urllib.request.urlopen(f"http://{server.http_url}/v2/models/flaky/ready") as answer:
+            assert answer.status == 200
+        log = server.log()
+    assert "first load fails" in log and "retrying to load model 'flaky' version 1" in log
