@@ -171,12 +171,12 @@ class MetricsFrontend(HttpEndpoint):
         # As Triton's metrics server: only GET, and any other path an empty 200.
         if request.method != b"GET":
             body = b'{"error":"Method Not Allowed"}'
-            connection.respond(405, b"content-length: %d\r\ncontent-type: text/plain\r\n" % len(body),
-                         body)
+            connection.respond(
+                405, b"content-length: %d\r\ncontent-type: text/plain\r\n" % len(body), body)
             return
         body = self.metrics.text() if request.path == "/metrics" else b""
         connection.respond(200, b"content-length: %d\r\ncontent-type: %s\r\n"
-                     % (len(body), _CONTENT_TYPE), body)
+                           % (len(body), _CONTENT_TYPE), body)
 
     async def start(self) -> None:
         await super().start()

@@ -76,7 +76,7 @@ def histogram_samples(family: Family, labels: dict[str, str], bounds: Sequence[f
         cumulative.append(running)
     family.add(labels, running, "_count")
     family.add(labels, total, "_sum")
-    for bound, count in zip([*bounds, math.inf], cumulative):
+    for bound, count in zip([*bounds, math.inf], cumulative, strict=True):
         family.add({**labels, "le": format_value(float(bound))}, count, "_bucket")
 
 

@@ -13,7 +13,6 @@ import ctypes
 import itertools
 import logging
 import os
-import threading
 from collections.abc import Callable
 from ctypes import (
     CFUNCTYPE,
@@ -26,7 +25,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import Code, TritonError
 from . import build
@@ -170,6 +169,10 @@ class Library:
         self._aliases: dict[str, ctypes.CDLL] = {}
         self._host: _Host | None = None
 
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any:
+            """The ctypes functions of `_PROTOTYPES`, set as attributes in __init__."""
+
     def install_host(self, callbacks: dict[str, Callable[..., Any]]) -> None:
         host = _Host(**{name: kind(callbacks[name]) for name, kind in HOST_FIELDS})
         self._host = host  # kept alive: the library calls these for the process's lifetime
@@ -220,22 +223,3 @@ class Library:
         out = c_void_p()
         self.TRITONSERVER_MessageNewFromSerializedJson(ctypes.byref(out), data, len(data))
         return out.value or 0
-
-
-_library: Library | None = None
-_lock = threading.Lock()
-
-
-def library() -> Library:
-    """The process's libtritonserver.so, built and opened on first use (UNAVAILABLE when it
-    cannot be built)."""
-    global _library
-    with _lock:
-        if _library is None:
-            _library = Library(str(build.library_path()))
-            from .host import callbacks  # the host needs the library: imported late
-
-            _library.install_host(callbacks(_library))
-        return _library
-
-

@@ -11,7 +11,8 @@ import json
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from tritium.backend import (
     RESPONSE_COMPLETE_FINAL,
@@ -56,7 +57,7 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         wire = []
         at = 0
         default_outputs = stub.output_names
-        for request, handle, count in zip(requests, handles, counts):
+        for request, handle, count in zip(requests, handles, counts, strict=True):
             outputs = request.requested_outputs
             wire.append((
                 handle, request.id, request.correlation_id, request.flags,
@@ -103,9 +104,11 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         response_block = (None if out_block is None
                           else open_block(out_block, stub.from_stub, conn.fds))
         try:
-            for request, wire_response in zip(requests, responses):
+            for request, wire_response in zip(requests, responses, strict=True):
                 if wire_response is not None:
-                    request.response_sender.send(
+                    sender = request.response_sender
+                    assert sender is not None  # every request the server hands over has one
+                    sender.send(
                         response_from_wire(wire_response, response_block),
                         RESPONSE_COMPLETE_FINAL,
                     )
@@ -113,7 +116,7 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
             if response_block is not None:
                 response_block.release()
     if stub.decoupled:
-        for handle, request in zip(handles, requests):
+        for handle, request in zip(handles, requests, strict=True):
             sender = request.response_sender
             if sender is None or sender.is_completed:
                 table.pop(handle, None)
@@ -123,7 +126,8 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         for index in held:
             requests[index].answered_later = True
         for index, handle in enumerate(handles):
-            if index not in held or requests[index].response_sender.is_completed:
+            sender = requests[index].response_sender
+            if index not in held or sender is None or sender.is_completed:
                 table.pop(handle, None)
 
 

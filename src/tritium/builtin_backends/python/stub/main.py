@@ -20,8 +20,8 @@ import sys
 import threading
 
 from ..wire.messages import DONE, Connection
-from .pb_stub import Stub
 from ..wire.shm_ring import Ring
+from .pb_stub import Stub
 
 
 def main(argv: list[str]) -> None:
@@ -36,8 +36,8 @@ def main(argv: list[str]) -> None:
     os.close(int(in_fd))
     os.close(int(out_fd))
     stub = Stub(exec_conn, async_conn, in_ring, out_ring, name)
-    import triton_python_backend_utils  # noqa: F401  (found through source_dir)
     import c_python_backend_utils  # Triton's stub module, for models that use it
+    import triton_python_backend_utils  # noqa: F401  (found through source_dir)
 
     c_python_backend_utils.shared_memory._attach(out_ring)
     # A model sees the argv Triton's stub gives it (an embedded interpreter's: one empty

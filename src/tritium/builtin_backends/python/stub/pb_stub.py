@@ -19,16 +19,16 @@ import importlib.util
 import json
 import os
 import sys
-import types
-import weakref
 import threading
 import traceback
+import types
+import weakref
 from typing import Any
 
 from ..wire import messages
-from .pb_wire import WIRE_OF_CODE, wire_response
 from ..wire.shm_ring import Ring
 from ..wire.shm_tensors import TensorWriter, open_block
+from .pb_wire import WIRE_OF_CODE, wire_response
 from .runtime import StubRuntime
 
 _RELEASE_RESCHEDULE = 2
@@ -63,7 +63,7 @@ def _import_as_package_module(path: str) -> Any:
     package = sys.modules.get(package_name)
     if package is None or list(getattr(package, "__path__", [])) != [folder]:
         package = types.ModuleType(package_name)
-        package.__path__ = [folder]  # type: ignore[attr-defined]
+        package.__path__ = [folder]
         package.__package__ = package_name
         sys.modules[package_name] = package
     name = f"{package_name}.{os.path.splitext(filename)[0]}"
@@ -219,8 +219,11 @@ class Stub:
         requests = []
         try:
             for handle, rid, cid, flags, timeout, params, names, descriptors in wire_requests:
-                inputs = [Tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
-                          for name, datatype, shape, offset, nbytes in descriptors]
+                inputs = []
+                if descriptors:
+                    assert block is not None  # the inputs travel in the block
+                    inputs = [Tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
+                              for name, datatype, shape, offset, nbytes in descriptors]
                 requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
                                             params, decoupled))
             if decoupled and block is not None:
@@ -293,7 +296,7 @@ class Stub:
                 f"InferenceResponse(s) size is:{len(returned)}\n"
             )
         Response = pb.InferenceResponse
-        for request, response in zip(requests, returned):
+        for request, response in zip(requests, returned, strict=True):
             if response is None:
                 continue
             if request._release_flags == _RELEASE_RESCHEDULE:
@@ -313,7 +316,7 @@ class Stub:
         tensors: list = []
         counts: list[int] = []
         wire_of = WIRE_OF_CODE
-        for request, response in zip(requests, returned):
+        for request, response in zip(requests, returned, strict=True):
             if response is None:
                 counts.append(-1)
                 continue
@@ -329,7 +332,7 @@ class Stub:
         descriptors, block, fds = self.writer.pack(tensors)
         wire: list = []
         at = 0
-        for response, count in zip(returned, counts):
+        for response, count in zip(returned, counts, strict=True):
             if count < 0:
                 wire.append(None)
                 continue
