@@ -256,8 +256,8 @@ def test_a_non_decoupled_model_answers_through_its_sender_as_in_triton(
         server: ServerProcess) -> None:
     assert sender_case(server, 10) == [10.0]  # after execute returned, from a thread
     assert sender_case(server, 2) == [2.0]
-    assert ("second send refused: Unable to send response. Non-decoupled model cannot send "
-            "more than one response.") in server.log()
+    server.wait_log("second send refused: Unable to send response. Non-decoupled model cannot "
+                    "send more than one response.")
     assert sender_case(server, 3) == [3.0]
     with pytest.raises(InferenceServerException) as info:
         sender_case(server, 6)

@@ -109,6 +109,14 @@ class ServerProcess:
     def log(self) -> str:
         return Path(self._log.name).read_text(errors="replace")
 
+    def wait_log(self, text: str, timeout: float = 30.0) -> None:
+        """Wait until the server has logged `text` (lines a stub sends travel on their own,
+        and may come after the answer a client already has)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            assert time.monotonic() < deadline, f"not logged within {timeout}s: {text!r}"
+            time.sleep(0.05)
+
     def metric(self, name: str, model: str) -> float:
         """One of the model's Prometheus figures, as a scraper reads it from --metrics-port."""
         with urllib.request.urlopen(self.metrics_url, timeout=10) as response:

@@ -258,18 +258,26 @@ class Stub:
             for request in requests:
                 request._response_sender._close()
         held: list[int] = []
+        # The requests the model released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE: the
+        # server asks their scheduler to run them again.
+        rescheduled = [] if error is not None else [
+            index for index, request in enumerate(requests)
+            if request._release_flags & _RELEASE_RESCHEDULE
+        ]
         if not decoupled and error is None and responses is None:
-            held = _held_senders(requests)
-        self._send_executed(error, responses, out_block, fds, held)
+            held = [index for index in _held_senders(requests) if index not in rescheduled]
+        self._send_executed(error, responses, out_block, fds, held, rescheduled)
 
     def _send_executed(self, error: str | None, responses: Any, block: Any, fds: Any,
-                       held: list[int] | None = None) -> None:
+                       held: list[int] | None = None,
+                       rescheduled: list[int] | None = None) -> None:
         """Answer EXECUTE, saying how many async frames (responses sent through a response
-        sender) the server must handle first, and which requests the model will still answer
-        through their response sender (`held`)."""
+        sender) the server must handle first, which requests the model will still answer
+        through their response sender (`held`) and which it rescheduled."""
         try:
             self.exec_conn.send(
-                (messages.DONE, error, responses, self.async_conn.sent, block, held or []), fds
+                (messages.DONE, error, responses, self.async_conn.sent, block, held or [],
+                 rescheduled or []), fds
             )
         finally:
             for fd in fds:
