@@ -1,6 +1,6 @@
 """Logs as a Triton user reads them: the start-up tables, each model's "successfully unloaded"
-line at exit, the failures Triton logs (an exception in execute, a refused load request),
-verbose logging without libraries' chatter; and `tritium check`'s report."""
+line at exit, the failures Triton logs (an exception in execute, a refused load request, a stub
+that dies), verbose logging without libraries' chatter; and `tritium check`'s report."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ input {{ name: "IN" data_type: TYPE_FP32 dims: [ 1 ] }}
 output {{ name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] }}
 '''
 FAILING_MODEL = '''
+import os
+
 import triton_python_backend_utils as pb_utils
 
 
@@ -35,6 +37,8 @@ class TritonPythonModel:
         responses = []
         for request in requests:
             x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            if x[0] == -99:
+                os._exit(1)  # the stub dies
             if x[0] < 0:
                 raise pb_utils.TritonModelException("negative input refused")
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)]))
@@ -73,6 +77,12 @@ def stopped_server(tmp_path_factory: pytest.TempPathFactory):
             infer(httpclient, server.http_url, -1.0)
         with pytest.raises(InferenceServerException, match="failed to poll"):
             httpclient.InferenceServerClient(server.http_url).load_model("nosuch")
+        with pytest.raises(InferenceServerException, match="failed to poll"):
+            httpclient.InferenceServerClient(server.http_url).load_model(
+                "failing", config='{"max_batch_size": "many"}')
+        with pytest.raises(InferenceServerException, match="is not healthy"):
+            infer(httpclient, server.http_url, -99.0)
+        server.wait_log("Stub process 'failing_0' is not healthy.")
     return server.log()
 
 
@@ -102,6 +112,9 @@ def test_failures_are_logged(stopped_server: str) -> None:
                "TritonModelException: negative input refused" in line for line in errors), errors
     assert any("load request for 'nosuch' refused: no model folder of that name" in line
                for line in errors), errors
+    assert any("load request for 'failing' refused: its 'config' parameter: " in line
+               for line in errors), errors
+    assert any("Stub process 'failing_0' is not healthy." in line for line in errors), errors
 
 
 def test_verbose_log_has_no_library_chatter(stopped_server: str) -> None:

@@ -5,6 +5,7 @@ stub gives it (unittest.main in execute), relative imports of the version folder
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -70,6 +71,7 @@ def twice(value):
 # input tensors; and pb_utils constructors given wrong arguments. Answers a JSON report.
 CORNERS_MODEL = '''
 import json
+import threading
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -164,6 +166,28 @@ class TritonPythonModel:
         return None
 '''
 
+# A batch of several requests, each answered through its sender after execute returned.
+SENDER_BATCH_MODEL = '''
+import threading
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        pending = [(r.get_response_sender(), pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())
+                   for r in requests]
+        pb_utils.Logger.log_info(f"sender batch of {len(requests)}")
+
+        def later():
+            for sender, x in pending:
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x * 10)]),
+                            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+        threading.Thread(target=later).start()
+        return None
+'''
+
 MISSING_PACKAGE_MODEL = '''
 import tritium_no_such_package  # not installed anywhere
 
@@ -184,6 +208,10 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         'output { name: "REPORT" data_type: TYPE_STRING dims: [ 1 ] }'),
         files={"1/model.py": CORNERS_MODEL})
     write_model(repo, "sender", CONFIG.format(name="sender"), files={"1/model.py": SENDER_MODEL})
+    # Two requests always make one batch: the batcher waits for the second.
+    write_model(repo, "sender_batch", CONFIG.format(name="sender_batch").replace(
+        "max_batch_size: 0", "max_batch_size: 2\ndynamic_batching { preferred_batch_size: [ 2 ] "
+        "max_queue_delay_microseconds: 60000000 }"), files={"1/model.py": SENDER_BATCH_MODEL})
     write_model(repo, "missing_package", CONFIG.format(name="missing_package"),
                 files={"1/model.py": MISSING_PACKAGE_MODEL})
     with ServerProcess([repo], "--exit-on-error=false") as process:
@@ -267,3 +295,21 @@ def test_a_non_decoupled_model_answers_through_its_sender_as_in_triton(
     with pytest.raises(InferenceServerException) as info:
         sender_case(server, 0)
     assert "without sending a response" in info.value.message()
+
+
+def test_a_batch_answered_through_its_senders_after_execute(server: ServerProcess) -> None:
+    answers: dict[float, object] = {}
+
+    def ask(value: float) -> None:
+        client = httpclient.InferenceServerClient(server.http_url, network_timeout=120)
+        x = httpclient.InferInput("IN", [1, 1], "FP32")
+        x.set_data_from_numpy(np.array([[value]], dtype=np.float32))
+        answers[value] = client.infer("sender_batch", [x]).as_numpy("OUT").tolist()
+
+    threads = [threading.Thread(target=ask, args=(value,)) for value in (1.0, 2.0)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == {1.0: [[10.0]], 2.0: [[20.0]]}
+    server.wait_log("sender batch of 2")
