@@ -95,7 +95,7 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
     frontends: list[Frontend] = []
     if args.allow_grpc:
         frontends.append(GrpcFrontend(
-            server, args.grpc_address, args.grpc_port, args.grpc_restrictions,
+            server, args.grpc_address, args.grpc_port, args.grpc_restrictions, args.grpc_options,
             header_forward=args.grpc_header_forward_pattern,
             compression_level=args.grpc_infer_response_compression_level,
             reuse_port=args.reuse_grpc_port))

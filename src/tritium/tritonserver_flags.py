@@ -205,6 +205,27 @@ _HELP = {
     "--disable-auto-complete-config": "do not complete model configurations (default: false)",
     "--model-load-thread-count": "threads loading models (default: 4)",
     "--exit-timeout-secs": "on exit, seconds to wait for in-flight requests (default: 30)",
+    "--grpc-use-ssl": "serve gRPC over TLS (default: false)",
+    "--grpc-use-ssl-mutual": "serve gRPC over TLS and require client certificates signed by "
+                             "--grpc-root-cert (default: false)",
+    "--grpc-server-cert": "PEM file of the gRPC server's certificate",
+    "--grpc-server-key": "PEM file of the gRPC server's private key",
+    "--grpc-root-cert": "PEM file of the root certificate client certificates are checked "
+                        "against",
+    "--grpc-keepalive-time": "milliseconds between keepalive pings (default: 7200000)",
+    "--grpc-keepalive-timeout": "milliseconds to wait for a keepalive ping's acknowledgement "
+                                "(default: 20000)",
+    "--grpc-keepalive-permit-without-calls": "allow keepalive pings on a connection with no "
+                                             "call (default: false)",
+    "--grpc-http2-max-pings-without-data": "pings the server sends without data in between; "
+                                           "0 is no limit (default: 2)",
+    "--grpc-http2-min-recv-ping-interval-without-data": "fewest milliseconds between client "
+                                                        "pings without data (default: 300000)",
+    "--grpc-http2-max-ping-strikes": "pings too soon before the connection is closed; 0 is no "
+                                     "limit (default: 2)",
+    "--grpc-max-connection-age": "milliseconds a connection may live (default: unlimited)",
+    "--grpc-max-connection-age-grace": "milliseconds an aged connection gets to finish its "
+                                       "calls (default: unlimited)",
     "--log-verbose": "verbose logging level; 0 is off (default: 0)",
     "--log-info": "log info lines (default: true)",
     "--log-warning": "log warnings (default: true)",

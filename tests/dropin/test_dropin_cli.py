@@ -24,13 +24,13 @@ _SET_BY_TEST = {"--help", "--model-repository", "--model-store", "--http-port", 
                 "--log-file", "--backend-directory"}
 
 
-def triton_flags() -> list[tuple[str, str, bool]]:
-    """(flag, example value, added by the gRPC transport work) for each tritonserver flag."""
+def triton_flags() -> list[tuple[str, str]]:
+    """(flag, example value) for each tritonserver flag."""
     rows = []
     for line in FLAGS_FILE.read_text().splitlines():
         if line.startswith("--"):
-            parts = line.split()
-            rows.append((parts[0], parts[1], len(parts) > 2 and parts[2] == "h2"))
+            flag, value = line.split()
+            rows.append((flag, value))
     return rows
 
 
@@ -57,8 +57,8 @@ def test_a_server_starts_with_every_tritonserver_flag(repo: Path, tmp_path: Path
     backends = tmp_path / "backends"
     backends.mkdir()
     args = [f"--log-file={log_file}", f"--backend-directory={backends}"]
-    for flag, value, h2 in triton_flags():
-        if flag in _SET_BY_TEST or h2:
+    for flag, value in triton_flags():
+        if flag in _SET_BY_TEST:
             continue
         args.append(flag if value == "-" else f"{flag}={value}")
     with ServerProcess([repo], *args, f"--model-store={store}") as server:
@@ -75,9 +75,8 @@ def test_help_gives_every_flag_its_meaning() -> None:
     result = run_cli("serve", "--help")
     assert result.returncode == 0
     help_text = result.stdout
-    for flag, _, h2 in triton_flags():
-        if not h2:
-            assert flag in help_text, flag
+    for flag, _ in triton_flags():
+        assert flag in help_text, flag
     from tritium.cli import build_parser
 
     serve = build_parser()._subparsers._group_actions[0].choices["serve"]  # type: ignore

@@ -36,6 +36,7 @@ from .codec import (
     encode_infer_response,
     parse_infer_request,
 )
+from .options import GrpcOptions
 from .repository import RepositoryService
 from .server import GrpcServer
 from .shared_memory import handlers as shared_memory_handlers
@@ -58,11 +59,13 @@ class GrpcFrontend:
     """Serves Triton's gRPC API for `server` on `address:port` (port 0 picks a free port)."""
 
     def __init__(self, server: InferenceServer, address: str, port: int,
-                 restrictions: dict[str, Restriction] | None = None, *,
+                 restrictions: dict[str, Restriction] | None = None,
+                 options: GrpcOptions | None = None, *,
                  header_forward: re.Pattern[str] | None = None,
                  compression_level: str = "none", reuse_port: bool = False) -> None:
         self.server = server
         self.restrictions = restrictions or {}
+        self.options = options or GrpcOptions()
         # --grpc-header-forward-pattern, --grpc-infer-response-compression-level,
         # --reuse-grpc-port.
         self.header_forward = header_forward
@@ -83,10 +86,14 @@ class GrpcFrontend:
         )
         routes = {f"/{SERVICE}/{name}": handler for name, handler in handlers.items()}
         routes.update({f"/{HEALTH_SERVICE}/{name}": handler for name, handler in health.items()})
-        grpc_server = GrpcServer(routes, compression_level=self.compression_level)
+        options = self.options
+        grpc_server = GrpcServer(routes, options.limits, options.max_message_size,
+                                 compression_level=self.compression_level)
         host = self.address.strip("[]")
+        ssl_context = options.ssl.context() if options.ssl is not None else None
         try:
-            bound = await grpc_server.start(host, self.port, reuse_port=self.reuse_port)
+            bound = await grpc_server.start(host, self.port, ssl_context,
+                                            reuse_port=self.reuse_port)
         except OSError:
             target = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
             raise OSError(
