@@ -204,7 +204,7 @@ class InferenceServer:
             return False
         return model.is_ready()
 
-    def model_metadata(self, name: str, version: str = "") -> dict[str, Any]:
+    def model_metadata(self, name: str, version: str | int = "") -> dict[str, Any]:
         model = self._model(name, version)
         config = model.config
         batch = [-1] if config.max_batch_size > 0 else []
@@ -235,7 +235,7 @@ class InferenceServer:
     def model_config(self, name: str, version: str | int = "") -> mc.ModelConfig:
         return self._model(name, version).config
 
-    def model_config_json(self, name: str, version: str = "") -> dict[str, Any]:
+    def model_config_json(self, name: str, version: str | int = "") -> dict[str, Any]:
         return model_config_to_json(self.model_config(name, version))
 
     def model_states(self) -> dict[str, dict[int, VersionStatus]]:

@@ -8,7 +8,9 @@ real tritonclient drives both over HTTP and gRPC (streams for the decoupled one)
 from __future__ import annotations
 
 import ctypes
+import json
 import queue
+import signal
 import time
 
 import numpy as np
@@ -38,12 +40,18 @@ def _io(count: int) -> str:
     return "\n".join(lines)
 
 
+# Execute batches run through the CPython extension (the hot path) when it builds, else through
+# ctypes: every test here runs against a server on each path.
+RUNNERS = {"hotpath": "the hot path", "ctypes": "ctypes"}
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def repository(tmp_path_factory):
+    """(backend directory, model repository): compiled and written once for the module."""
     base = tmp_path_factory.mktemp("native")
     backends = compile_backends(base / "backends", {
         "native_identity": "identity", "native_repeat": "repeat", "native_errors": "errors",
-        "native_bls": "bls", "native_accumulate": "accumulate",
+        "native_bls": "bls", "native_accumulate": "accumulate", "native_queries": "queries",
     })
     repo = base / "models"
     all_io = _io(len(DTYPES))
@@ -73,8 +81,27 @@ def server(tmp_path_factory):
                 'sequence_batching { state [ { input_name: "STATE_IN" output_name: "STATE_OUT"'
                 ' data_type: TYPE_FP32 dims: [ 1 ] } ] }\n'
                 'instance_group [ { kind: KIND_CPU count: 2 } ]\n')  # a slot per sequence
+    write_model(repo, "queries", 'backend: "native_queries"\n'
+                'input [ { name: "MODEL" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+                'output [ { name: "ANSWER" data_type: TYPE_STRING dims: [ 1 ] } ]\n')
+    # Backends in a model's own folders (Triton searches <model>/<version>/, then <model>/,
+    # before the backend directory): a name the backend directory does not have.
+    local = compile_backends(base / "local", {"model_local": "identity"})
+    library = local / "model_local" / "libtriton_model_local.so"
+    fp32_local = 'backend: "model_local"\n' + fp32
+    write_model(repo, "in_model_folder", fp32_local, {"libtriton_model_local.so": library})
+    write_model(repo, "in_version_folder", fp32_local, {
+        "1/libtriton_model_local.so": library, "libtriton_model_local.so": library})
+    return backends, repo
+
+
+@pytest.fixture(scope="module", params=list(RUNNERS))
+def server(request, repository):
+    backends, repo = repository
+    env = {"TRITIUM_NATIVE_HOTPATH": "1" if request.param == "hotpath" else "0"}
     with ServerProcess([repo], f"--backend-directory={backends}",
-                       "--backend-config=native_identity,answer=42") as process:
+                       "--backend-config=native_identity,answer=42", env=env) as process:
+        process.runner = request.param
         yield process
 
 
@@ -106,7 +133,7 @@ def _all_inputs(module, rng):
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_identity_every_datatype_matches_the_python_identity(request, protocol):
+def test_identity_every_datatype_matches_the_python_identity(request, server, protocol):
     client = request.getfixturevalue(protocol)
     module = httpclient if protocol == "http" else grpcclient
     inputs, expected = _all_inputs(module, np.random.default_rng(3))
@@ -149,6 +176,25 @@ def test_batched_concurrent_requests_on_two_preferred_instances(http, grpc):
     native = grpc.infer("identity_fp32", [tensor]).as_numpy("OUTPUT0")
     python = grpc.infer("py_identity_fp32", [tensor]).as_numpy("OUTPUT0")
     np.testing.assert_array_equal(native, python)
+
+
+def test_execute_batches_run_through_the_runner_asked_for(server, http):
+    assert http.is_model_ready("identity_all")
+    assert f"Execute batches through {RUNNERS[server.runner]}" in _log_line(
+        server, "Execute batches through")
+
+
+def test_backend_library_in_the_model_folder_then_the_version_folder(server, http):
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for model in ("in_model_folder", "in_version_folder"):
+        tensor = httpclient.InferInput("INPUT0", [2, 3], "FP32")
+        tensor.set_data_from_numpy(data)
+        np.testing.assert_array_equal(http.infer(model, [tensor]).as_numpy("OUTPUT0"), data)
+    loaded = [line for line in server.log().splitlines() if "loaded backend 'model_local'" in line]
+    # One backend per library file, the version folder's first where both are present.
+    assert len(loaded) == 2
+    assert any(line.endswith("in_model_folder/libtriton_model_local.so") for line in loaded)
+    assert any(line.endswith("in_version_folder/1/libtriton_model_local.so") for line in loaded)
 
 
 def test_backend_config_reaches_the_backend_log(server, http):
@@ -219,6 +265,22 @@ def test_errors_per_request_and_from_execute_leave_the_server_serving(server, ht
     assert grpc.infer("errors", [tensor]).as_numpy("OUTPUT0").tolist() == [5]
 
 
+def test_a_segfaulting_backend_takes_its_server_down_with_the_stacks_in_the_log(repository):
+    # As in Triton, a backend runs in the server's process: a crash ends the process (a server
+    # of its own here). Before it dies, the log names what was running.
+    backends, repo = repository
+    with ServerProcess([repo], f"--backend-directory={backends}", "--model-control-mode=explicit",
+                       "--load-model=errors") as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        assert _errors(client, 3).as_numpy("OUTPUT0").tolist() == [3]
+        with pytest.raises(Exception):  # noqa: B017 - the connection drops, whatever the type
+            _errors(client, -11)
+        assert process.wait_exit() == -signal.SIGSEGV
+        log = process.log()
+        assert "Fatal Python error: Segmentation fault" in log
+        assert "model_instance_execute" in log
+
+
 def test_custom_metrics_on_the_metrics_endpoint(server, http):
     before = server.metric("native_test_requests_total", "errors") if _has_metric(server) else 0
     _errors(http, 11)
@@ -239,6 +301,38 @@ def test_bls_through_server_infer_async(http, grpc):
         tensor = module.InferInput("INPUT0", [1, 3], "FP32")
         tensor.set_data_from_numpy(data)
         np.testing.assert_array_equal(client.infer("bls", [tensor]).as_numpy("OUTPUT0"), 2 * data)
+
+
+def _ask(client, model: str, **options) -> dict:
+    module = httpclient if isinstance(client, httpclient.InferenceServerClient) else grpcclient
+    tensor = module.InferInput("MODEL", [1], "BYTES")
+    tensor.set_data_from_numpy(np.array([model.encode()], dtype=np.object_))
+    return json.loads(client.infer("queries", [tensor], **options).as_numpy("ANSWER")[0])
+
+
+def test_request_id_correlation_and_parameters_reach_the_backend(http, grpc):
+    parameters = {"text": "abc", "count": 7, "flag": True}
+    for client, extra in ((http, {"ratio": 0.5}), (grpc, {})):  # gRPC takes no double (Triton)
+        sent = {**parameters, **extra}
+        got = _ask(client, "?request", request_id="r-17", parameters=sent)
+        assert got == {"id": "r-17", "flags": 0, "correlation": 0, "parameters": sent}
+    assert _ask(grpc, "?request", sequence_id=42)["correlation"] == 42
+    assert _ask(grpc, "?request", sequence_id="s-9")["correlation"] == "s-9"
+
+
+def test_server_queries_answer_what_the_endpoints_answer(http):
+    assert _ask(http, "no_such_model") == {"server_ready": True, "model_ready": False}
+    batched = _ask(http, "identity_fp32")
+    assert batched["model_ready"] and batched["server_ready"]
+    assert batched["batch"] == 2 and batched["transaction"] == 1  # FIRST_DIM, ONE_TO_ONE
+    assert batched["server"] == http.get_server_metadata()
+    assert batched["model"] == http.get_model_metadata("identity_fp32")
+    assert batched["config"] == http.get_model_config("identity_fp32")
+    ready = {entry["name"] for entry in http.get_model_repository_index()
+             if entry.get("state") == "READY"}
+    assert {entry["name"] for entry in batched["index"]} == ready
+    decoupled = _ask(http, "repeat")
+    assert decoupled["batch"] == 1 and decoupled["transaction"] == 2  # UNKNOWN, DECOUPLED
 
 
 def test_implicit_state_with_the_sequence_batcher(grpc):
@@ -298,3 +392,20 @@ def test_without_a_compiler_only_native_backends_are_unavailable(tmp_path):
         tensor = httpclient.InferInput("INPUT0", [1, 2], "FP32")
         tensor.set_data_from_numpy(np.ones((1, 2), np.float32))
         assert client.infer("python", [tensor]).as_numpy("OUTPUT0").tolist() == [[1.0, 1.0]]
+
+
+def test_without_python_headers_execute_batches_fall_back_to_ctypes(monkeypatch, caplog):
+    from tritium.backend.native import batch, build
+    from tritium.backend.native.host import library
+    from tritium.errors import TritonError
+
+    def no_headers():
+        raise TritonError.unavailable("the native hot path needs Python's C headers (Python.h)")
+
+    monkeypatch.setattr(batch, "_runner", None)
+    monkeypatch.setattr(build, "hotpath_path", no_headers)
+    monkeypatch.delenv(batch.HOTPATH_ENV, raising=False)
+    with caplog.at_level("WARNING", logger="tritium.backend.native"):
+        runner = batch.runner(library())
+    assert isinstance(runner, batch.CtypesRunner)
+    assert "through ctypes, slower" in caplog.text and "Python.h" in caplog.text

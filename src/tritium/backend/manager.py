@@ -1,6 +1,10 @@
 """BackendManager: finds a backend by name, loads it once, shares it, finalizes it last.
 
 Search order, as DESIGN.md section 2 lays out:
+0. For a model: a compiled Triton backend in the model's own folder, first in its version folder
+   (`<model>/<version>/libtriton_<name>.so`), then `<model>/libtriton_<name>.so`, as Triton
+   searches them before its backend directory. Such a library is a backend of its own, keyed
+   by its path (two models with their own copy get two backends, as in Triton).
 1. `--backend-directory DIR`: `DIR/<name>/backend.py` (or a package `__init__.py`) with the entry
    points; `DIR/<name>/model.py` is a Python-based backend run by the `python` backend;
    `DIR/<name>/libtriton_<name>.so` is a compiled Triton backend (see `native/`).
@@ -31,6 +35,7 @@ ENTRY_POINT_GROUP = "tritium.backends"
 BUILTIN_PACKAGE = "tritium.builtin_backends"
 # Settings Triton passes to every backend along with the user's --backend-config.
 DEFAULT_BACKEND_CONFIG = {"default-max-batch-size": "4"}
+DEFAULT_BACKEND_DIRECTORY = Path("/opt/tritonserver/backends")
 
 
 @dataclass
@@ -41,6 +46,7 @@ class LoadedBackend:
     library: BackendLibrary
     attributes: BackendAttributes
     users: int = 0
+    key: str = ""  # what the manager knows it by: the name, or a model-local library's path
 
 
 class BackendManager:
@@ -58,13 +64,18 @@ class BackendManager:
         self._loaded: dict[str, LoadedBackend] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, name: str) -> LoadedBackend:
-        """The backend `name`, loading and initializing it on first use."""
+    def acquire(self, name: str, model_path: Path | None = None,
+                version: int | None = None) -> LoadedBackend:
+        """The backend `name` for the model at `model_path` (version `version`), loading and
+        initializing it on first use."""
+        local = self._model_library(name, model_path, version)
+        key = str(local) if local is not None else name
         with self._lock:
-            loaded = self._loaded.get(name)
+            loaded = self._loaded.get(key)
             if loaded is None:
-                loaded = self._load(name)
-                self._loaded[name] = loaded
+                loaded = self._load(name, local)
+                loaded.key = key
+                self._loaded[key] = loaded
             loaded.users += 1
             return loaded
 
@@ -72,9 +83,10 @@ class BackendManager:
         """Drop one user; the last one finalizes the backend (TRITONBACKEND_Finalize)."""
         with self._lock:
             loaded.users -= 1
-            if loaded.users > 0 or self._loaded.get(loaded.handle.name) is not loaded:
+            key = loaded.key or loaded.handle.name
+            if loaded.users > 0 or self._loaded.get(key) is not loaded:
                 return
-            del self._loaded[loaded.handle.name]
+            del self._loaded[key]
         self._finalize(loaded)
 
     def finalize_all(self) -> None:
@@ -86,7 +98,7 @@ class BackendManager:
 
     def loaded_names(self) -> list[str]:
         with self._lock:
-            return sorted(self._loaded)
+            return sorted(loaded.handle.name for loaded in self._loaded.values())
 
     def loaded_backends(self) -> list[tuple[str, str, dict[str, str]]]:
         """(name, where it was loaded from, its configuration) of each loaded backend."""
@@ -100,8 +112,11 @@ class BackendManager:
         merged.update(self._config.get(name, {}))
         return merged
 
-    def _load(self, name: str) -> LoadedBackend:
-        implementation, directory, origin = self._find(name)
+    def _load(self, name: str, local: Path | None = None) -> LoadedBackend:
+        found: tuple[object, Path | None, str] = (
+            (self._native(name, local), local.parent, str(local)) if local is not None
+            else self._find(name))
+        implementation, directory, origin = found
         library = BackendLibrary(name, implementation, origin)
         handle = Backend(name, directory, self.config_for(name))
         library.initialize(handle)
@@ -116,11 +131,36 @@ class BackendManager:
         except Exception:  # a failing finalize must not stop the others
             log.exception("backend '%s' failed to finalize", loaded.handle.name)
 
-    def _find(self, name: str) -> tuple[object, Path | None, str]:
+    @staticmethod
+    def _check_name(name: str) -> None:
         if not name or "/" in name or name.startswith("."):
             raise TritonError.invalid_arg(f"invalid backend name '{name}'")
+
+    def _model_library(self, name: str, model_path: Path | None,
+                       version: int | None) -> Path | None:
+        """A compiled backend in the model's version folder or model folder (Triton's order)."""
+        if model_path is None:
+            return None
+        self._check_name(name)
+        folders = [model_path / str(version)] if version is not None else []
+        for folder in [*folders, model_path]:
+            library = folder / f"libtriton_{name}.so"
+            if library.is_file():
+                return library
+        return None
+
+    def _native(self, name: str, library: Path) -> object:
+        """A compiled Triton backend, run through Tritium's C API library."""
+        from .native import NativeBackend
+
+        # Triton hands every backend its --backend-directory (default /opt/tritonserver/backends).
+        directory = self._directories[0] if self._directories else DEFAULT_BACKEND_DIRECTORY
+        return NativeBackend(name, library, directory)
+
+    def _find(self, name: str) -> tuple[object, Path | None, str]:
+        self._check_name(name)
         for base in self._directories:
-            found = self._find_in_directory(base / name, name)
+            found = self._find_in_directory(base, name)
             if found is not None:
                 return found
         for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -135,7 +175,8 @@ class BackendManager:
             f"'{ENTRY_POINT_GROUP}' and the built-in backends)"
         )
 
-    def _find_in_directory(self, folder: Path, name: str) -> tuple[object, Path, str] | None:
+    def _find_in_directory(self, base: Path, name: str) -> tuple[object, Path, str] | None:
+        folder = base / name
         if not folder.is_dir():
             return None
         for filename in ("backend.py", "__init__.py"):
@@ -156,7 +197,7 @@ class BackendManager:
             # A compiled Triton backend, run through Tritium's C API library.
             from .native import NativeBackend
 
-            return NativeBackend(name, shared_library), folder, str(shared_library)
+            return NativeBackend(name, shared_library, base), folder, str(shared_library)
         return None
 
 

@@ -18,7 +18,8 @@ class ServerApi(Protocol):
     """What a backend may ask of the server (the TRITONSERVER_* API a backend can call).
 
     `model.server` holds it. Python-backend BLS, `pb_utils.is_model_ready`/`load_model`/
-    `unload_model` and custom metrics go through here, never through the server's internals.
+    `unload_model`, custom metrics and a compiled backend's TRITONSERVER_Server* calls go
+    through here, never through the server's internals.
     """
 
     metrics: MetricRegistry
@@ -36,6 +37,21 @@ class ServerApi(Protocol):
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         """TRITONSERVER_ServerUnloadModel(AndDependents)."""
+
+    def is_ready(self) -> bool:
+        """TRITONSERVER_ServerIsReady."""
+
+    def metadata(self) -> dict[str, Any]:
+        """TRITONSERVER_ServerMetadata: name, version, extensions."""
+
+    def model_metadata(self, name: str, version: str | int = "") -> dict[str, Any]:
+        """TRITONSERVER_ServerModelMetadata (version -1 or "": the version policy picks)."""
+
+    def model_config_json(self, name: str, version: str | int = "") -> dict[str, Any]:
+        """TRITONSERVER_ServerModelConfig: the model's configuration as Triton's JSON."""
+
+    def repository_index(self, ready_only: bool = False) -> list[dict[str, str]]:
+        """TRITONSERVER_ServerModelIndex: name, and version/state/reason once tried."""
 
 
 class NoServer:
@@ -56,3 +72,18 @@ class NoServer:
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         raise TritonError.unavailable(f"no server to unload model '{name}' from")
+
+    def is_ready(self) -> bool:
+        return False
+
+    def metadata(self) -> dict[str, Any]:
+        raise TritonError.unavailable("no server to describe")
+
+    def model_metadata(self, name: str, version: str | int = "") -> dict[str, Any]:
+        raise TritonError.unavailable(f"no server holding model '{name}'")
+
+    def model_config_json(self, name: str, version: str | int = "") -> dict[str, Any]:
+        raise TritonError.unavailable(f"no server holding model '{name}'")
+
+    def repository_index(self, ready_only: bool = False) -> list[dict[str, str]]:
+        return []

@@ -74,7 +74,7 @@ class TritonModel(LoadedModel):
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
     ) -> TritonModel:
-        loaded = backends.acquire(config.backend)
+        loaded = backends.acquire(config.backend, model_path, version)
         try:
             handle = ModelHandle(
                 loaded.handle,

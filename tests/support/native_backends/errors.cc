@@ -2,11 +2,14 @@
 //   v >= 0 : OUTPUT0 = v (FINAL), then (v == 7) a second send, refused by the server
 //   v <  0 : an INVALID_ARG error response for that request only
 //   v == -8: released without any response;  v == -9: neither answered nor released
+//   v == -11: a segmentation fault (a write through a null pointer)
 // A model with config parameter "execute_error" fails Execute itself. Custom metrics: a
 // counter of requests and a gauge of the last value, labelled with the model name.
 #include <string>
 
 #include "common.h"
+
+static int* volatile g_nowhere = nullptr;  // volatile: the compiler cannot see it is null
 
 struct ModelState {
   bool execute_error = false;
@@ -66,6 +69,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     RETURN_IF_ERROR(gather(input, 1, reinterpret_cast<char*>(&value)));
     RETURN_IF_ERROR(TRITONSERVER_MetricIncrement(state->counter, 1));
     RETURN_IF_ERROR(TRITONSERVER_MetricSet(state->gauge, value));
+    if (value == -11) *g_nowhere = value;
     if (value == -9) continue;  // kept: neither answered nor released
     if (value == -8) {
       RETURN_IF_ERROR(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL));

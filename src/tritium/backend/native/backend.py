@@ -7,12 +7,13 @@ points (`initialize`, `model_initialize`, ..., `model_instance_execute`), so Bac
 the life cycle, the schedulers and the frontends treat it like any other backend. The C
 handles it creates live in the `state` slots of Tritium's Backend/Model/ModelInstance handles.
 
-Execute: the server's requests become TRITONBACKEND_Request objects pointing at the request
-tensors, and TRITONBACKEND_ModelInstanceExecute runs with the GIL released. If it returns an
-error, the requests are still the server's: they get that error. For a model that is not
-decoupled, requests the backend released but has not answered yet are waited for before
-execute returns (their answer comes from a backend thread); a request the backend neither
-released nor answered gets Tritium's "returned from execute without sending a response".
+Execute: the batch runner (`batch`) turns the server's requests into TRITONBACKEND_Request
+objects pointing at the request tensors, runs TRITONBACKEND_ModelInstanceExecute with the GIL
+released, and delivers the responses it sent. If Execute returns an error, the requests are
+still the server's: they get that error. For a model that is not decoupled, requests the
+backend released but has not answered yet are waited for before execute returns (their answer
+comes from a backend thread); a request the backend neither released nor answered gets
+Tritium's "returned from execute without sending a response".
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from ...request import InferenceRequest
 from ..api import BackendAttributes
 from ..handles import Backend, ExecutionPolicy, Model, ModelInstance
 from . import server_calls
-from .host import deliver_response, library
+from .batch import BatchRunner, runner
+from .host import library
 from .library import TOKENS, Library, new_token
-from .requests import PendingRequest, build_request
 
 log = logging.getLogger("tritium.backend.native")
 
@@ -96,10 +97,12 @@ class NativeInstance:
 class NativeBackend:
     """The entry points of one compiled backend library."""
 
-    def __init__(self, name: str, path: Path) -> None:
+    def __init__(self, name: str, path: Path, backend_directory: Path) -> None:
         self.name = name
         self.path = path
+        self.backend_directory = backend_directory
         self.lib: Library = library()
+        self.batch: BatchRunner = runner(self.lib)
         try:
             needed = server_library_names(path)
         except (ELFError, OSError) as exc:
@@ -123,9 +126,10 @@ class NativeBackend:
         if self._entry["TRITONBACKEND_ModelInstanceExecute"] is None:
             raise TritonError.invalid_arg(
                 f"backend '{name}' ({path}) does not define TRITONBACKEND_ModelInstanceExecute")
-        # Called through tritium_execute, which holds back this thread's responses.
-        self._execute_address = ctypes.cast(
-            self._entry["TRITONBACKEND_ModelInstanceExecute"], c_void_p).value
+        # Called by the batch runner through tritium_execute, which holds back this thread's
+        # responses until Execute returns.
+        self._execute_address: int = ctypes.cast(
+            self._entry["TRITONBACKEND_ModelInstanceExecute"], c_void_p).value or 0
 
     def _call(self, symbol: str, *args: Any) -> None:
         function = self._entry[symbol]
@@ -137,7 +141,7 @@ class NativeBackend:
 
     # ---- backend ----
     def initialize(self, backend: Backend) -> None:
-        cmdline = {"backend-directory": str(self.path.parent.parent), **backend.config}
+        cmdline = {"backend-directory": str(self.backend_directory), **backend.config}
         location = str(self.path.parent)
         handle = self.lib.tritium_backend_new(
             0, self.name.encode(), location.encode(),
@@ -232,7 +236,7 @@ class NativeBackend:
             self._call("TRITONBACKEND_ModelInstanceFinalize", instance.state.handle)
         finally:
             self._drop_instance(instance)
-            self.lib.forget_finished()
+            self.batch.forget_finished()
 
     def _drop_instance(self, instance: ModelInstance) -> None:
         native: NativeInstance = instance.state
@@ -240,43 +244,15 @@ class NativeBackend:
         self.lib.tritium_instance_delete(native.handle)
         instance.state = None
 
-    def _deliver_queued(self) -> None:
-        """The responses Execute sent from its own thread (see tritium_execute)."""
-        count = self.lib.tritium_queued_count()
-        if not count:
-            return
-        token, handle, flags = c_uint64(), c_void_p(), c_uint32()
-        error, stamps = c_void_p(), POINTER(c_uint64)()
-        try:
-            for index in range(count):
-                self.lib.tritium_queued(index, token, handle, flags, error, stamps)
-                try:
-                    deliver_response(self.lib, token.value, handle.value, flags.value,
-                                     error.value, stamps)
-                except TritonError:  # e.g. the client's request was already answered
-                    log.debug("a queued response could not be delivered", exc_info=True)
-        finally:
-            self.lib.tritium_queued_clear()
-
     def model_instance_execute(
         self, instance: ModelInstance, requests: Sequence[InferenceRequest]
     ) -> None:
         native: NativeInstance = instance.state
-        model_name = native.model.name
-        pendings: list[PendingRequest] = []
-        handles: list[int] = []
-        for request in requests:
-            pending = PendingRequest(request, model_name)
-            token = new_token(pending)
-            pendings.append(pending)
-            handles.append(build_request(self.lib, native.handle, token, pending,
-                                         native.model.output_names))
-        array = (c_void_p * len(handles))(*handles)
-        queue = int(not native.model.decoupled)
-        error = self.lib.take_error(self.lib.tritium_execute(
-            self._execute_address, native.handle, array, len(handles), queue))
-        self._deliver_queued()
-        self.lib.forget_finished()
+        decoupled = native.model.decoupled
+        error_pointer, pendings, handles = self.batch.execute(
+            self._execute_address, native.handle, native.model.name, not decoupled, requests,
+            native.model.output_names)
+        error = self.lib.take_error(error_pointer)
         if error is not None:
             # Ownership stayed with the server: answer and free what was not released.
             for pending, handle in zip(pendings, handles, strict=True):
@@ -286,7 +262,7 @@ class NativeBackend:
                     pending.released = True
                     self.lib.tritium_request_delete(handle)
             return
-        if not native.model.decoupled:
+        if not decoupled:
             for pending in pendings:
                 if pending.released and not pending.completed:
                     pending.wait()

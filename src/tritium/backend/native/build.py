@@ -8,6 +8,11 @@ a per-user cache directory keyed by the sources' hash, under a file lock so conc
 build once. Without a compiler every other part of Tritium works; loading a native backend then
 fails UNAVAILABLE with the reason.
 
+The hot path between Tritium's Python server and that library (one call per Execute batch,
+`csrc/python/hotpath.cc`) is a CPython extension compiled next to it against this
+interpreter's and numpy's headers, `_hotpath-<numpy version><extension suffix>`. Without
+Python's headers it is not built and native backends run through ctypes alone (slower).
+
 A backend whose DT_NEEDED names the server library under another file name (a wheel-repaired
 `libtritonserver-<hash>.so`) gets an alias: an empty shared object carrying that soname, loaded
 RTLD_GLOBAL, so the dynamic loader finds the name already loaded and binds the backend's
@@ -23,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -32,6 +38,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 SOURCES = sorted((PACKAGE_DIR / "csrc").glob("*.cc"))
 HEADERS = [*sorted((PACKAGE_DIR / "csrc").glob("*.h")),
            PACKAGE_DIR / "include" / "tritium_triton_api.h"]
+HOTPATH_SOURCE = PACKAGE_DIR / "csrc" / "python" / "hotpath.cc"
 INCLUDE_DIR = PACKAGE_DIR / "include"
 SONAME = "libtritonserver.so"
 _SONAME_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
@@ -57,7 +64,7 @@ def cache_dir() -> Path:
 
 def _digest(cxx: str) -> str:
     digest = hashlib.sha256(cxx.encode())
-    for path in SOURCES + HEADERS:
+    for path in SOURCES + HEADERS + [HOTPATH_SOURCE]:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -93,6 +100,27 @@ def library_path() -> Path:
     return target
 
 
+def hotpath_path() -> Path:
+    """The hot-path extension for this interpreter and numpy, compiled on first use."""
+    import numpy
+
+    library = library_path()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    target = library.parent / f"_hotpath-{numpy.__version__}{suffix}"
+    if not target.exists():
+        python_include = sysconfig.get_paths()["include"]
+        if not (Path(python_include) / "Python.h").is_file():
+            raise TritonError.unavailable(
+                f"the native hot path needs Python's C headers ({python_include}/Python.h is "
+                "missing: install the python3-dev package of this interpreter)")
+        _locked_build(target, [
+            compiler(), "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
+            f"-I{python_include}", f"-I{numpy.get_include()}", str(HOTPATH_SOURCE),
+            f"-L{library.parent}", "-ltritonserver", "-Wl,-rpath,$ORIGIN",
+        ])
+    return target
+
+
 def alias_path(soname: str) -> Path:
     """An empty shared object whose soname is `soname` (see the module docstring)."""
     if not _SONAME_RE.match(soname):
@@ -114,6 +142,10 @@ def main() -> int:
     except TritonError as exc:
         print(f"tritium: {exc}", file=sys.stderr)
         return 1
+    try:
+        print(hotpath_path())
+    except TritonError as exc:  # native backends still work, through ctypes only
+        print(f"tritium: {exc}", file=sys.stderr)
     return 0
 
 

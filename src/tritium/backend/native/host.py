@@ -8,6 +8,7 @@ the model's handle; server-wide calls (BLS, model control, metrics) to `server_c
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import threading
 from collections.abc import Callable
@@ -99,11 +100,6 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
             request.compute_input_end_ns = stamps[1]
             request.compute_output_start_ns = stamps[2]
 
-    def batch_statistics(_instance: int, _batch_size: int, _stamps: Any) -> None:
-        # Tritium derives batch statistics from the per-request timestamps of the batch
-        # (ModelInstanceReportStatistics above), so the backend's batch report adds nothing.
-        return None
-
     def state_update(token: int, state: int) -> None:
         pending = _pending(token)
         tensor = read_state(lib, state, pending.model_name)
@@ -148,7 +144,6 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         "model_config": _guarded(lib, model_config),
         "model_set_config": _guarded(lib, model_set_config),
         "statistics": statistics,
-        "batch_statistics": batch_statistics,
         "state_update": _guarded(lib, state_update),
         "server_call": _guarded(lib, server_call),
         "infer_async": _guarded(lib, infer_async),
@@ -171,4 +166,9 @@ def library() -> Library:
         if _library is None:
             _library = Library(str(build.library_path()))
             _library.install_host(callbacks(_library))
+            # A compiled backend runs in the server's process: if it crashes (segfault, abort),
+            # the process dies as Triton's does, but first the log gets every thread's Python
+            # stack, naming the entry point (model_instance_execute...) that was running.
+            if not faulthandler.is_enabled():
+                faulthandler.enable(all_threads=True)
         return _library

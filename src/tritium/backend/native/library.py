@@ -39,11 +39,11 @@ _CODE_NUMBERS = {code: number for number, code in enumerate(_CODES)}
 
 # Python objects the library refers to by token: pending requests, models, instances.
 TOKENS: dict[int, Any] = {}
-_counter = itertools.count(1)
+TOKEN_COUNTER = itertools.count(1)
 
 
 def new_token(obj: Any) -> int:
-    token = next(_counter)
+    token = next(TOKEN_COUNTER)
     TOKENS[token] = obj
     return token
 
@@ -57,7 +57,6 @@ HOST_FIELDS = [
     ("model_config", CFUNCTYPE(c_void_p, c_uint64, POINTER(c_void_p))),
     ("model_set_config", CFUNCTYPE(c_void_p, c_uint64, c_char_p)),
     ("statistics", CFUNCTYPE(None, c_uint64, c_uint64, c_int, POINTER(c_uint64))),
-    ("batch_statistics", CFUNCTYPE(None, c_uint64, c_uint64, POINTER(c_uint64))),
     ("state_update", CFUNCTYPE(c_void_p, c_uint64, c_void_p)),
     ("server_call", CFUNCTYPE(c_void_p, c_int, c_char_p, c_int64, c_char_p, POINTER(c_int64),
                               POINTER(c_void_p))),

@@ -59,20 +59,21 @@ def _require() -> ServerApi:
     return _server
 
 
-def _version(version: int) -> str:
-    return str(version) if version > 0 else ""
+def _version(version: int) -> int:
+    """Triton's int64 model version: 0 or -1 let the version policy pick."""
+    return version if version > 0 else -1
 
 
 def server_call(op: int, name: str, version: int, argument: str | None) -> int | str:
-    server: Any = _require()
+    server = _require()
     if op == 1:
         return int(server.model_ready(name, _version(version)))
-    if op == 2:
-        config = server.model_config(name, _version(version))
-        return 2 if config.model_transaction_policy.decoupled else 1
-    if op == 3:
-        config = server.model_config(name, _version(version))
-        return 2 if config.max_batch_size > 0 else 1
+    if op in (2, 3):
+        config = server.model_config_json(name, _version(version))
+        if op == 2:
+            decoupled = config.get("model_transaction_policy", {}).get("decoupled", False)
+            return 2 if decoupled else 1
+        return 2 if config.get("max_batch_size", 0) > 0 else 1
     if op == 4:
         server.load_model(name, _load_parameters(argument or "{}"))
         return 0

@@ -268,11 +268,10 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportBatchStatistics(
-    TRITONBACKEND_ModelInstance* instance, const uint64_t batch_size, const uint64_t exec_start_ns,
-    const uint64_t compute_start_ns, const uint64_t compute_end_ns, const uint64_t exec_end_ns) {
-  if (!g_host_set) return no_host("TRITONBACKEND_ModelInstanceReportBatchStatistics");
-  const uint64_t ts[4] = {exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns};
-  g_host.batch_statistics(instance->token, batch_size, ts);
+    TRITONBACKEND_ModelInstance*, const uint64_t, const uint64_t, const uint64_t, const uint64_t,
+    const uint64_t) {
+  // Tritium derives batch statistics from the per-request timestamps of the batch
+  // (ModelInstanceReportStatistics above), so the backend's batch report adds nothing.
   return nullptr;
 }
 

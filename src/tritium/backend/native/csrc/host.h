@@ -179,8 +179,6 @@ struct TritiumHost {
   TRITONSERVER_Error* (*model_set_config)(uint64_t model_token, const char* json);
   void (*statistics)(uint64_t instance_token, uint64_t request_token, int success,
                      const uint64_t* timestamps);
-  void (*batch_statistics)(uint64_t instance_token, uint64_t batch_size,
-                           const uint64_t* timestamps);
   TRITONSERVER_Error* (*state_update)(uint64_t token, TRITONBACKEND_State* state);
   // Server queries and model control: `op` names the call, answers come back in out_int
   // and/or out_message (a JSON message the caller owns).

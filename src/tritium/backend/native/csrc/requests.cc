@@ -8,7 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "host.h"
+#include "host.h"  // first: it makes the API header export what it declares
+#include "exports.h"
 
 static std::mutex g_finished_lock;
 static std::vector<uint64_t> g_finished;
@@ -177,25 +178,24 @@ TRITIUM_EXPORT void tritium_request_add_parameter(
 // The server takes a request back (Execute failed, or the instance is going away).
 TRITIUM_EXPORT void tritium_request_delete(TRITONBACKEND_Request* r) { delete r; }
 
-// Every output of a response in one call (the server copies them out right after).
-struct OutputInfo {
-  const char* name;
-  int32_t datatype;
-  uint32_t dims;
-  const int64_t* shape;
-  const void* buffer;
-  uint64_t byte_size;
-};
-
+// Every output of a response in one call (the server copies or takes them right after).
 TRITIUM_EXPORT uint32_t tritium_response_outputs(
-    TRITONBACKEND_Response* r, OutputInfo* out, uint32_t capacity) {
+    TRITONBACKEND_Response* r, TritiumOutputInfo* out, uint32_t capacity) {
   uint32_t n = 0;
   for (const auto& o : r->outputs) {
     if (n == capacity) break;
-    out[n++] = OutputInfo{o.name.c_str(), o.datatype, static_cast<uint32_t>(o.shape.size()),
-                          o.shape.data(), o.buffer, o.buffer != nullptr ? o.byte_size : 0};
+    out[n++] = TritiumOutputInfo{o.name.c_str(), o.datatype, static_cast<uint32_t>(o.shape.size()),
+                                 o.shape.data(), o.buffer, o.buffer != nullptr ? o.byte_size : 0};
   }
   return static_cast<uint32_t>(r->outputs.size());
+}
+
+// The server takes an output's buffer (to wrap it without a copy; it frees it with free()).
+TRITIUM_EXPORT void* tritium_response_take_buffer(TRITONBACKEND_Response* r, uint32_t index) {
+  if (index >= r->outputs.size()) return nullptr;
+  void* buffer = r->outputs[index].buffer;
+  r->outputs[index].buffer = nullptr;
+  return buffer;
 }
 
 TRITIUM_EXPORT uint32_t tritium_response_parameter_count(TRITONBACKEND_Response* r) {
