@@ -86,6 +86,8 @@ class ServerOptions:
     # --rate-limit (off | execution_count) and --rate-limit-resource (name, count, device).
     rate_limit: str = "off"
     rate_limit_resources: list[tuple[str, int, int]] = field(default_factory=list)
+    # --ray-address: the Ray cluster that models asking for it place their instances on.
+    ray_address: str = ""
 
 
 class InferenceServer:
@@ -107,6 +109,12 @@ class InferenceServer:
             rate_limiter=(RateLimiter(options.rate_limit_resources)
                           if options.rate_limit == "execution_count" else None),
         )
+        self.instance_placement = None
+        if options.ray_address:
+            # Only here: a server without --ray-address never imports Ray.
+            from .ray.placement import RayPlacement
+
+            self.instance_placement = RayPlacement(options.ray_address, self)
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)
         self.control = ModelControl(
@@ -154,6 +162,8 @@ class InferenceServer:
         self.lifecycle.unload_all(self.options.exit_timeout_secs)
         self.control.remove_overrides()
         self.backends.finalize_all()
+        if self.instance_placement is not None:
+            self.instance_placement.close()
         self.shared_memory.close()
         self._live = False
 

@@ -1,0 +1,25 @@
+"""One simulated Ray cluster for every Ray test: a head and one worker node, 1 CPU each.
+
+The tests connect to it as a Ray driver themselves only to look at and kill the servers'
+actors (by the names Tritium gives them), never to serve.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, namespace="tritium-tests")
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
