@@ -2,7 +2,8 @@
 
 Imported only when the flag is given: a server without it never imports Ray. The connection
 makes this server a Ray driver in namespace `tritium`; its actors are named
-`<server id>.<random>/<model>/<version>/<instance>/<generation>`, so several Tritium servers
+`<server id>.<random>/<model>/<version>/<instance>/<serial>` (a serial per actor this
+server made: a reload's new instances run beside the old ones until the swap), so several Tritium servers
 (one per machine, behind any load balancer) serve the same repository against one cluster
 with their own instances, and `ray list actors` shows which is which. When the server exits,
 Ray ends its actors with it.
@@ -14,6 +15,7 @@ Ray ends its actors with it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +61,7 @@ class RayPlacement:
         self.timeout_s = timeout_s
         self.token = f"{server.id}.{uuid.uuid4().hex[:8]}"
         self.families = SharedFamilies(server.metrics)
+        self._serials = itertools.count(1)
         # Answers calls from actors that may block (model readiness, loading a model).
         self.pool = ThreadPoolExecutor(8, thread_name_prefix="tritium-ray-calls")
         self._actor_class = ray.remote(
@@ -76,13 +79,13 @@ class RayPlacement:
         return BackendLibrary(f"{loaded.handle.name} on Ray",
                               _RayInstances(self, loaded, options), origin="ray")
 
-    def new_actor(self, options: dict[str, Any], generation: str, spec: InstanceSpec) -> Any:
+    def new_actor(self, options: dict[str, Any], spec: InstanceSpec) -> Any:
         options = dict(options)
         strategy = options.get("scheduling_strategy")
         if isinstance(strategy, dict):
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(**strategy)
         name = "/".join((self.token, spec.model, str(spec.version),
-                         spec.instance_name, generation))
+                         spec.instance_name, str(next(self._serials))))
         return self._actor_class.options(name=name, **options).remote(spec)
 
     def spec(self, handle: InstanceHandle, loaded: LoadedBackend) -> InstanceSpec:

@@ -71,7 +71,7 @@ class RayInstance:
         (None: until the instance closes). Its stream is read from the start: the model may
         call its server while it initializes (BLS, metric families, logs)."""
         generation = next(self._generations)
-        actor = self._placement.new_actor(self._options, str(generation), self._spec)
+        actor = self._placement.new_actor(self._options, self._spec)
         calls = OwnerCalls(self._placement.server, self._placement.families,
                            self._placement.pool, actor, self._lookup, self._respond)
         reader = threading.Thread(target=self._read_events, args=(actor, calls, generation),
