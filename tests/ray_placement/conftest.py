@@ -6,6 +6,7 @@ actors (by the names Tritium gives them), never to serve.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterator
 
 import pytest
@@ -16,6 +17,13 @@ def ray_cluster() -> Iterator[Any]:
     import ray
     from ray.cluster_utils import Cluster
 
+    # A removed node is noticed in seconds rather than Ray's default half minute; a node
+    # starts several actor processes at once, not one per CPU.
+    for key, value in (("RAY_maximum_startup_concurrency", "4"),
+                       ("RAY_health_check_period_ms", "1000"),
+                       ("RAY_health_check_timeout_ms", "1000"),
+                       ("RAY_health_check_failure_threshold", "5")):
+        os.environ.setdefault(key, value)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
