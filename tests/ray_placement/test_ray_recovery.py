@@ -30,8 +30,7 @@ def server(ray_cluster, tmp_path_factory: pytest.TempPathFactory):
     copy_python_model(repo, "add_sub", "add_sub", ray=SMALL)
     with ServerProcess([repo], f"--ray-address={ray_cluster.address}",
                        "--model-control-mode=explicit", "--load-model=busy",
-                       "--load-model=add_sub") as process:
-        process.wait_live(120, "ready")
+                       "--load-model=add_sub").start(timeout=180) as process:
         yield process
 
 
