@@ -11,6 +11,8 @@ Suites:
   `dynamic_batching`, with no execute cost and with a fixed 2 ms one (execute_delay_ms, the
   shape of a GPU kernel launch) that batching amortises.
 - python-batching: add_sub with `dynamic_batching { }`, Tritium vs Triton 2.51.
+- inprocess: Triton's in-process API (`Model.infer`, 1 and 8 callers) on add_sub and on the
+  identity backend, next to the same models over HTTP and gRPC (inprocess_bench.py).
 
 The server runs pinned to core 0 (`taskset`) and the load generators (wrk for HTTP, h2load for
 gRPC; see loadgen.py) on core 1, so each side has one core. Results print as Markdown tables
@@ -30,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
+import inprocess_bench  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx_bench  # noqa: E402
 import reference_triton  # noqa: E402
@@ -192,7 +195,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["identity", "python", "onnx", "batching",
-                                            "python-batching", "all"], default="all")
+                                            "python-batching", "inprocess", "all"],
+                        default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--batch-concurrency", type=int, nargs="+", default=[32],
@@ -223,6 +227,8 @@ def main() -> int:
         tables.append(batching_suite(args, pin, client_pin))
     if args.suite in ("python-batching", "all"):
         tables.append(python_suite(args, pin, client_pin, batched=True))
+    if args.suite in ("inprocess", "all"):
+        tables.append(inprocess_bench.inprocess_suite(args.seconds, pin, client_pin))
     text = "\n\n".join(tables)
     pinning = "server on core 0, wrk/h2load on core 1" if pin else "unpinned"
     text += f"\n\n({args.seconds} s per cell, {pinning})\n"

@@ -75,7 +75,7 @@ def test_last_release_finalizes(tmp_path: Path) -> None:
 def test_builtin_identity_backend_is_found() -> None:
     loaded = BackendManager().acquire("identity")
     assert loaded.handle.directory is None
-    assert loaded.library.origin == "built-in tritium.backends.identity"
+    assert loaded.library.origin == "built-in tritium.builtin_backends.identity"
 
 
 def test_entry_point_backend_is_found(monkeypatch: pytest.MonkeyPatch) -> None:

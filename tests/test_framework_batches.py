@@ -14,7 +14,7 @@ import torch_models
 from models import write_model
 from tritium.backend.manager import BackendManager
 from tritium.config import normalize_model_config, read_model_config
-from tritium.model.model import Model
+from tritium.model.model import TritonModel
 from tritium.request import InferenceRequest, InferenceResponse, RequestedOutput, ResponseSender
 from tritium.tensor import Tensor
 
@@ -28,10 +28,10 @@ output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] },
 """
 
 
-def load(path: Path) -> Model:
+def load(path: Path) -> TritonModel:
     config = read_model_config(path, auto_complete=True)
     normalize_model_config(config, path)
-    return Model.load(config, 1, path, BackendManager(), auto_complete=True)
+    return TritonModel.load(config, 1, path, BackendManager(), auto_complete=True)
 
 
 def request(model: str, names: tuple[str, str], a: np.ndarray, b: np.ndarray,

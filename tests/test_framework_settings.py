@@ -11,7 +11,7 @@ import onnx_models
 import torch_models
 from models import write_model
 from test_framework_batches import PT_CONFIG, load
-from tritium.backends.framework import import_framework
+from tritium.builtin_backends.framework import import_framework
 from tritium.errors import Code, TritonError
 
 

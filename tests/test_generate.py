@@ -26,7 +26,7 @@ import pytest
 from raw_http import post
 from server_process import ServerProcess
 from tritium.errors import TritonError
-from tritium.frontend.http_generate import _shape
+from tritium.frontend.http.generate import _shape
 
 MODELS = Path(__file__).resolve().parent / "python_models" / "generate"
 HOST = "127.0.0.1"

@@ -15,7 +15,7 @@ from tritonclient.utils import InferenceServerException
 
 from models import identity_config, write_model
 from server_process import ServerProcess
-from tritium.frontend.limits import MAX_REQUESTED_OUTPUTS
+from tritium.frontend.extensions.limits import MAX_REQUESTED_OUTPUTS
 
 MODEL = "identity_fp32"
 LIMIT = 4096

@@ -19,7 +19,7 @@ from tritonclient.utils import InferenceServerException
 from models import identity_config, write_model
 from raw_http import post
 from server_process import ServerProcess
-from tritium.repository import ModelControl, ModelReadyState, VersionStatus
+from tritium.repository import ModelRepositoryManager, ModelReadyState, VersionStatus
 from tritium.repository.dependency_graph import DependencyGraph, composing_models
 
 
@@ -194,7 +194,7 @@ def test_unload_dependents_keeps_composing_models_another_loaded_ensemble_uses()
     # Compared with Triton 2.51: ens and ens2 both use plus1; unloading ens with
     # unload_dependents leaves plus1 (and ens2) READY.
     lifecycle = RecordingLifeCycle({"ens", "ens2", "plus1", "only_ens"})
-    control = ModelControl(None, lifecycle, mode="explicit")  # type: ignore[arg-type]
+    control = ModelRepositoryManager(None, lifecycle, mode="explicit")  # type: ignore[arg-type]
     control.graph.set("ens", config(ensemble_config("ens", "plus1", "only_ens")))
     control.graph.set("ens2", config(ensemble_config("ens2", "plus1")))
     control.unload("ens", unload_dependents=True)

@@ -14,7 +14,7 @@ import pytest
 from models import identity_config, write_model
 from tritium.backend.manager import BackendManager
 from tritium.errors import Code, TritonError
-from tritium.repository import ModelLifeCycle, ModelReadyState, ModelRepositoryManager
+from tritium.repository import ModelLifeCycle, ModelReadyState, RepositoryScanner
 from tritium.request import InferenceRequest
 from tritium.server import InferenceServer, ServerOptions
 from tritium.tensor import Tensor
@@ -33,7 +33,7 @@ def model_instance_execute(instance, requests):
 """
 
 
-def load_all(lifecycle: ModelLifeCycle, repository: ModelRepositoryManager) -> None:
+def load_all(lifecycle: ModelLifeCycle, repository: RepositoryScanner) -> None:
     for source in repository.scan().models.values():
         lifecycle.load(source, repository.model_config(source))
 
@@ -43,7 +43,7 @@ def test_model_is_unavailable_while_loading_then_ready(tmp_path: Path) -> None:
     (tmp_path / "be" / "gated" / "backend.py").write_text(textwrap.dedent(GATED_BACKEND))
     write_model(tmp_path / "repo", "slowload", 'backend: "gated"\n')
     backends = BackendManager([tmp_path / "be"])
-    repository = ModelRepositoryManager([tmp_path / "repo"], auto_complete=True)
+    repository = RepositoryScanner([tmp_path / "repo"], auto_complete=True)
     lifecycle = ModelLifeCycle(repository, backends)
     loader = threading.Thread(target=load_all, args=(lifecycle, repository))
     loader.start()
@@ -68,7 +68,7 @@ def test_model_is_unavailable_while_loading_then_ready(tmp_path: Path) -> None:
 
 def test_unknown_model_and_version_are_not_found(tmp_path: Path) -> None:
     write_model(tmp_path, "m", identity_config("m"))
-    repository = ModelRepositoryManager([tmp_path], auto_complete=True)
+    repository = RepositoryScanner([tmp_path], auto_complete=True)
     lifecycle = ModelLifeCycle(repository, BackendManager())
     load_all(lifecycle, repository)
     with pytest.raises(TritonError) as info:

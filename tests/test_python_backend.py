@@ -30,7 +30,7 @@ from server_process import ServerProcess
 
 
 def test_ring_blocks_wrap_and_are_freed_over_a_released_prefix() -> None:
-    from tritium.backends.python.shm_ring import Ring
+    from tritium.builtin_backends.python.wire.shm_ring import Ring
 
     producer, fd = Ring.create(1024, "test")
     consumer = Ring(fd, 1024)
@@ -51,8 +51,8 @@ def test_ring_blocks_wrap_and_are_freed_over_a_released_prefix() -> None:
 def test_tensor_blocks_round_trip_through_a_ring_and_one_off_segments() -> None:
     from collections import deque
 
-    from tritium.backends.python.shm_ring import Ring
-    from tritium.backends.python.shm_tensors import TensorWriter, open_block, read_tensors
+    from tritium.builtin_backends.python.wire.shm_ring import Ring
+    from tritium.builtin_backends.python.wire.shm_tensors import TensorWriter, open_block, read_tensors
 
     producer, fd = Ring.create(4096, "test")
     consumer = Ring(fd, 4096)
@@ -204,7 +204,7 @@ def test_an_exception_in_execute_fails_the_batch_with_its_message(http) -> None:
         "ValueError: mode 3 raised\n\nAt:\n"
     )
     assert f"  {model_file}(" in err.message()
-    assert "tritium/backends/python" not in err.message()  # the stub's own frames
+    assert "tritium/builtin_backends/python" not in err.message()  # the stub's own frames
     assert error_model(http, 0).as_numpy("OUT").tolist() == [0]  # still serving
 
 

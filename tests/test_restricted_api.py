@@ -20,7 +20,7 @@ from tritonclient.utils import InferenceServerException
 from models import identity_config, write_model
 from raw_http import call
 from server_process import ROOT, ServerProcess
-from tritium.frontend.restricted_api import GRPC_METHODS, http_group
+from tritium.frontend.extensions.restricted_api import GRPC_METHODS, http_group
 
 MODEL = "identity_fp32"
 

@@ -1,3 +1,16 @@
 """Tritium: a Triton-compatible inference server in Python."""
 
 __version__ = "0.1.0"
+
+# The in-process API (tritium.Server, tritium.Options, ... as in Triton's `tritonserver`),
+# imported on first use: `import tritium` stays light for the Python-backend stub processes.
+_INPROCESS = ("Server", "Options", "Model", "InferenceRequest", "InferenceResponse", "Tensor",
+              "DataType", "MemoryType", "ModelControlMode")
+
+
+def __getattr__(name: str) -> object:
+    if name in _INPROCESS:
+        from . import inprocess
+
+        return getattr(inprocess, name)
+    raise AttributeError(f"module 'tritium' has no attribute '{name}'")

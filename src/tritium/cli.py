@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .frontend.http_server import DEFAULT_MAX_INPUT_SIZE
-from .frontend.restricted_api import build_restrictions
+from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
+from .frontend.extensions.restricted_api import build_restrictions
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .server import ServerOptions
@@ -158,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print each completed config as JSON")
     check.add_argument("--backend-directory", action="append", default=[], type=Path)
     _flag(check, "--disable-auto-complete-config", default=False)
+
+    # `tritium infer`: one request from the shell (infer_command.py).
+    from .infer_command import add_parser as add_infer_parser
+
+    add_infer_parser(commands)
     return parser
 
 
@@ -215,6 +220,10 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "infer":
+        from .infer_command import run as run_infer
+
+        return run_infer(args)
     if args.command == "check":
         from .check import run_check
 

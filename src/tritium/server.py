@@ -1,8 +1,8 @@
 """InferenceServer: the one object frontends talk to.
 
-It owns the BackendManager, the ModelRepositoryManager and the ModelLifeCycle, routes each
-request to the model version that serves it, and answers health, metadata, configuration and
-statistics questions. Frontends see only this class, `request` and `errors`.
+It owns the BackendManager, the RepositoryScanner, the ModelLifeCycle and the
+ModelRepositoryManager, routes each request to the model version that serves it, and answers
+health, metadata, configuration and statistics questions. Frontends see only this class, `request` and `errors`.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from .config import model_config_to_json
 from .custom_metrics import MetricRegistry
 from .errors import TritonError
 from .logging_settings import LogSettings
-from .model import Model, ModelRetired, StatisticsSnapshot
+from .model import ModelRetired, StatisticsSnapshot, TritonModel
 from .repository import (
-    ModelControl,
     ModelLifeCycle,
     ModelReadyState,
     ModelRepositoryManager,
     RepositoryPoller,
+    RepositoryScanner,
     VersionStatus,
 )
 from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
@@ -99,7 +99,7 @@ class InferenceServer:
         self.backends = BackendManager(
             options.backend_directories, options.backend_config, server=self
         )
-        self.repository = ModelRepositoryManager(
+        self.repository = RepositoryScanner(
             options.model_repositories, auto_complete=options.auto_complete
         )
         self.response_cache = ResponseCache.from_config(options.cache_config)
@@ -117,7 +117,7 @@ class InferenceServer:
             self.instance_placement = RayPlacement(options.ray_address, self)
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)
-        self.control = ModelControl(
+        self.control = ModelRepositoryManager(
             self.repository,
             self.lifecycle,
             mode=options.model_control_mode,
@@ -301,7 +301,7 @@ class InferenceServer:
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         self.control.unload(name, unload_dependents)
 
-    def _model(self, name: str, version: str) -> Model:
+    def _model(self, name: str, version: str) -> TritonModel:
         return self.lifecycle.get(name, parse_version(version))
 
     # -- inference ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Search order, as DESIGN.md section 2 lays out:
 1. `--backend-directory DIR`: `DIR/<name>/backend.py` (or a package `__init__.py`) with the entry
    points; `DIR/<name>/model.py` is a Python-based backend run by the `python` backend.
 2. Installed packages registering an entry point named `<name>` in group `tritium.backends`.
-3. The built-in backends, `tritium.backends.<name>`.
+3. The built-in backends, `tritium.builtin_backends.<name>`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .handles import Backend
 log = logging.getLogger("tritium.backend")
 
 ENTRY_POINT_GROUP = "tritium.backends"
-BUILTIN_PACKAGE = "tritium.backends"
+BUILTIN_PACKAGE = "tritium.builtin_backends"
 # Settings Triton passes to every backend along with the user's --backend-config.
 DEFAULT_BACKEND_CONFIG = {"default-max-batch-size": "4"}
 

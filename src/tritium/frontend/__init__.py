@@ -1,1 +1,11 @@
-"""Frontends: the HTTP/REST, gRPC and metrics endpoints in front of an InferenceServer."""
+"""Frontends: the HTTP/REST, gRPC and metrics endpoints in front of an InferenceServer.
+
+- `http/`: the HTTP/REST frontend (KServe v2 and Triton's extensions, generate) on its own
+  HTTP/1.1 server;
+- `grpc/`: the gRPC frontend (GRPCInferenceService) on its own HTTP/2 transport;
+- `extensions/`: what both frontends share (statistics, logging, trace, restricted APIs,
+  shared memory, classification, request limits, Triton's JSON reading);
+- `metrics.py` (with `asgi_endpoint.py`): Prometheus text on --metrics-port.
+
+Frontends import only the core (`server`, `request`, `errors`, `tensor`, `config`).
+"""

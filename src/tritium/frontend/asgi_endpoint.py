@@ -2,7 +2,7 @@
 
 uvicorn runs inside the process's one event loop rather than through `uvicorn.run`, so it never
 installs signal handlers of its own: the process owner (serving.py) decides when to stop. (The
-HTTP/REST frontend, where every request counts, has its own lean server: `http_server`.)
+HTTP/REST frontend, where every request counts, has its own lean server: `http/server.py`.)
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Awaitable, Callable
 
 import uvicorn
 
-from .http_server import bind
+from .http.server import bind
 
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 

@@ -21,7 +21,7 @@ from ..errors import TritonError
 from ..repository import ModelReadyState
 from ..scheduler import create_scheduler
 from .labels import read_labels
-from .model import Model
+from .model import TritonModel
 from .statistics import ModelStatistics
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class _EnsembleHandle:
-    """What a Model reads from its backend handle; an ensemble has no backend."""
+    """What a TritonModel reads from its backend handle; an ensemble has no backend."""
 
     name: str
     version: int
@@ -37,7 +37,7 @@ class _EnsembleHandle:
     repository_path: Path
 
 
-class EnsembleModel(Model):
+class EnsembleModel(TritonModel):
     @classmethod
     def load_ensemble(
         cls, config: mc.ModelConfig, version: int, model_path: Path, server: InferenceServer

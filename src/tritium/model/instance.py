@@ -1,4 +1,4 @@
-"""ModelInstance (server side): runs the backend's execute for one instance.
+"""TritonModelInstance (server side): runs the backend's execute for one instance.
 
 Triton's TritonModelInstance: it owns the backend handle of one instance, stamps execution
 times, and guarantees that a request never goes unanswered: an exception from the backend, or a
@@ -22,7 +22,7 @@ from .statistics import ModelStatistics
 log = logging.getLogger("tritium.model")
 
 
-class ModelInstance:
+class TritonModelInstance:
     def __init__(
         self,
         handle: InstanceHandle,

@@ -1,7 +1,7 @@
-"""Model: one loaded version of a model, with its instances, scheduler and statistics.
+"""TritonModel: one loaded version of a model, with its instances, scheduler and statistics.
 
-`Model.load` is Triton's TritonModel::Create (an ensemble is an EnsembleModel instead): acquire the backend, normalise instance groups with
-the backend's preferred groups, let the backend initialise (and possibly auto-complete) the model,
+`TritonModel.load` is Triton's TritonModel::Create: acquire the backend, normalise instance
+groups with the backend's preferred groups, let the backend initialise (and possibly auto-complete) the model,
 re-validate, create one instance per instance-group count, then build the scheduler. `unload`
 undoes it in reverse, after the requests in flight have finished.
 """
@@ -38,7 +38,7 @@ from ..request import (
 from ..response_cache import ModelResponseCache, ResponseCache
 from ..scheduler import Scheduler, create_scheduler
 from ..scheduler.rate_limiter import RateLimiter
-from .instance import ModelInstance
+from .instance import TritonModelInstance
 from .labels import read_labels
 from .request_normalizer import RequestSpec, normalize_request
 from .statistics import ModelStatistics
@@ -47,7 +47,7 @@ log = logging.getLogger("tritium.model")
 
 
 class ModelRetired(TritonError):
-    """Raised by `Model.submit` once the version is being unloaded or replaced.
+    """Raised by `TritonModel.submit` once the version is being unloaded or replaced.
 
     The server then routes the request again, to the version that replaced it (a reload), so
     a request that raced a swap is never lost.
@@ -60,7 +60,7 @@ class ModelRetired(TritonError):
         )
 
 
-class Model:
+class TritonModel:
     def __init__(
         self,
         backends: BackendManager,
@@ -74,7 +74,7 @@ class Model:
         self.name = handle.name
         self.version = handle.version
         self.statistics = statistics
-        self.instances: list[ModelInstance] = []
+        self.instances: list[TritonModelInstance] = []
         self.scheduler: Scheduler | None = None
         # Output name -> labels (label_filename), for classification.
         self.labels: dict[str, list[str]] = {}
@@ -112,7 +112,7 @@ class Model:
         gpu_count: int = 0,
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
-    ) -> "Model":
+    ) -> "TritonModel":
         if config.platform == ENSEMBLE_PLATFORM:
             # Imported here: the ensemble module builds on this one and on the repository.
             from .ensemble import EnsembleModel
@@ -174,7 +174,7 @@ class Model:
                     # Triton's TritonModelInstance name: "<group>_<index>", even alone.
                     name = f"{group.name}_{index}"
                     handle = InstanceHandle(self.handle, name, kind, device, group)
-                    instance = ModelInstance(
+                    instance = TritonModelInstance(
                         handle, library, self.statistics, decoupled, rate_limiter
                     )
                     self.instances.append(instance)
@@ -295,7 +295,9 @@ class Model:
         self._backends.release(self._backend)
 
 
-def model_response_cache(cache: ResponseCache | None, model: Model) -> ModelResponseCache | None:
+def model_response_cache(
+    cache: ResponseCache | None, model: TritonModel
+) -> ModelResponseCache | None:
     """The model's use of the server's cache, if both enable it (Triton never caches for
     decoupled or sequence models; the configuration check refuses those)."""
     config = model.config

@@ -4,7 +4,8 @@ Each version moves LOADING -> READY, or -> UNAVAILABLE with the reason; unloadin
 UNLOADING -> UNAVAILABLE ("unloaded") after its in-flight requests finish. A reload keeps the
 old versions serving until the new ones are READY, then swaps them in at once. The versions of
 one model load on a thread pool of `--model-load-thread-count` threads. Which models to load,
-and in which order, is ModelControl's business (repository/model_control.py).
+and in which order, is ModelRepositoryManager's business
+(repository/model_repository_manager.py).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ..backend.manager import BackendManager
 from ..errors import TritonError
-from ..model import Model
+from ..model import TritonModel
 from ..response_cache import ResponseCache
 from ..scheduler.rate_limiter import RateLimiter
-from .manager import ModelRepositoryManager, ModelSource
+from .scanner import ModelSource, RepositoryScanner
 
 log = logging.getLogger("tritium.repository")
 
@@ -40,13 +41,13 @@ class VersionStatus:
     version: int
     state: ModelReadyState
     reason: str = ""
-    model: Model | None = None
+    model: TritonModel | None = None
 
 
 class ModelLifeCycle:
     def __init__(
         self,
-        repository: ModelRepositoryManager,
+        repository: RepositoryScanner,
         backends: BackendManager,
         *,
         thread_count: int = 4,
@@ -97,10 +98,10 @@ class ModelLifeCycle:
 
     def _load_version(
         self, source: ModelSource, config: mc.ModelConfig, version: int
-    ) -> Model | str:
+    ) -> TritonModel | str:
         """The loaded version, or the reason it failed."""
         try:
-            model = Model.load(
+            model = TritonModel.load(
                 config,
                 version,
                 source.path,
@@ -118,7 +119,7 @@ class ModelLifeCycle:
         return model
 
     def _swap(
-        self, name: str, old: dict[int, VersionStatus], loaded: dict[int, Model | str]
+        self, name: str, old: dict[int, VersionStatus], loaded: dict[int, TritonModel | str]
     ) -> None:
         """Put the newly loaded versions in service at once, retire what they replace."""
         retired: list[VersionStatus] = []
@@ -128,7 +129,7 @@ class ModelLifeCycle:
             for version, result in loaded.items():
                 previous = old.get(version)
                 serving = previous is not None and previous.state is ModelReadyState.READY
-                if isinstance(result, Model):
+                if isinstance(result, TritonModel):
                     current[version] = VersionStatus(version, ModelReadyState.READY, "", result)
                     if serving:
                         retired.append(previous)  # type: ignore[arg-type]
@@ -195,7 +196,7 @@ class ModelLifeCycle:
 
     # -- lookup ------------------------------------------------------------------------------
 
-    def get(self, name: str, version: int = -1) -> Model:
+    def get(self, name: str, version: int = -1) -> TritonModel:
         """The READY model version serving requests for (name, version); -1 means the newest."""
         with self._lock:
             versions = self._models.get(name)

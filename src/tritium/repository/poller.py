@@ -1,7 +1,7 @@
 """RepositoryPoller: POLL mode's background thread (`--repository-poll-secs`).
 
-Every period it asks ModelControl to compare the repositories with what it loaded, so new,
-changed and removed models and versions are picked up without a restart. A failed poll is
+Every period it asks the ModelRepositoryManager to compare the repositories with what it
+loaded, so new, changed and removed models and versions are picked up without a restart. A failed poll is
 logged and tried again next period: the server keeps serving what it has.
 """
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import threading
 
-from .model_control import ModelControl
+from .model_repository_manager import ModelRepositoryManager
 
 log = logging.getLogger("tritium.repository")
 
 
 class RepositoryPoller:
-    def __init__(self, control: ModelControl, period_secs: float) -> None:
+    def __init__(self, control: ModelRepositoryManager, period_secs: float) -> None:
         self._control = control
         self._period = max(period_secs, 0.1)
         self._stop = threading.Event()

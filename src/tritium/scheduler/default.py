@@ -16,14 +16,14 @@ from ..backend.handles import ExecutionPolicy
 from ..request import InferenceRequest
 
 if TYPE_CHECKING:  # the model package builds schedulers, so it imports this module first
-    from ..model.instance import ModelInstance
+    from ..model.instance import TritonModelInstance
 
 
 class DefaultScheduler:
     def __init__(
         self,
         model_name: str,
-        instances: Sequence[ModelInstance],
+        instances: Sequence[TritonModelInstance],
         policy: ExecutionPolicy = ExecutionPolicy.BLOCKING,
     ) -> None:
         self._model_name = model_name
@@ -52,7 +52,7 @@ class DefaultScheduler:
             thread.join()
         self._threads.clear()
 
-    def _run(self, slot: list[ModelInstance]) -> None:
+    def _run(self, slot: list[TritonModelInstance]) -> None:
         turns = itertools.cycle(slot)
         while True:
             request = self._queue.get()
@@ -65,11 +65,11 @@ class DefaultScheduler:
 
 
 def execution_slots(
-    instances: Sequence[ModelInstance], policy: ExecutionPolicy
-) -> list[list[ModelInstance]]:
+    instances: Sequence[TritonModelInstance], policy: ExecutionPolicy
+) -> list[list[TritonModelInstance]]:
     if policy is ExecutionPolicy.BLOCKING:
         return [[instance] for instance in instances]
-    by_device: dict[tuple[str, int], list[ModelInstance]] = defaultdict(list)
+    by_device: dict[tuple[str, int], list[TritonModelInstance]] = defaultdict(list)
     for instance in instances:
         by_device[(instance.handle.kind, instance.handle.device_id)].append(instance)
     return list(by_device.values())

@@ -27,7 +27,7 @@ from .priority_queue import PriorityQueue
 from .response_order import ResponseOrder
 
 if TYPE_CHECKING:
-    from ..model.instance import ModelInstance
+    from ..model.instance import TritonModelInstance
 
 _TIMEOUT_EXPIRED = "Request timeout expired"
 
@@ -36,7 +36,7 @@ class DynamicBatchScheduler:
     def __init__(
         self,
         config: mc.ModelConfig,
-        instances: Sequence[ModelInstance],
+        instances: Sequence[TritonModelInstance],
         policy: ExecutionPolicy = ExecutionPolicy.BLOCKING,
     ) -> None:
         batching = config.dynamic_batching
@@ -104,7 +104,7 @@ class DynamicBatchScheduler:
             thread.join()
         self._threads.clear()
 
-    def _run(self, slot: list[ModelInstance]) -> None:
+    def _run(self, slot: list[TritonModelInstance]) -> None:
         turns = itertools.cycle(slot)
         while True:
             batch, rejected = self._next_batch()

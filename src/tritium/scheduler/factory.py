@@ -15,14 +15,14 @@ from .dynamic_batch_scheduler import DynamicBatchScheduler
 from .ensemble_scheduler import EnsembleScheduler
 
 if TYPE_CHECKING:
-    from ..model.instance import ModelInstance
+    from ..model.instance import TritonModelInstance
     from ..model.statistics import ModelStatistics
     from ..server import InferenceServer
 
 
 def create_scheduler(
     config: mc.ModelConfig,
-    instances: Sequence[ModelInstance],
+    instances: Sequence[TritonModelInstance],
     policy: ExecutionPolicy,
     *,
     server: InferenceServer | None = None,

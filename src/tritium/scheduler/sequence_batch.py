@@ -29,7 +29,7 @@ from .sequence_control import SequenceControls
 from .sequence_state import ImplicitState, SequenceValues
 
 if TYPE_CHECKING:
-    from ..model.instance import ModelInstance
+    from ..model.instance import TritonModelInstance
 
 # What a slot queue holds: a request, or None, the reaper's "release this slot" marker.
 SlotQueue = deque["InferenceRequest | None"]
@@ -52,7 +52,7 @@ class SequenceBatch:
     def __init__(
         self,
         owner: SlotOwner,
-        instance: ModelInstance,
+        instance: TritonModelInstance,
         slot_count: int,
         controls: SequenceControls,
         states: ImplicitState,

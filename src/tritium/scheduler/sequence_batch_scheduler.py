@@ -34,7 +34,7 @@ from .sequence_control import SequenceControls
 from .sequence_state import ImplicitState
 
 if TYPE_CHECKING:
-    from ..model.instance import ModelInstance
+    from ..model.instance import TritonModelInstance
 
 log = logging.getLogger("tritium.scheduler")
 
@@ -64,7 +64,7 @@ class _Backlog:
 
 
 class SequenceBatchScheduler:
-    def __init__(self, config: mc.ModelConfig, instances: Sequence[ModelInstance]) -> None:
+    def __init__(self, config: mc.ModelConfig, instances: Sequence[TritonModelInstance]) -> None:
         self._model_name = config.name
         batcher = config.sequence_batching
         self._idle_s = batcher.max_sequence_idle_microseconds / 1e6

@@ -1,0 +1,123 @@
+"""One model instance (Triton's ModelInstanceState): its current stub process, restarted in the
+background when it dies, and the requests it serves meanwhile failed as Triton fails them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Sequence
+
+from tritium.backend import InferenceRequest, ModelInstance
+
+from .process_requests import process_requests
+from .stub_launcher import StubProcess, not_healthy
+
+if TYPE_CHECKING:
+    from .model_state import PythonModelState
+
+log = logging.getLogger("tritium.backends.python")
+
+
+class InstanceState:
+    """One model instance: its current stub, restarted when it dies."""
+
+    def __init__(self, instance: ModelInstance, model_state: PythonModelState) -> None:
+        self.instance = instance
+        self.name = instance.name
+        self.model_state = model_state
+        config = instance.model.config
+        self.decoupled = config.model_transaction_policy.decoupled
+        self.output_names = [output.name for output in config.output]
+        self.stub: StubProcess | None = None
+        self._lock = threading.Lock()
+        self._restarting = False
+        self._restarter: threading.Thread | None = None
+        self._closing = False
+
+    def launch(self) -> StubProcess:
+        """A started stub with the model initialized in it."""
+        stub = StubProcess(self.model_state, self.name, owner=self)
+        try:
+            stub.start()
+            stub.initialize(self._init_settings())
+        except BaseException:
+            stub.stop()
+            raise
+        return stub
+
+    def _init_settings(self) -> dict[str, Any]:
+        model = self.instance.model
+        settings = self.model_state.settings()
+        settings["decoupled"] = self.decoupled
+        settings["args"] = {
+            "model_config": model.config_json(),
+            "model_instance_kind": self.instance.kind.replace("KIND_", ""),
+            "model_instance_name": self.name,
+            "model_instance_device_id": str(self.instance.device_id),
+            "model_repository": str(model.repository_path),
+            "model_version": str(model.version),
+            "model_name": model.name,
+        }
+        return settings
+
+    def execute(self, requests: Sequence[InferenceRequest]) -> None:
+        stub = self.stub
+        if stub is None or stub.dead:
+            self._restart_soon()
+            error = not_healthy(self.name)
+            for request in requests:
+                sender = request.response_sender
+                if sender is not None and not sender.is_completed:
+                    request.respond_error(error)
+            return
+        process_requests(stub, requests)
+
+    def is_ready(self) -> bool:
+        stub = self.stub
+        return stub is not None and not stub.dead and stub.ready()
+
+    def stub_died(self, stub: StubProcess) -> None:
+        """Called by a stub's reader thread when the stub has died."""
+        log.error("Stub process '%s' is not healthy. Restarting...", self.name)
+        self._restart_soon()
+
+    def _restart_soon(self) -> None:
+        with self._lock:
+            if self._closing or self._restarting:
+                return
+            self._restarting = True
+            self._restarter = threading.Thread(
+                target=self._restart, name=f"{self.name}-restart", daemon=True
+            )
+            self._restarter.start()
+
+    def _restart(self) -> None:
+        try:
+            old = self.stub
+            if old is not None:
+                old.stop()
+            stub = self.launch()
+        except BaseException as exc:
+            log.error("failed to restart the stub of '%s': %s", self.name, exc)
+            with self._lock:
+                self._restarting = False
+            return
+        with self._lock:
+            self._restarting = False
+            if self._closing:
+                stub.stop()
+                return
+            self.stub = stub
+        log.info("Stub process '%s' restarted", self.name)
+
+    def close(self) -> None:
+        """Finalize the model in its stub and end it (waiting out a restart under way)."""
+        with self._lock:
+            self._closing = True
+            restarter = self._restarter
+        if restarter is not None and restarter is not threading.current_thread():
+            restarter.join()  # a stub being started is stopped by the restart thread itself
+        with self._lock:
+            stub, self.stub = self.stub, None
+        if stub is not None:
+            stub.finalize()

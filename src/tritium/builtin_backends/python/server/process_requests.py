@@ -1,0 +1,136 @@
+"""The instance's execute path (Triton's ModelInstanceState::ProcessRequests): one batch to the
+stub on the exec socket, and what the model's execute returned back to each request.
+
+This runs on the instance's execute thread, with no thread hop and one frame each way: it is
+the hot path of every ordinary request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any, Sequence
+
+from tritium.backend import (
+    RESPONSE_COMPLETE_FINAL,
+    Code,
+    InferenceRequest,
+    InferenceResponse,
+    Tensor,
+    TritonError,
+)
+
+from ..wire import messages
+from ..wire.shm_tensors import Block, open_block
+
+if TYPE_CHECKING:
+    from .stub_launcher import StubProcess
+
+
+def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) -> None:
+    """Hand one batch to the stub and answer each request with what its execute returned
+    (responses sent through a response sender are delivered first)."""
+    conn = stub.exec_conn
+    writer = stub.writer
+    assert conn is not None and writer is not None
+    table = stub.requests
+    handles_of = stub.handles
+    tensors: list[tuple[str, str, Any]] = []
+    handles: list[int] = []
+    counts: list[int] = []
+    for request in requests:
+        handle = next(handles_of)
+        table[handle] = request
+        handles.append(handle)
+        inputs = request.inputs
+        for name, tensor in inputs.items():
+            tensors.append((name, tensor.datatype, tensor.data))
+        counts.append(len(inputs))
+    fds: list[int] = []
+    try:
+        descriptors, block, fds = writer.pack(tensors)
+        wire = []
+        at = 0
+        default_outputs = stub.output_names
+        for request, handle, count in zip(requests, handles, counts):
+            outputs = request.requested_outputs
+            wire.append((
+                handle, request.id, request.correlation_id, request.flags,
+                request.timeout_us,
+                # Compact, as the JSON Triton's stub hands to `request.parameters()`.
+                json.dumps(request.parameters, separators=(",", ":"))
+                if request.parameters else "{}",
+                [o.name for o in outputs] if outputs else default_outputs,
+                descriptors[at : at + count],
+            ))
+            at += count
+        mark = time.perf_counter_ns()
+        for request in requests:
+            request.compute_input_end_ns = mark
+        conn.send((messages.EXECUTE, wire, block), fds)
+        _, error, responses, async_sent, out_block = conn.recv()
+    except (EOFError, OSError):
+        stub.on_death()  # fails every request it held, these included
+        return
+    except Exception as exc:
+        for handle in handles:
+            table.pop(handle, None)
+        raise TritonError.internal(f"failed to send requests to the stub: {exc}") from exc
+    finally:
+        for fd in fds:
+            os.close(fd)
+    mark = time.perf_counter_ns()
+    for request in requests:
+        request.compute_output_start_ns = mark
+    channel = stub.channel
+    if async_sent > channel.processed:
+        # Responses the model sent through a response sender come first.
+        channel.wait_processed(async_sent)
+    if error is not None:
+        failure = TritonError.internal(error)
+        for request in requests:
+            sender = request.response_sender
+            if sender is not None and not sender.is_completed:
+                request.respond_error(failure)
+    elif responses is not None:
+        assert stub.from_stub is not None
+        response_block = (None if out_block is None
+                          else open_block(out_block, stub.from_stub, conn.fds))
+        try:
+            for request, wire_response in zip(requests, responses):
+                if wire_response is not None:
+                    request.response_sender.send(
+                        response_from_wire(wire_response, response_block),
+                        RESPONSE_COMPLETE_FINAL,
+                    )
+        finally:
+            if response_block is not None:
+                response_block.release()
+    if stub.decoupled:
+        for handle, request in zip(handles, requests):
+            sender = request.response_sender
+            if sender is None or sender.is_completed:
+                table.pop(handle, None)
+    else:
+        for handle in handles:
+            del table[handle]
+
+
+def response_from_wire(wire: tuple, block: Block | None) -> InferenceResponse:
+    """A response from the stub, its tensors copied out of shared memory."""
+    descriptors, error, parameters = wire
+    outputs = []
+    if descriptors:
+        assert block is not None
+        array = block.array
+        for name, datatype, shape, offset, nbytes in descriptors:
+            outputs.append(Tensor(name, datatype, shape,
+                                  array(datatype, shape, offset, nbytes, True)))
+    response = InferenceResponse(outputs=outputs)
+    if error is not None:
+        code, message = error
+        response.error = TritonError(Code[code], message)
+    if parameters:
+        response.parameters = json.loads(parameters)
+    return response

@@ -1,0 +1,66 @@
+"""The stub process's entry point (Triton's triton_python_backend_stub): started by the python
+backend (`server/stub_launcher.py`) as
+
+    <python> -c <BOOTSTRAP> <tritium source dir> <exec fd> <async fd> <in-ring fd> <out-ring fd>
+             <in-ring capacity> <out-ring capacity> <instance name>
+
+with both sockets and both ring regions inherited, it sets up the `Stub` (`pb_stub.py`) and
+serves until FINALIZE, or until the server goes away.
+
+This module imports only the standard library and the stub's own modules: the server imports
+it for `BOOTSTRAP`, and the stub may run under another interpreter (an execution environment).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+
+from ..wire.messages import DONE, Connection
+from .pb_stub import Stub
+from ..wire.shm_ring import Ring
+
+
+def main(argv: list[str]) -> None:
+    source_dir, exec_fd, async_fd, in_fd, out_fd, in_size, out_size, name = argv
+    # Ctrl-C in a terminal reaches the whole process group: the server decides when the
+    # stub ends (FINALIZE, or EOF when the server is gone).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exec_conn = Connection(socket.socket(fileno=int(exec_fd)))
+    async_conn = Connection(socket.socket(fileno=int(async_fd)))
+    in_ring = Ring(int(in_fd), int(in_size))
+    out_ring = Ring(int(out_fd), int(out_size))
+    os.close(int(in_fd))
+    os.close(int(out_fd))
+    stub = Stub(exec_conn, async_conn, in_ring, out_ring, name)
+    import triton_python_backend_utils  # noqa: F401  (found through source_dir)
+
+    # Imports of the model itself resolve in the interpreter's own environment.
+    if sys.path and sys.path[0] == source_dir:
+        del sys.path[0]
+    threading.Thread(target=stub.read_async, name="stub-reader", daemon=True).start()
+    exec_conn.send((DONE, None, {"pid": os.getpid()}))  # hello: ready for commands
+    profile_dir = os.environ.get("TRITIUM_STUB_PROFILE")
+    if profile_dir:  # development aid: a cProfile of the main thread per stub
+        import cProfile
+
+        cProfile.runctx("stub.serve()", globals(), {"stub": stub},
+                        os.path.join(profile_dir, f"{name}.{os.getpid()}.prof"))
+    else:
+        stub.serve()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+# How the server starts a stub: its argv[1] is the directory holding `tritium` and
+# `triton_python_backend_utils`, put first on sys.path only until they are imported. numpy
+# comes first, from the interpreter's own environment (that directory may be the server's
+# site-packages, whose numpy need not suit an execution environment's Python).
+BOOTSTRAP = (
+    "import sys, numpy; sys.path.insert(0, sys.argv[1]); "
+    "from tritium.builtin_backends.python.stub.main import main; main(sys.argv[1:])"
+)

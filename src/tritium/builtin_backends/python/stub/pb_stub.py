@@ -1,0 +1,358 @@
+"""The stub (Triton's pb_stub.cc): runs one instance of a Triton Python-backend model.
+
+The main thread serves the *exec* socket: INIT (import model.py, `initialize(args)`), EXECUTE
+(one batch: `execute(requests)`, answered with the returned responses), FINALIZE and
+AUTO_COMPLETE, one at a time, in order. A reader thread serves the *async* socket: replies to
+the stub's own calls (BLS, metrics, readiness of other models, cancellation; see
+`runtime.py`), readiness queries (`is_ready()`), and the server going away (EOF: the stub
+exits at once).
+
+Runs in the stub process: standard library, numpy, `triton_python_backend_utils` and the
+transport only; it may run under another interpreter (an execution environment).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import sys
+import threading
+import traceback
+from typing import Any
+
+from ..wire import messages
+from .pb_wire import WIRE_OF_CODE, wire_response
+from ..wire.shm_ring import Ring
+from ..wire.shm_tensors import TensorWriter, open_block
+from .runtime import StubRuntime
+
+_RELEASE_RESCHEDULE = 2
+# Frames of files in these directories (the stub side and the wire, and pb_utils once imported)
+# stay out of tracebacks sent to clients: in Triton they are C++.
+_HIDDEN_DIRS = {os.path.dirname(__file__),
+                os.path.join(os.path.dirname(os.path.dirname(__file__)), "wire")}
+
+
+class StubError(Exception):
+    """An error the stub itself finds (Triton's stub raises these from C++: the message goes
+    out bare, without an exception type or a traceback)."""
+
+
+def describe_exception(exc: BaseException) -> str:
+    """An exception as Triton's stub words it (pybind11's error_already_set::what()): the
+    type, the message, and the model's frames, innermost first."""
+    if isinstance(exc, StubError):
+        return str(exc)
+    text = f"{type(exc).__name__}: {exc}"
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
+              if os.path.dirname(frame.filename) not in _HIDDEN_DIRS]
+    if frames:
+        text += "\n\nAt:\n" + "".join(
+            f"  {frame.filename}({frame.lineno}): {frame.name}\n" for frame in reversed(frames)
+        )
+    return text
+
+
+class Stub:
+    """The model instance in this process, and the two threads that serve it."""
+
+    def __init__(self, exec_conn: messages.Connection, async_conn: messages.Connection,
+                 in_ring: Ring, out_ring: Ring, name: str) -> None:
+        self.exec_conn = exec_conn
+        self.async_conn = async_conn
+        self.in_ring = in_ring
+        self.writer = TensorWriter(out_ring, f"tritium-{name}")
+        self.name = name
+        self.pb: Any = None
+        self.model: Any = None
+        self.decoupled = False
+        self.initialized = False
+        self.finalizing = False
+        self.runtime = StubRuntime(self)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+        self._background: set = set()
+        self._from_server: Any = None
+
+    # -- main thread: the exec socket ----------------------------------------------------
+
+    def serve(self) -> None:
+        conn = self.exec_conn
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                os._exit(0)
+            kind = message[0]
+            if kind == messages.EXECUTE:
+                self.execute(message)
+            elif kind == messages.INIT:
+                self.initialize(message[1])
+            elif kind == messages.FINALIZE:
+                self.finalize()
+                return
+            elif kind == messages.AUTO_COMPLETE:
+                self.auto_complete(message[1])
+            else:
+                conn.send((messages.DONE, f"unknown command {kind}", None))
+
+    def _import_model(self, settings: dict) -> Any:
+        """Import model.py; its TritonPythonModel class, with pb_utils' runtime installed."""
+        import triton_python_backend_utils as pb
+
+        self.pb = pb
+        self._from_server = pb.InferenceRequest._from_server
+        _HIDDEN_DIRS.add(os.path.dirname(pb.__file__))
+        path = settings["model_path"]
+        for entry in settings.get("sys_path", []):
+            if entry not in sys.path:
+                sys.path.append(entry)
+        spec = importlib.util.spec_from_file_location("model", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import model file {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["model"] = module
+        spec.loader.exec_module(module)
+        if not hasattr(module, "TritonPythonModel"):
+            raise AttributeError("module 'model' has no attribute 'TritonPythonModel'")
+        pb._set_runtime(self.runtime, settings.get("model_dir"))
+        return module.TritonPythonModel
+
+    def initialize(self, settings: dict) -> None:
+        self.decoupled = bool(settings.get("decoupled"))
+        try:
+            cls = self._import_model(settings)
+            self.model = cls()
+            if hasattr(self.model, "initialize"):
+                self.model.initialize(settings["args"])
+            self.initialized = True
+        except BaseException as exc:  # reported to the server, which fails the load
+            self._send_done(describe_exception(exc))
+            return
+        self._send_done(None, {"has_is_ready": hasattr(self.model, "is_ready")})
+
+    def auto_complete(self, settings: dict) -> None:
+        try:
+            cls = self._import_model(settings)
+            result = None
+            if hasattr(cls, "auto_complete_config"):
+                config = self.pb.ModelConfig(settings["config"])
+                returned = cls.auto_complete_config(config)
+                if not isinstance(returned, self.pb.ModelConfig):
+                    raise TypeError(
+                        f"auto_complete_config function in model '{settings['model_name']}' "
+                        "must return a valid pb.ModelConfig object."
+                    )
+                result = json.dumps(returned.as_dict())
+        except BaseException as exc:
+            self._send_done(describe_exception(exc))
+            return
+        self._send_done(None, result)
+
+    def finalize(self) -> None:
+        self.finalizing = True
+        error = None
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self.initialized and hasattr(self.model, "finalize"):
+            try:
+                self.model.finalize()
+            except BaseException as exc:
+                error = describe_exception(exc)
+        try:
+            self._send_done(error)
+        except OSError:
+            pass
+
+    def _send_done(self, error: str | None, value: Any = None) -> None:
+        """Answer INIT, AUTO_COMPLETE or FINALIZE."""
+        self.exec_conn.send((messages.DONE, error, value))
+
+    def execute(self, message: tuple) -> None:
+        """One batch: build the requests (inputs are views of the in-ring), run the model's
+        execute, answer with what it returned. The hot path: keep it lean."""
+        _, wire_requests, block_descriptor = message
+        decoupled = self.decoupled
+        block = (None if block_descriptor is None
+                 else open_block(block_descriptor, self.in_ring, self.exec_conn.fds))
+        Tensor = self.pb.Tensor
+        from_server = self._from_server
+        requests = []
+        try:
+            for handle, rid, cid, flags, timeout, params, names, descriptors in wire_requests:
+                inputs = [Tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
+                          for name, datatype, shape, offset, nbytes in descriptors]
+                requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
+                                            params, decoupled))
+            if decoupled and block is not None:
+                block.release()  # the inputs were copied: threads may use them after execute
+        except BaseException as exc:
+            if block is not None:
+                block.release()
+            self._send_executed(describe_exception(exc), None, None, ())
+            return
+
+        responses = out_block = None
+        fds: list[int] = []
+        error = None
+        try:
+            try:
+                returned = self.model.execute(requests)
+                if type(returned) is not list and asyncio.iscoroutine(returned):
+                    if decoupled:
+                        self._run_in_background(returned)
+                        returned = None
+                    else:
+                        returned = asyncio.run_coroutine_threadsafe(
+                            returned, self._event_loop()).result()
+                if returned is not None:
+                    responses, out_block, fds = self._returned_responses(requests, returned)
+            finally:
+                if not decoupled and block is not None:
+                    block.release()
+        except BaseException as exc:
+            error = (f"Failed to process the request(s) for model '{self.name}', message: "
+                     + describe_exception(exc))
+            for request in requests:
+                request._response_sender._close()
+        self._send_executed(error, responses, out_block, fds)
+
+    def _send_executed(self, error: str | None, responses: Any, block: Any, fds: Any) -> None:
+        """Answer EXECUTE, saying how many async frames (responses sent through a response
+        sender) the server must handle first."""
+        try:
+            self.exec_conn.send(
+                (messages.DONE, error, responses, self.async_conn.sent, block), fds
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _returned_responses(self, requests: list, returned: Any) -> tuple:
+        """Triton's ProcessReturnedResponses: check what execute returned, count each response
+        as its request's final one, prune the outputs nobody asked for, and pack them all in
+        one block. -> (wire responses, block, fds)."""
+        pb = self.pb
+        if self.decoupled:
+            raise StubError(
+                f"Python model '{self.name}' is using the decoupled mode and the execute "
+                "function must return None."
+            )
+        if not isinstance(returned, list):
+            raise StubError(
+                f"Expected a list in the execute return, found type '{type(returned)}'."
+            )
+        if len(returned) != len(requests):
+            raise StubError(
+                "Number of InferenceResponse objects do not match the number of "
+                f"InferenceRequest objects. InferenceRequest(s) size is:{len(requests)}, and "
+                f"InferenceResponse(s) size is:{len(returned)}\n"
+            )
+        Response = pb.InferenceResponse
+        for request, response in zip(requests, returned):
+            if response is None:
+                continue
+            if request._release_flags == _RELEASE_RESCHEDULE:
+                raise StubError(
+                    "Expected a None object in the execute function return list for "
+                    f"reschduled request, found type '{type(response)}'."
+                )
+            if not isinstance(response, Response):
+                raise StubError(
+                    "Expected an 'InferenceResponse' object in the execute function return "
+                    f"list, found type '{type(response)}'."
+                )
+            try:
+                request._response_sender._update_state(response, messages.FINAL)
+            except pb.TritonModelException as exc:
+                raise StubError(str(exc)) from None
+        tensors: list = []
+        counts: list[int] = []
+        wire_of = WIRE_OF_CODE
+        for request, response in zip(requests, returned):
+            if response is None:
+                counts.append(-1)
+                continue
+            count = 0
+            if response._error is None:
+                # Triton's PruneOutputTensors: only what the request asked for goes back.
+                wanted = request._requested_output_names
+                for tensor in response._output_tensors:
+                    if tensor._name in wanted:
+                        tensors.append((tensor._name, wire_of[tensor._dtype], tensor._array))
+                        count += 1
+            counts.append(count)
+        descriptors, block, fds = self.writer.pack(tensors)
+        wire: list = []
+        at = 0
+        for response, count in zip(returned, counts):
+            if count < 0:
+                wire.append(None)
+                continue
+            wire.append(wire_response(response, descriptors[at : at + count]))
+            at += count
+        return wire, block, fds
+
+    # -- the async event loop (async def execute) ------------------------------------------
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="stub-asyncio",
+                                 daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    def _run_in_background(self, coroutine: Any) -> None:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
+        self._background.add(future)
+        future.add_done_callback(self._background_done)
+
+    def _background_done(self, future: Any) -> None:
+        self._background.discard(future)
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None:
+            self.runtime.log(2, "".join(traceback.format_exception(exc)), __file__, 0)
+
+    # -- the reader thread: the async socket ---------------------------------------------
+
+    def read_async(self) -> None:
+        conn = self.async_conn
+        runtime = self.runtime
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                if self.finalizing:
+                    return  # the main thread is finishing up
+                os._exit(0)  # the server has gone: nothing left to serve
+            try:
+                kind = message[0]
+                if kind == messages.BLS_RESPONSE:
+                    runtime.on_bls_response(message)
+                elif kind == messages.REPLY:
+                    runtime.on_reply(message)
+                elif kind == messages.READY_QUERY:
+                    threading.Thread(target=self._answer_ready, args=(message[1],),
+                                     daemon=True).start()
+            except Exception:
+                traceback.print_exc()
+
+    def _answer_ready(self, query_id: int) -> None:
+        ready = False
+        try:
+            result = self.model.is_ready()
+            if asyncio.iscoroutine(result):
+                result = asyncio.run_coroutine_threadsafe(result, self._event_loop()).result()
+            ready = result is True or (isinstance(result, (bool,)) and bool(result))
+        except BaseException as exc:
+            self.runtime.log(2, f"is_ready() raised: {describe_exception(exc)}", __file__, 0)
+        try:
+            self.async_conn.send((messages.READY_REPLY, query_id, ready))
+        except OSError:
+            pass

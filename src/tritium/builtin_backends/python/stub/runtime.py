@@ -1,0 +1,175 @@
+"""The stub's implementation of pb_utils' runtime (`triton_python_backend_utils._Runtime`):
+everything a model asks of the server while it runs. Responses sent through a response sender,
+BLS requests, log lines and calls (custom metrics, cancellation, model readiness) go out on
+the async socket from whatever thread the model uses; the stub's reader thread hands back the
+replies (`on_reply`, `on_bls_response`).
+
+Runs in the stub process: standard library, numpy and the transport only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..wire import messages
+from .bls_call import BlsCall, ResponseIterator
+from .pb_wire import pb_response, wire_response, wire_tensors
+from ..wire.shm_tensors import open_block
+
+if TYPE_CHECKING:
+    from .pb_stub import Stub
+
+
+class _Waiter:
+    """One pending call to the server, answered by the reader thread."""
+
+    __slots__ = ("event", "error", "value")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.error: str | None = None
+        self.value: Any = None
+
+
+class StubRuntime:
+    """pb_utils' runtime in a stub: talks to the server for the model."""
+
+    def __init__(self, stub: Stub) -> None:
+        self.stub = stub
+        self.async_conn = stub.async_conn
+        self.writer = stub.writer
+        self._ids = itertools.count(1)
+        self._calls: dict[int, _Waiter] = {}
+        self._bls: dict[int, BlsCall] = {}
+
+    # -- what the reader thread hands back ---------------------------------------------------
+
+    def on_reply(self, message: tuple) -> None:
+        _, call_id, error, value = message
+        waiter = self._calls.pop(call_id, None)
+        if waiter is not None:
+            waiter.error, waiter.value = error, value
+            waiter.event.set()
+
+    def on_bls_response(self, message: tuple) -> None:
+        _, bls_id, wire, flags, block_descriptor = message
+        call = self._bls.get(bls_id)
+        final = bool(flags & messages.FINAL)
+        if final:
+            self._bls.pop(bls_id, None)
+        response = None
+        if wire is not None:
+            block = open_block(block_descriptor, self.stub.in_ring, self.async_conn.fds)
+            try:
+                response = pb_response(self.stub.pb, wire, block)
+            finally:
+                if block is not None:
+                    block.release()
+        if call is not None:
+            call.put(response, final)
+
+    # -- the runtime pb_utils calls ----------------------------------------------------------
+
+    def _call(self, name: str, *args: Any) -> Any:
+        call_id = next(self._ids)
+        waiter = _Waiter()
+        self._calls[call_id] = waiter
+        self.async_conn.send((messages.CALL, call_id, name, args))
+        waiter.event.wait()
+        if waiter.error is not None:
+            raise self.stub.pb.TritonModelException(waiter.error)
+        return waiter.value
+
+    def send_response(self, request_handle: Any, response: Any, flags: int) -> None:
+        fds: list[int] = []
+        wire = block = None
+        if response is not None:
+            outputs = response._output_tensors if response._error is None else ()
+            descriptors, block, fds = self.writer.pack(wire_tensors(outputs))
+            wire = wire_response(response, descriptors)
+        try:
+            self.async_conn.send((messages.RESPONSE, request_handle, wire, flags, block), fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def is_cancelled(self, request_handle: Any) -> bool:
+        return bool(self._call("is_cancelled", request_handle))
+
+    def _start_bls(self, request: Any, decoupled: bool) -> tuple[int, BlsCall, tuple, list[int]]:
+        """Pack a BLS request and register its call, to which the reader thread hands the
+        responses: (id, call, message, fds), the message not sent yet."""
+        stub = self.stub
+        if not stub.initialized or stub.finalizing:
+            raise stub.pb.TritonModelException(
+                "BLS is only supported during the 'execute' function."
+            )
+        descriptors, block, fds = self.writer.pack(wire_tensors(request._inputs))
+        wire = (
+            request._model_name, int(request._model_version), request._request_id,
+            request._correlation_id, request._flags, int(request._timeout),
+            request._parameters, sorted(request._requested_output_names), descriptors,
+        )
+        bls_id = next(self._ids)
+        call = BlsCall(stub.pb, decoupled)
+        self._bls[bls_id] = call
+        return bls_id, call, (messages.BLS, bls_id, wire, decoupled, block), fds
+
+    def _send_bls(self, message: tuple, fds: list[int]) -> None:
+        try:
+            self.async_conn.send(message, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def bls_exec(self, request: Any, decoupled: bool) -> Any:
+        _id, call, message, fds = self._start_bls(request, decoupled)
+        self._send_bls(message, fds)
+        if decoupled:
+            return ResponseIterator(call)
+        return call.wait_final()
+
+    def bls_async_exec(self, request: Any, decoupled: bool) -> Any:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        _id, call, message, fds = self._start_bls(request, decoupled)
+        call.waiting = (loop, future)
+        self._send_bls(message, fds)
+        return future
+
+    def log(self, level: int, message: str, filename: str, line: int) -> None:
+        try:
+            self.async_conn.send((messages.LOG, int(level), str(message), filename, line))
+        except OSError:
+            pass
+
+    def metric_family_new(self, name: str, description: str, kind: int) -> Any:
+        return self._call("metric_family_new", name, description, kind)
+
+    def metric_new(self, family_handle: Any, labels: dict, buckets: Any) -> Any:
+        return self._call("metric_new", family_handle, dict(labels), buckets)
+
+    def metric_update(self, metric_handle: Any, op: str, value: float) -> None:
+        self._call("metric_update", metric_handle, op, value)
+
+    def metric_value(self, metric_handle: Any) -> float:
+        return self._call("metric_value", metric_handle)
+
+    def metric_family_delete(self, handle: Any) -> None:
+        self._call("metric_family_delete", handle)
+
+    def metric_delete(self, handle: Any) -> None:
+        self._call("metric_delete", handle)
+
+    def load_model(self, name: str, config: str, files: dict) -> None:
+        self._call("load_model", name, config, files)
+
+    def unload_model(self, name: str, unload_dependents: bool) -> None:
+        self._call("unload_model", name, unload_dependents)
+
+    def is_model_ready(self, name: str, version: str) -> bool:
+        return bool(self._call("is_model_ready", name, version))

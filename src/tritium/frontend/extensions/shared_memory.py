@@ -1,0 +1,65 @@
+"""Tensors in client shared memory, for both frontends: where an input's bytes come from and
+where an output's bytes go.
+
+An input or requested output names a registered region with the `shared_memory_region`,
+`shared_memory_offset` and `shared_memory_byte_size` parameters. Inputs become views of the
+region (no copy); outputs are written into it after inference and the response then carries the
+output's name, datatype and shape only, as Triton's does. The wire-specific parameter checks
+(JSON types for HTTP, InferParameter kinds for gRPC) stay in each frontend's codec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import TritonError
+from ...shared_memory import SharedMemoryManager
+from ...tensor import numpy_dtype, serialize_bytes
+
+__all__ = ["OutputRegion", "SharedMemoryManager", "region_view", "write_output"]
+
+_UINT64 = 1 << 64
+
+
+@dataclass(slots=True)
+class OutputRegion:
+    """Where a requested output goes: a bounds-checked window of a registered region."""
+
+    view: memoryview
+
+
+def _unsigned(value: int | None) -> int | None:
+    # Triton reads these parameters into size_t: a negative gRPC int64 wraps around.
+    return None if value is None else value % _UINT64
+
+
+def region_view(regions: SharedMemoryManager, name: str, offset: int | None,
+                byte_size: int | None) -> memoryview:
+    """The bytes of region `name` that a tensor names (NOT_FOUND or INVALID_ARG with Triton's
+    messages). Outputs are checked this way too, before inference, as Triton does."""
+    return regions.region(name).view(_unsigned(offset) or 0, _unsigned(byte_size))
+
+
+def write_output(region: OutputRegion, name: str, datatype: str, data: Any) -> None:
+    """Copy an output into its region; an output that does not fit fails as Triton's does."""
+    if datatype == "BYTES":
+        payload: Any = np.frombuffer(serialize_bytes(np.asarray(data, dtype=np.object_)),
+                                     dtype=np.uint8)
+    else:
+        array = np.asarray(data)
+        dtype = numpy_dtype(datatype)
+        if array.dtype != dtype:
+            array = array.astype(dtype)
+        payload = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    size = payload.nbytes
+    available = len(region.view)
+    if size > available:
+        raise TritonError.internal(
+            f"shared memory size specified with the request for output '{name}' "
+            f"({available} bytes) should be at least {size} bytes to hold the results"
+        )
+    if size:
+        np.frombuffer(region.view, dtype=np.uint8, count=size)[:] = payload

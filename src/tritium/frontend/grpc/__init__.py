@@ -1,0 +1,11 @@
+"""The gRPC frontend: Triton's GRPCInferenceService, as Triton's src/grpc.
+
+`http2` is the HTTP/2 transport (frames, streams, flow control); `server` runs grpcio method
+handlers over it; `service` holds the RPC bodies (`GrpcFrontend` is the endpoint `tritium
+serve` starts); `codec` is the ModelInfer wire format; `stream` is ModelStreamInfer;
+`repository` and `shared_memory` answer the repository and shared-memory RPCs.
+"""
+
+from .service import GrpcFrontend
+
+__all__ = ["GrpcFrontend"]

@@ -1,0 +1,502 @@
+"""The ModelInfer wire format: ModelInferRequest bytes -> InferenceRequest -> ModelInferResponse.
+
+Speed: the big parts of ModelInfer messages never go through protobuf objects. Large requests are
+scanned by hand so each `raw_input_contents` entry becomes a zero-copy view of the received
+message (`np.frombuffer` on it); responses are serialised by hand, output tensors appended
+straight from their numpy buffers (one copy, into the message), every output as
+`raw_output_contents` as Triton sends them.
+
+Errors carry Triton's messages (src/grpc/infer_handler.cc and the core's input validation).
+ModelStreamInfer reuses all of it; its ModelStreamInferResponse wrappers (stream_infer_handler.cc)
+are at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from tritonclient.grpc import service_pb2 as pb
+
+from ...errors import TritonError
+from ...request import (
+    InferenceRequest,
+    InferenceResponse,
+    RequestedOutput,
+    apply_parameters,
+    log_prefix,
+)
+from ...server import parse_version
+from ...tensor import (
+    BYTE_SIZE_MISMATCH,
+    DATATYPES,
+    STRING_COUNT_MISMATCH,
+    Tensor,
+    dims_string,
+    element_count,
+    empty_input,
+    input_from_wire,
+    numpy_dtype,
+    input_data_error,
+    serialize_bytes,
+)
+from ..extensions.classification import classify, requested_classes
+from ..extensions.limits import check_requested_outputs
+from ..extensions.shared_memory import OutputRegion, SharedMemoryManager, region_view, write_output
+
+_DTYPES: dict[str, np.dtype] = {name: numpy_dtype(name) for name in DATATYPES}
+
+# Requests at least this big are scanned by hand so raw tensors stay views of the message; below
+# it protobuf's C parser is faster than the Python scan and the copies are negligible.
+_SCAN_THRESHOLD = 48 * 1024
+
+# -- ModelInferRequest: parsing -----------------------------------------------------------------
+
+ParsedInferRequest = tuple[pb.ModelInferRequest, Sequence["bytes | memoryview"]]
+
+
+def parse_infer_request(data: bytes) -> ParsedInferRequest:
+    """Wire bytes -> (message without its raw contents, raw_input_contents).
+
+    Big messages are scanned field by field: raw_input_contents (field 7) entries become
+    memoryviews of `data` (no copy) and only the rest goes through protobuf.
+    """
+    if len(data) < _SCAN_THRESHOLD:
+        message = pb.ModelInferRequest.FromString(data)
+        return message, list(message.raw_input_contents)
+    view = memoryview(data)
+    rest: list[memoryview] = []
+    raws: list[memoryview] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        start = pos
+        tag, pos = _read_varint(data, pos)
+        wire_type = tag & 7
+        if wire_type == 2:
+            length, pos = _read_varint(data, pos)
+            stop = pos + length
+            if stop > end:
+                raise ValueError("truncated ModelInferRequest")
+            if tag >> 3 == 7:
+                raws.append(view[pos:stop])
+            else:
+                rest.append(view[start:stop])
+            pos = stop
+        elif wire_type == 0:
+            _, pos = _read_varint(data, pos)
+            rest.append(view[start:pos])
+        elif wire_type == 1 or wire_type == 5:
+            pos += 8 if wire_type == 1 else 4
+            if pos > end:
+                raise ValueError("truncated ModelInferRequest")
+            rest.append(view[start:pos])
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire_type} in ModelInferRequest")
+    return pb.ModelInferRequest.FromString(b"".join(rest)), raws
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    end = len(data)
+    while pos < end:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            break
+    raise ValueError("malformed varint in ModelInferRequest")
+
+
+# -- ModelInferRequest: decoding ----------------------------------------------------------------
+
+
+def decode_infer_request(
+    message: pb.ModelInferRequest,
+    raws: Sequence[bytes | memoryview],
+    regions: SharedMemoryManager,
+) -> tuple[InferenceRequest, dict[str, OutputRegion] | None]:
+    """ModelInferRequest -> InferenceRequest, with Triton's checks and messages, and the
+    outputs to write into client shared memory (`regions` are the registered ones)."""
+    model = message.model_name
+    rid = message.id
+    request = InferenceRequest(model, parse_version(message.model_version), id=rid)
+    if message.parameters:
+        apply_parameters(request, _request_parameters(message.parameters))
+
+    prefix = log_prefix(rid)
+    inputs: dict[str, Tensor] = request.inputs
+    raw_count = len(raws)
+    raw_index = 0
+    for io in message.inputs:
+        name = io.name
+        if name in inputs:
+            raise TritonError.invalid_arg(f"{prefix}input '{name}' already exists in request")
+        parameters = _plain(io.parameters) if io.parameters else {}
+        view = None
+        if parameters and _SHM_PARAMETERS.intersection(parameters):
+            view = _tensor_region(io.parameters, name, regions)
+        datatype = io.datatype
+        dtype = _DTYPES.get(datatype)
+        if dtype is None:
+            raise TritonError.invalid_arg(
+                f"{prefix}invalid datatype '{datatype}' for input '{name}' of model "
+                f"'{model}'; expected one of {', '.join(sorted(DATATYPES))}"
+            )
+        shape = tuple(io.shape)
+        for dim in shape:
+            if dim < 0:
+                raise TritonError.invalid_arg(
+                    f"{prefix}invalid shape {dims_string(shape)} for input '{name}' of model "
+                    f"'{model}': dimensions must be >= 0"
+                )
+        if view is not None:
+            if io.HasField("contents"):
+                raise TritonError.invalid_arg(
+                    f"unexpected 'content' provided when using shared memory for input tensor "
+                    f"'{name}' for model '{model}'"
+                )
+            data = input_from_wire(view, datatype, shape, name, model, prefix)
+            # Triton lets a shared-memory input leave its raw_input_contents slot unused.
+            raw_index += raw_index < raw_count
+        elif io.HasField("contents"):
+            if raw_count:
+                raise TritonError.invalid_arg(
+                    f"contents field must not be specified when using raw_input_contents for "
+                    f"'{name}' for model '{model}'"
+                )
+            data = _contents_array(io, datatype, dtype, shape, model, prefix)
+        elif raw_index < raw_count:
+            data = input_from_wire(raws[raw_index], datatype, shape, name, model, prefix)
+            raw_index += 1
+        else:
+            raise TritonError.invalid_arg(
+                f"unable to find data for input tensor '{name}' for model '{model}' in request."
+            )
+        inputs[name] = Tensor(name, datatype, shape, data, parameters)
+    if raw_index != raw_count:
+        raise TritonError.invalid_arg(
+            f"{prefix}{raw_count} raw_input_contents given for {len(message.inputs)} "
+            f"inputs of model '{model}': raw_input_contents must hold one entry per input, in "
+            "the order of 'inputs'"
+        )
+
+    check_requested_outputs(len(message.outputs), model)
+    targets: dict[str, OutputRegion] | None = None
+    for out in message.outputs:
+        out_parameters = _plain(out.parameters) if out.parameters else {}
+        if out_parameters and "classification" in out_parameters:
+            if "shared_memory_region" in out_parameters:
+                raise TritonError.invalid_arg(
+                    "output can't set both 'shared_memory_region' and 'classification'"
+                )
+            # Triton's words, including "expected >= 0" for a count it refuses below 1.
+            if out.parameters["classification"].WhichOneof("parameter_choice") != "int64_param":
+                raise TritonError.invalid_arg(
+                    "invalid value type for 'classification' parameter, expected int64_param"
+                )
+            if out_parameters["classification"] < 1:
+                raise TritonError.invalid_arg(
+                    "invalid value for 'classification' parameter, expected >= 0"
+                )
+        if out_parameters and _SHM_PARAMETERS.intersection(out_parameters):
+            if targets is None:
+                targets = {}
+            targets[out.name] = OutputRegion(_tensor_region(out.parameters, out.name, regions))
+        request.requested_outputs.append(RequestedOutput(out.name, out_parameters))
+    return request, targets
+
+
+_SHM_PARAMETERS = frozenset(("shared_memory_region", "shared_memory_offset",
+                             "shared_memory_byte_size"))
+
+
+def _tensor_region(params: Any, name: str, regions: SharedMemoryManager) -> memoryview:
+    """The bytes a tensor's shared-memory parameters name, checked as Triton's gRPC frontend
+    checks them (kinds, a size with every region, no offset or size without one)."""
+    values: dict[str, Any] = {}
+    for key, kind in (("shared_memory_region", "string_param"),
+                      ("shared_memory_offset", "int64_param"),
+                      ("shared_memory_byte_size", "int64_param")):
+        if key in params:
+            if params[key].WhichOneof("parameter_choice") != kind:
+                raise TritonError.invalid_arg(
+                    f"invalid value type for '{key}' parameter for tensor '{name}', expected "
+                    f"{kind}."
+                )
+            values[key] = getattr(params[key], kind)
+    region = values.get("shared_memory_region")
+    if region is None:
+        extra = "shared_memory_byte_size" if "shared_memory_byte_size" in values \
+            else "shared_memory_offset"
+        raise TritonError.invalid_arg(
+            f"'{extra}' can not be specified without 'shared_memory_region' parameter for "
+            f"tensor '{name}'"
+        )
+    if "shared_memory_byte_size" not in values:
+        raise TritonError.invalid_arg(
+            "'shared_memory_byte_size' must be specified along with 'shared_memory_region' "
+            f"parameter for tensor '{name}'"
+        )
+    return region_view(regions, region, values.get("shared_memory_offset", 0),
+                       values["shared_memory_byte_size"])
+
+
+# InferTensorContents field -> (the datatype it carries, datatypes it may fill). int_contents
+# also carries INT8/INT16 and uint_contents UINT8/UINT16 (each element's low bytes), as Triton.
+_CONTENTS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("bool_contents", "BOOL", ("BOOL",)),
+    ("int_contents", "INT32", ("INT8", "INT16", "INT32")),
+    ("int64_contents", "INT64", ("INT64",)),
+    ("uint_contents", "UINT32", ("UINT8", "UINT16", "UINT32")),
+    ("uint64_contents", "UINT64", ("UINT64",)),
+    ("fp32_contents", "FP32", ("FP32",)),
+    ("fp64_contents", "FP64", ("FP64",)),
+    ("bytes_contents", "BYTES", ("BYTES",)),
+]
+
+
+def _contents_array(
+    io: Any, datatype: str, dtype: np.dtype, shape: tuple[int, ...], model: str, prefix: str
+) -> np.ndarray:
+    """Typed `contents` -> array, with Triton's checks (one kind only, of the right type)."""
+    name = io.name
+    contents = io.contents
+    data: np.ndarray | None = None
+    for field, carried, fills in _CONTENTS:
+        values = getattr(contents, field)
+        if not values:
+            continue
+        if data is not None:
+            raise TritonError.invalid_arg(
+                f"unexpected explicit tensor data for input tensor '{name}' for model "
+                f"'{model}', binary data was already supplied."
+            )
+        if datatype not in fills:
+            raise TritonError.invalid_arg(
+                f"unexpected explicit tensor data for input tensor '{name}' for model "
+                f"'{model}' of type '{carried}', expected datatype '{datatype}'"
+            )
+        if datatype == "BYTES":
+            data = np.empty(len(values), dtype=np.object_)
+            data[:] = list(values)
+        elif carried == datatype:
+            data = np.array(values, dtype=dtype)
+        else:  # INT8/INT16/UINT8/UINT16 from 32-bit elements: keep the low bytes
+            data = np.array(values, dtype=_DTYPES[carried]).astype(dtype)
+    count = element_count(shape)
+    got = 0 if data is None else len(data)
+    if got != count:
+        if datatype == "BYTES":
+            raise input_data_error(STRING_COUNT_MISMATCH, name, model, count, got, prefix)
+        size = dtype.itemsize
+        raise input_data_error(BYTE_SIZE_MISMATCH, name, model, count * size, got * size, prefix)
+    if data is None:
+        return empty_input(datatype, shape)
+    return data.reshape(shape)
+
+
+# The request parameters Triton's gRPC frontend reads itself: the InferParameter kinds it accepts
+# for each, and how its error message names them. Any other key is the model's (_MODEL_KINDS).
+_READ_KINDS: dict[str, tuple[frozenset[str], str]] = {
+    "sequence_id": (frozenset(("int64_param", "string_param")), "int64_param or string_param"),
+    "sequence_start": (frozenset(("bool_param",)), "bool_param"),
+    "sequence_end": (frozenset(("bool_param",)), "bool_param"),
+    "priority": (frozenset(("int64_param", "uint64_param")), "int64_param or uint64_param"),
+    "timeout": (frozenset(("int64_param",)), "int64_param"),
+    # The one reserved key a client may send: a ModelStreamInfer option, not for the model.
+    "triton_enable_empty_final_response": (frozenset(("bool_param",)), "bool_param"),
+}
+_STREAM_OPTION = "triton_enable_empty_final_response"
+_MODEL_KINDS = (
+    frozenset(("int64_param", "bool_param", "string_param")),
+    "int64_param, bool_param, or string_param",
+)
+
+
+def _request_parameters(params: Any) -> dict[str, Any]:
+    """Request parameters checked against their InferParameter kinds, as Triton's gRPC frontend
+    checks them, as plain values for `apply_parameters`."""
+    values: dict[str, Any] = {}
+    for key, param in params.items():
+        rule = _READ_KINDS.get(key)
+        if rule is None:
+            if key.startswith("triton_"):
+                raise TritonError.invalid_arg(
+                    "parameter keys starting with 'triton_' are reserved for Triton usage. "
+                    "Only the following keys starting with 'triton_' are allowed: "
+                    f"{_STREAM_OPTION}"
+                )
+            rule = _MODEL_KINDS
+        kinds, expected = rule
+        kind = param.WhichOneof("parameter_choice")
+        if kind not in kinds:
+            raise TritonError.invalid_arg(
+                f"invalid value type for '{key}' parameter, expected {expected}."
+            )
+        value = getattr(param, kind)
+        if key == "sequence_id" and kind == "int64_param":
+            value &= 0xFFFF_FFFF_FFFF_FFFF  # Triton keeps integer sequence ids as uint64
+        elif key == "priority" and value < 0:
+            raise TritonError.invalid_arg("invalid value for 'priority', expected value >= 0.")
+        if key != _STREAM_OPTION:
+            values[key] = value
+    return values
+
+
+def _plain(params: Any) -> dict[str, Any]:
+    """Input and output parameters as plain values (Triton does not check their kinds)."""
+    out: dict[str, Any] = {}
+    for key, param in params.items():
+        kind = param.WhichOneof("parameter_choice")
+        if kind is not None:
+            out[key] = getattr(param, kind)
+    return out
+
+
+# -- ModelInferResponse: encoding ---------------------------------------------------------------
+
+_RAW_OUTPUT_TAG = b"\x32"  # field 6 (raw_output_contents), wire type 2
+
+
+def encode_infer_response(
+    response: InferenceResponse,
+    request: InferenceRequest,
+    *,
+    final: bool | None = None,
+    regions: dict[str, OutputRegion] | None = None,
+    config: Any = None,
+    labels: Callable[[], dict[str, list[str]]] | None = None,
+) -> bytes:
+    """InferenceResponse -> ModelInferResponse wire bytes, every output as raw contents.
+
+    The small part (names, shapes, parameters) is a protobuf message; the tensors are appended
+    as raw_output_contents fields straight from their buffers (a protobuf message may list its
+    fields in any order, and repeated fields concatenate). `final` (ModelStreamInfer only) adds
+    the `triton_final_response` parameter. Outputs in `regions` are written there and go out
+    as an empty raw entry, as Triton sends them. An output requested with `classification: N`
+    goes out as its top N classes (BYTES), which reads the model's `config` and, only then, its
+    labels (`labels()`, the model's labels by output).
+    """
+    head = pb.ModelInferResponse(
+        model_name=response.model_name, model_version=response.model_version, id=response.id
+    )
+    if response.parameters:
+        _set_parameters(head.parameters, response.parameters)
+    if final is not None:
+        head.parameters[FINAL_RESPONSE].bool_param = final
+    outputs = response.outputs
+    classified: dict[str, int] = {}
+    if request.requested_outputs:
+        wanted = set(request.requested_output_names)
+        outputs = [t for t in outputs if t.name in wanted]
+        classified = requested_classes(request)
+    parts: list[Any] = [b""]
+    model_labels = labels() if classified and labels is not None else {}
+    for tensor in outputs:
+        if classified and tensor.name in classified:
+            datatype, shape, data = classify(tensor, classified[tensor.name], config,
+                                             model_labels.get(tensor.name))
+            tensor = Tensor(tensor.name, datatype, shape, data, tensor.parameters)
+        entry = head.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
+        if tensor.parameters:
+            _set_parameters(entry.parameters, tensor.parameters)
+        payload: Any
+        if regions and tensor.name in regions:
+            write_output(regions[tensor.name], tensor.name, tensor.datatype, tensor.data)
+            payload, size = b"", 0
+        elif tensor.datatype == "BYTES":
+            payload = serialize_bytes(np.asarray(tensor.data, dtype=np.object_))
+            size = len(payload)
+        else:
+            array = tensor.data
+            dtype = _DTYPES.get(tensor.datatype)
+            if dtype is None:
+                raise TritonError.internal(
+                    f"output '{tensor.name}' has invalid datatype '{tensor.datatype}'"
+                )
+            if not isinstance(array, np.ndarray) or array.dtype != dtype \
+                    or not array.flags.c_contiguous:
+                array = np.ascontiguousarray(array, dtype=dtype)
+            size = array.nbytes
+            payload = array.reshape(-1).view(np.uint8) if size else b""
+        parts.append(_RAW_OUTPUT_TAG + _varint(size))
+        parts.append(payload)
+    parts[0] = head.SerializeToString()
+    return b"".join(parts)
+
+
+def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _set_parameters(target: Any, values: dict[str, Any]) -> None:
+    for key, value in values.items():
+        param = target[key]
+        if isinstance(value, bool):
+            param.bool_param = value
+        elif isinstance(value, int):
+            if value >= 2**63:
+                param.uint64_param = value
+            else:
+                param.int64_param = value
+        elif isinstance(value, float):
+            param.double_param = value
+        elif isinstance(value, (bytes, bytearray)):
+            param.string_param = bytes(value).decode("utf-8", "replace")
+        else:
+            param.string_param = str(value)
+
+
+# -- ModelStreamInferResponse ------------------------------------------------------------------
+
+# The response parameter telling a ModelStreamInfer client whether a response is its request's
+# last (stream_infer_handler.cc sets it on every response it writes).
+FINAL_RESPONSE = "triton_final_response"
+_STREAM_ERROR_TAG = b"\x0a"  # ModelStreamInferResponse.error_message: field 1, wire type 2
+_STREAM_RESPONSE_TAG = b"\x12"  # ModelStreamInferResponse.infer_response: field 2, wire type 2
+
+
+def enable_empty_final_response(message: pb.ModelInferRequest) -> bool:
+    """The request's `triton_enable_empty_final_response` (its kind was checked by decoding)."""
+    param = message.parameters.get(_STREAM_OPTION)
+    return param is not None and param.bool_param
+
+
+def encode_stream_response(infer_response: bytes, error_message: str = "") -> bytes:
+    """ModelStreamInferResponse wire bytes around encoded ModelInferResponse bytes.
+
+    Built by hand so the (possibly large) inner message is not parsed or copied through protobuf.
+    """
+    parts: list[bytes] = []
+    if error_message:
+        text = error_message.encode("utf-8", "replace")
+        parts += (_STREAM_ERROR_TAG, _varint(len(text)), text)
+    parts += (_STREAM_RESPONSE_TAG, _varint(len(infer_response)), infer_response)
+    return b"".join(parts)
+
+
+def encode_stream_head(
+    message: pb.ModelInferRequest, final: bool | None, error_message: str = ""
+) -> bytes:
+    """A ModelStreamInferResponse that carries no tensors: the request's id, model name and
+    version as the client sent them, and the final flag when `final` is not None.
+
+    Triton writes these for an error response (with error_message) and for the empty final
+    response; errors that stop a request before it runs carry only the id (final None).
+    """
+    head = pb.ModelInferResponse(id=message.id)
+    if final is not None:
+        head.model_name = message.model_name
+        head.model_version = message.model_version
+        head.parameters[FINAL_RESPONSE].bool_param = final
+    return encode_stream_response(head.SerializeToString(), error_message)

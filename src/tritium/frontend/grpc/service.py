@@ -1,0 +1,339 @@
+"""The gRPC frontend: Triton's `inference.GRPCInferenceService` and `grpc.health.v1.Health`.
+
+The RPC bodies are grpcio method handlers run by Tritium's own HTTP/2 transport
+(`server`, `http2`) in the server's event loop: grpcio's server would cost more CPU per call
+than the rest of a request. Messages are Triton's own protobuf stubs from `tritonclient.grpc`, so
+the real `tritonclient` talks to it unmodified. A ModelInfer request is decoded into an
+`InferenceRequest` (`codec`), handed to `InferenceServer.infer`, and the response is encoded
+back the way Triton does. ModelStreamInfer
+(bidirectional streaming, the one way to decoupled models) lives in `stream`.
+
+Errors carry Triton's status codes and messages (src/grpc/infer_handler.cc), and the status
+details are the message, as Triton sends them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+from tritonclient.grpc import service_pb2 as pb
+
+from ...errors import Code, TritonError
+from ...server import InferenceServer, parse_version
+from .codec import (
+    ParsedInferRequest,
+    decode_infer_request,
+    encode_infer_response,
+    parse_infer_request,
+)
+from .repository import RepositoryService
+from .server import GrpcServer
+from .shared_memory import handlers as shared_memory_handlers
+from .stream import StreamInferHandler
+from ..extensions import logging_api, trace_api
+from ..extensions.restricted_api import Restriction, restrict_grpc
+from ..extensions.statistics_api import statistics_proto
+
+log = logging.getLogger("tritium.frontend.grpc")
+
+SERVICE = "inference.GRPCInferenceService"
+HEALTH_SERVICE = "grpc.health.v1.Health"
+
+_STATUS: dict[Code, grpc.StatusCode] = {code: grpc.StatusCode[code.grpc_name] for code in Code}
+
+# grpc.health.v1.HealthCheckResponse{status: SERVING | NOT_SERVING}, encoded by hand (the
+# message is one enum field; grpcio-health-checking is not needed for it).
+_HEALTH_SERVING = b"\x08\x01"
+_HEALTH_NOT_SERVING = b"\x08\x02"
+
+
+class GrpcFrontend:
+    """Serves Triton's gRPC API for `server` on `address:port` (port 0 picks a free port)."""
+
+    def __init__(self, server: InferenceServer, address: str, port: int,
+                 restrictions: dict[str, Restriction] | None = None) -> None:
+        self.server = server
+        self.restrictions = restrictions or {}
+        self.address = address
+        self.port = port
+        self.description = f"GRPCInferenceService at {address}:{port}"
+        self._grpc: GrpcServer | None = None
+
+    async def start(self) -> None:
+        """Bind and start serving; raise OSError if the address cannot be bound."""
+        service = _InferenceService(self.server)
+        handlers = restrict_grpc(service.method_handlers(), self.restrictions)
+        health = restrict_grpc(
+            {"Check": grpc.unary_unary_rpc_method_handler(service.health_check)},
+            self.restrictions,
+        )
+        routes = {f"/{SERVICE}/{name}": handler for name, handler in handlers.items()}
+        routes.update({f"/{HEALTH_SERVICE}/{name}": handler for name, handler in health.items()})
+        grpc_server = GrpcServer(routes)
+        host = self.address.strip("[]")
+        try:
+            bound = await grpc_server.start(host, self.port)
+        except OSError:
+            target = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+            raise OSError(
+                f"failed to start GRPC service: unable to bind {target} (address in use or "
+                "not available)"
+            ) from None
+        self.port = bound
+        self.description = f"GRPCInferenceService at {self.address}:{bound}"
+        self._grpc = grpc_server
+
+    async def stop(self, grace: float) -> None:
+        """Refuse new RPCs; RPCs in flight get up to `grace` seconds before being cancelled."""
+        if self._grpc is not None:
+            grpc_server, self._grpc = self._grpc, None
+            await grpc_server.stop(grace)
+
+
+class _InferenceService:
+    """The RPC handlers. Each turns TritonError into the matching gRPC status."""
+
+    def __init__(self, server: InferenceServer) -> None:
+        self.server = server
+        self.stream = StreamInferHandler(server)
+        self.repository = RepositoryService(server)
+
+    def method_handlers(self) -> dict[str, grpc.RpcMethodHandler]:
+        handlers: dict[str, grpc.RpcMethodHandler] = {
+            "ServerLive": _unary(self.server_live, pb.ServerLiveRequest, pb.ServerLiveResponse),
+            "ServerReady": _unary(
+                self.server_ready, pb.ServerReadyRequest, pb.ServerReadyResponse
+            ),
+            "ServerMetadata": _unary(
+                self.server_metadata, pb.ServerMetadataRequest, pb.ServerMetadataResponse
+            ),
+            "ModelReady": _unary(self.model_ready, pb.ModelReadyRequest, pb.ModelReadyResponse),
+            "ModelMetadata": _unary(
+                self.model_metadata, pb.ModelMetadataRequest, pb.ModelMetadataResponse
+            ),
+            "ModelConfig": _unary(
+                self.model_config, pb.ModelConfigRequest, pb.ModelConfigResponse
+            ),
+            "RepositoryIndex": _unary(
+                _triton_errors(self.repository.index),
+                pb.RepositoryIndexRequest,
+                pb.RepositoryIndexResponse,
+            ),
+            "RepositoryModelLoad": _unary(
+                _triton_errors(self.repository.load),
+                pb.RepositoryModelLoadRequest,
+                pb.RepositoryModelLoadResponse,
+            ),
+            "RepositoryModelUnload": _unary(
+                _triton_errors(self.repository.unload),
+                pb.RepositoryModelUnloadRequest,
+                pb.RepositoryModelUnloadResponse,
+            ),
+            # Requests and responses are (de)serialised here, not by protobuf objects.
+            "ModelInfer": grpc.unary_unary_rpc_method_handler(
+                self.model_infer, request_deserializer=_parse_or_none, response_serializer=None
+            ),
+            "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(
+                self.stream.handle, request_deserializer=_parse_or_none, response_serializer=None
+            ),
+            "ModelStatistics": _unary(
+                self.model_statistics, pb.ModelStatisticsRequest, pb.ModelStatisticsResponse
+            ),
+            "LogSettings": _unary(self.log_settings, pb.LogSettingsRequest, pb.LogSettingsResponse),
+            "TraceSetting": _unary(
+                self.trace_setting, pb.TraceSettingRequest, pb.TraceSettingResponse
+            ),
+        }
+        for rpc, (call, request_type, response_type) in shared_memory_handlers(
+            self.server.shared_memory
+        ).items():
+            handlers[rpc] = _unary(_aborting(call), request_type, response_type)
+        for method in pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods:
+            if method.name not in handlers:
+                handlers[method.name] = _unimplemented(
+                    method.name, method.client_streaming or method.server_streaming
+                )
+        return handlers
+
+    # -- health and metadata -------------------------------------------------------------------
+
+    async def server_live(self, request: pb.ServerLiveRequest, context: Any) -> Any:
+        return pb.ServerLiveResponse(live=self.server.is_live())
+
+    async def server_ready(self, request: pb.ServerReadyRequest, context: Any) -> Any:
+        return pb.ServerReadyResponse(ready=self.server.is_ready())
+
+    async def health_check(self, request: bytes, context: Any) -> bytes:
+        # Triton answers for any service name: SERVING when the server is ready.
+        return _HEALTH_SERVING if self.server.is_ready() else _HEALTH_NOT_SERVING
+
+    async def server_metadata(self, request: pb.ServerMetadataRequest, context: Any) -> Any:
+        meta = self.server.metadata()
+        return pb.ServerMetadataResponse(
+            name=meta["name"], version=meta["version"], extensions=meta["extensions"]
+        )
+
+    async def model_ready(self, request: pb.ModelReadyRequest, context: Any) -> Any:
+        try:
+            # Like Triton, a malformed version is an error, not a model that is not ready.
+            parse_version(request.version)
+            ready = self.server.model_ready(request.name, request.version)
+            return pb.ModelReadyResponse(ready=ready)
+        except TritonError as err:
+            await _abort(context, err)
+
+    async def model_metadata(self, request: pb.ModelMetadataRequest, context: Any) -> Any:
+        try:
+            meta = self.server.model_metadata(request.name, request.version)
+        except TritonError as err:
+            await _abort(context, err)
+        response = pb.ModelMetadataResponse(
+            name=meta["name"], versions=meta["versions"], platform=meta["platform"]
+        )
+        for kind, target in (("inputs", response.inputs), ("outputs", response.outputs)):
+            for tensor in meta[kind]:
+                target.add(name=tensor["name"], datatype=tensor["datatype"], shape=tensor["shape"])
+        return response
+
+    async def model_config(self, request: pb.ModelConfigRequest, context: Any) -> Any:
+        try:
+            config = self.server.model_config(request.name, request.version)
+        except TritonError as err:
+            await _abort(context, err)
+        return pb.ModelConfigResponse(config=config)
+
+    # -- statistics, logging and trace extensions ----------------------------------------------
+
+    async def model_statistics(self, request: pb.ModelStatisticsRequest, context: Any) -> Any:
+        try:
+            return statistics_proto(self.server.model_statistics(request.name, request.version))
+        except TritonError as err:
+            await _abort(context, err)
+
+    async def log_settings(self, request: pb.LogSettingsRequest, context: Any) -> Any:
+        try:
+            return logging_api.grpc_update(self.server.log_settings, request)
+        except TritonError as err:
+            await _abort(context, err)
+
+    async def trace_setting(self, request: pb.TraceSettingRequest, context: Any) -> Any:
+        try:
+            return trace_api.grpc_update(self.server, request)
+        except TritonError as err:
+            await _abort(context, err)
+
+    # -- inference -----------------------------------------------------------------------------
+
+    async def model_infer(self, parsed: ParsedInferRequest | None, context: Any) -> bytes:
+        if parsed is None:
+            await context.abort(grpc.StatusCode.INTERNAL, _UNPARSABLE)
+        assert parsed is not None
+        message, raws = parsed
+        try:
+            # Like Triton: the model (and whether ModelInfer may serve it) is settled before the
+            # tensors are looked at, so an unknown model wins over anything wrong in the data.
+            config = self.server.model_config(message.model_name, message.model_version)
+            if config.model_transaction_policy.decoupled:
+                raise TritonError.unsupported(
+                    "ModelInfer RPC doesn't support models with decoupled transaction policy"
+                )
+            request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+            response = await self.server.infer(request)
+            def labels() -> dict[str, list[str]]:  # looked up only if an output is classified
+                return self.server.model_labels(message.model_name, message.model_version)
+
+            return encode_infer_response(response, request, regions=regions, config=config,
+                                         labels=labels)
+        except TritonError as err:
+            await _abort(context, err)
+        except Exception as exc:  # a bug, not the client's fault: keep serving, say INTERNAL
+            log.exception("ModelInfer for model '%s' failed", message.model_name)
+            await context.abort(grpc.StatusCode.INTERNAL, str(exc) or type(exc).__name__)
+        raise AssertionError("unreachable")  # abort() always raises
+
+
+# What Triton answers when a message does not parse.
+_UNPARSABLE = "Unable to parse request"
+
+
+class _Unparsable:
+    """Stands for a request message that failed to parse (grpc would answer UNKNOWN)."""
+
+
+_UNPARSED = _Unparsable()
+
+
+def _unary(handler: Any, request_type: Any, response_type: Any) -> grpc.RpcMethodHandler:
+    parse = request_type.FromString
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return parse(data)
+        except Exception:
+            return _UNPARSED
+
+    async def call(request: Any, context: Any) -> Any:
+        if request is _UNPARSED:
+            await context.abort(grpc.StatusCode.INTERNAL, _UNPARSABLE)
+        return await handler(request, context)
+
+    return grpc.unary_unary_rpc_method_handler(
+        call, request_deserializer=deserialize, response_serializer=response_type.SerializeToString
+    )
+
+
+def _aborting(call: Any) -> Any:
+    """An async handler around a plain one whose TritonError becomes the call's status."""
+
+    async def handler(request: Any, context: Any) -> Any:
+        try:
+            return call(request)
+        except TritonError as err:
+            await _abort(context, err)
+
+    return handler
+
+
+def _parse_or_none(data: bytes) -> ParsedInferRequest | None:
+    try:
+        return parse_infer_request(data)
+    except Exception:
+        return None
+
+
+def _unimplemented(name: str, streaming: bool) -> grpc.RpcMethodHandler:
+    text = f"The {name} RPC is not implemented by this server yet"
+
+    if streaming:
+        async def stream(request_iterator: Any, context: Any) -> Any:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, text)
+            yield  # pragma: no cover - makes this an async generator
+
+        return grpc.stream_stream_rpc_method_handler(stream)
+
+    async def unary(request: bytes, context: Any) -> bytes:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, text)
+        return b""  # pragma: no cover
+
+    return grpc.unary_unary_rpc_method_handler(unary)
+
+
+def _triton_errors(handler: Any) -> Any:
+    """An RPC body `handler(request)` whose TritonError becomes the matching gRPC status."""
+
+    async def call(request: Any, context: Any) -> Any:
+        try:
+            return await handler(request)
+        except TritonError as err:
+            await _abort(context, err)
+
+    return call
+
+
+async def _abort(context: Any, err: TritonError) -> None:
+    await context.abort(_STATUS[err.code], err.message)
+
+
+__all__ = ["GrpcFrontend"]

@@ -1,0 +1,60 @@
+"""The shared-memory extension's gRPC calls (SystemSharedMemory*, CudaSharedMemory*).
+
+Each handler takes the request message and returns the response message, raising TritonError
+with Triton's codes and messages; `service.py` wires them into the service.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from tritonclient.grpc import service_pb2 as pb
+
+from ...shared_memory import SharedMemoryManager
+
+
+def handlers(regions: SharedMemoryManager) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
+    """RPC name -> (handler, request type, response type)."""
+
+    def system_status(request: Any) -> Any:
+        response = pb.SystemSharedMemoryStatusResponse()
+        for status in regions.system_status(request.name):
+            response.regions[status["name"]].CopyFrom(
+                pb.SystemSharedMemoryStatusResponse.RegionStatus(**status)
+            )
+        return response
+
+    def system_register(request: Any) -> Any:
+        regions.register_system(request.name, request.key, request.offset, request.byte_size)
+        return pb.SystemSharedMemoryRegisterResponse()
+
+    def system_unregister(request: Any) -> Any:
+        regions.unregister_system(request.name)
+        return pb.SystemSharedMemoryUnregisterResponse()
+
+    def cuda_status(request: Any) -> Any:
+        regions.cuda_status(request.name)  # no CUDA region can exist: raises or lists none
+        return pb.CudaSharedMemoryStatusResponse()
+
+    def cuda_register(request: Any) -> Any:
+        regions.register_cuda(request.name)
+        return pb.CudaSharedMemoryRegisterResponse()
+
+    def cuda_unregister(request: Any) -> Any:
+        return pb.CudaSharedMemoryUnregisterResponse()  # nothing to unregister, as Triton
+
+    return {
+        "SystemSharedMemoryStatus": (system_status, pb.SystemSharedMemoryStatusRequest,
+                                     pb.SystemSharedMemoryStatusResponse),
+        "SystemSharedMemoryRegister": (system_register, pb.SystemSharedMemoryRegisterRequest,
+                                       pb.SystemSharedMemoryRegisterResponse),
+        "SystemSharedMemoryUnregister": (system_unregister,
+                                         pb.SystemSharedMemoryUnregisterRequest,
+                                         pb.SystemSharedMemoryUnregisterResponse),
+        "CudaSharedMemoryStatus": (cuda_status, pb.CudaSharedMemoryStatusRequest,
+                                   pb.CudaSharedMemoryStatusResponse),
+        "CudaSharedMemoryRegister": (cuda_register, pb.CudaSharedMemoryRegisterRequest,
+                                     pb.CudaSharedMemoryRegisterResponse),
+        "CudaSharedMemoryUnregister": (cuda_unregister, pb.CudaSharedMemoryUnregisterRequest,
+                                       pb.CudaSharedMemoryUnregisterResponse),
+    }

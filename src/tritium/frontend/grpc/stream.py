@@ -1,0 +1,248 @@
+"""ModelStreamInfer: Triton's bidirectional streaming inference RPC.
+
+Every ModelInferRequest read off a stream is decoded as ModelInfer decodes it and run at once,
+in a task of its own, so the requests of one stream run concurrently. Each response goes back
+as a ModelStreamInferResponse, as Triton's src/grpc/stream_infer_handler.cc writes them:
+
+- a response carries the parameter `triton_final_response` (true on the request's last one),
+  for decoupled and ordinary models alike;
+- an error response carries `error_message` and an infer_response holding only the request's
+  id, model name and version (as the client sent them) and `triton_final_response`; a request
+  that fails before it runs (unknown model, bad input, ...) gets `error_message` and its id
+  only. Either way the stream stays open and later requests are served;
+- a decoupled model's final flag sent without a response reaches the client only when the
+  request set `triton_enable_empty_final_response`: then as an empty response with
+  `triton_final_response: true`;
+- responses of decoupled models are written as they are produced; the one response of each
+  request for an ordinary model (or one that failed before the model was known to be
+  decoupled) is written in the order the requests arrived, after the earlier ones';
+- when the client half-closes, the stream ends with OK once every request has finished; a
+  message that does not parse ends the reading the same way (Triton's failed Read);
+- when the client goes away or cancels, every request still running is cancelled
+  (`InferenceServer.infer_stream` marks it) and the server carries on;
+- with the header `triton_grpc_error: true`, the first error response a model sends ends the
+  stream with that error's gRPC status instead (Triton 24.08+); errors before a request runs
+  still arrive as error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import aclosing
+from typing import Any, AsyncIterator, Callable, NamedTuple
+
+import grpc
+from tritonclient.grpc import service_pb2 as pb
+
+from ...errors import Code, TritonError
+from ...request import InferenceRequest, InferenceResponse
+from ...server import InferenceServer
+from .codec import (
+    ParsedInferRequest,
+    decode_infer_request,
+    enable_empty_final_response,
+    encode_infer_response,
+    encode_stream_head,
+    encode_stream_response,
+)
+from ..extensions.shared_memory import OutputRegion
+
+log = logging.getLogger("tritium.frontend.grpc")
+
+_STATUS: dict[Code, grpc.StatusCode] = {code: grpc.StatusCode[code.grpc_name] for code in Code}
+
+# The header that asks for errors as the stream's gRPC status (Triton's ExtractStateFromHeaders).
+_GRPC_ERROR_HEADER = "triton_grpc_error"
+
+
+class _Finish:
+    """Queued in place of a message: end the stream, with `error` as its status if given."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: TritonError | None = None) -> None:
+        self.error = error
+
+
+class StreamInferHandler:
+    """The ModelStreamInfer handler: `handle(request_iterator, context)` is the RPC's body."""
+
+    def __init__(self, server: InferenceServer) -> None:
+        self.server = server
+
+    async def handle(
+        self, request_iterator: AsyncIterator[ParsedInferRequest | None], context: Any
+    ) -> AsyncIterator[bytes]:
+        stream = _Stream(self.server, grpc_errors=_wants_grpc_errors(context))
+        reader = asyncio.create_task(stream.read(request_iterator))
+        try:
+            while True:
+                item = await stream.outbox.get()
+                if isinstance(item, _Finish):
+                    if item.error is not None:
+                        await context.abort(_STATUS[item.error.code], item.error.message)
+                    break
+                yield item
+        finally:
+            # Client gone, stream cancelled, or finished: nothing may keep running for it.
+            reader.cancel()
+            stream.cancel_all()
+
+
+def _wants_grpc_errors(context: Any) -> bool:
+    try:
+        metadata = context.invocation_metadata() or ()
+    except Exception:  # pragma: no cover - a context without metadata
+        return False
+    return any(key == _GRPC_ERROR_HEADER and value == "true" for key, value in metadata)
+
+
+class _Stream:
+    """One ModelStreamInfer call: its requests in flight and the messages waiting to be written."""
+
+    def __init__(self, server: InferenceServer, *, grpc_errors: bool) -> None:
+        self.server = server
+        self.grpc_errors = grpc_errors
+        # Encoded ModelStreamInferResponse messages, and a _Finish last; one writer takes them.
+        self.outbox: asyncio.Queue[bytes | _Finish] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[None]] = set()
+        # Completes once the latest in-order request (not decoupled) has queued its response.
+        self._last_turn: asyncio.Future[None] | None = None
+
+    async def read(self, request_iterator: AsyncIterator[ParsedInferRequest | None]) -> None:
+        try:
+            async for parsed in request_iterator:
+                if parsed is None:
+                    # Triton's Read fails on a message that does not parse: reading ends.
+                    break
+                self._start(parsed)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the transport failed under us; finish what is in flight
+            log.debug("ModelStreamInfer: reading the stream failed", exc_info=True)
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+        self.outbox.put_nowait(_Finish())
+
+    def cancel_all(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _start(self, parsed: ParsedInferRequest) -> None:
+        """Decode one request (in arrival order) and start the task that runs it."""
+        message, raws = parsed
+        decoupled = False
+        request: InferenceRequest | None = None
+        regions: dict[str, OutputRegion] | None = None
+        config: Any = None
+        error: TritonError | None = None
+        try:
+            # As in ModelInfer (and Triton), the model is settled before the tensors are read.
+            config = self.server.model_config(message.model_name, message.model_version)
+            decoupled = config.model_transaction_policy.decoupled
+            request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+        except TritonError as err:
+            error = err
+        except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving
+            log.exception("ModelStreamInfer: decoding a request for '%s' failed",
+                          message.model_name)
+            error = TritonError.internal(str(exc) or type(exc).__name__)
+
+        previous: asyncio.Future[None] | None = None
+        turn: asyncio.Future[None] | None = None
+        if not decoupled:
+            previous = self._last_turn
+            turn = asyncio.get_running_loop().create_future()
+            self._last_turn = turn
+
+        def labels() -> dict[str, list[str]]:  # looked up only if an output is classified
+            return self.server.model_labels(message.model_name, message.model_version)
+
+        task = asyncio.get_running_loop().create_task(self._run(
+            message, request, _Encoding(regions, config, labels), error, decoupled, previous, turn
+        ))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(
+        self,
+        message: pb.ModelInferRequest,
+        request: InferenceRequest | None,
+        encoding: _Encoding,
+        error: TritonError | None,
+        decoupled: bool,
+        previous: asyncio.Future[None] | None,
+        turn: asyncio.Future[None] | None,
+    ) -> None:
+        held: list[bytes | _Finish] = []
+        # Decoupled responses go out as they come; an in-order request's wait for its turn.
+        emit = self.outbox.put_nowait if turn is None else held.append
+        try:
+            if request is None:
+                assert error is not None
+                emit(encode_stream_head(message, None, error.message))
+            else:
+                await self._infer(message, request, encoding, decoupled, emit)
+            if turn is not None:
+                if previous is not None:
+                    await asyncio.wait([previous])
+                for item in held:
+                    self.outbox.put_nowait(item)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug: tell this request's client, keep the stream
+            log.exception("ModelStreamInfer for model '%s' failed", message.model_name)
+            text = str(exc) or type(exc).__name__
+            self.outbox.put_nowait(encode_stream_head(message, None, text))
+        finally:
+            if turn is not None and not turn.done():
+                turn.set_result(None)
+
+    async def _infer(
+        self,
+        message: pb.ModelInferRequest,
+        request: InferenceRequest,
+        encoding: _Encoding,
+        decoupled: bool,
+        emit: Any,
+    ) -> None:
+        empty_final = decoupled and enable_empty_final_response(message)
+        try:
+            async with aclosing(self.server.infer_stream(request)) as responses:
+                async for response, final in responses:
+                    if response is None:
+                        if final and empty_final:
+                            emit(encode_stream_head(message, True))
+                    elif response.error is not None:
+                        if self.grpc_errors:
+                            # The error becomes the stream's status, not a message.
+                            emit(_Finish(response.error))
+                            return  # closing the iteration cancels the request
+                        emit(encode_stream_head(message, final, response.error.message))
+                    else:
+                        emit(_encode(response, request, encoding, final))
+        except TritonError as err:
+            # Raised before any response: the request could not be issued (Triton's
+            # ServerInferAsync failing), so the client gets the error and the id only.
+            emit(encode_stream_head(message, None, err.message))
+
+
+class _Encoding(NamedTuple):
+    """What encoding a request's responses needs besides the response: the client regions its
+    outputs go to, and the model's configuration and labels (classification reads them)."""
+
+    regions: dict[str, OutputRegion] | None
+    config: Any
+    labels: Callable[[], dict[str, list[str]]]
+
+
+def _encode(response: InferenceResponse, request: InferenceRequest, encoding: _Encoding,
+            final: bool) -> bytes:
+    return encode_stream_response(encode_infer_response(
+        response, request, final=final, regions=encoding.regions, config=encoding.config,
+        labels=encoding.labels,
+    ))
+
+
+__all__ = ["StreamInferHandler"]

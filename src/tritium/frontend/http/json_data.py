@@ -1,0 +1,143 @@
+"""Tensor data in JSON form (an input's or output's `data` member) <-> numpy arrays.
+
+Triton reads each element with the rapidjson accessor of the tensor's datatype family (every
+number through double for FP32/FP64, signed through int64, unsigned through uint64) and accepts
+any nesting of lists whose leaves fill the shape; the checks and messages here are those.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from ...errors import TritonError
+from ...tensor import (
+    STRING_COUNT_EXCEEDED,
+    STRING_COUNT_MISMATCH,
+    element_count,
+    empty_input,
+    input_data_error,
+    numpy_dtype,
+)
+from ..extensions.json_codec import (
+    NOT_ARRAY,
+    NOT_BOOL,
+    NOT_DOUBLE,
+    NOT_INT,
+    NOT_STRING,
+    NOT_UINT,
+    parse_error,
+    utf8,
+)
+
+# Datatype -> the family of JSON values it is read from.
+_FAMILY: dict[str, str] = {
+    "BOOL": "bool",
+    "UINT8": "uint", "UINT16": "uint", "UINT32": "uint", "UINT64": "uint",
+    "INT8": "int", "INT16": "int", "INT32": "int", "INT64": "int",
+    "FP32": "float", "FP64": "float",
+    "BYTES": "bytes",
+}
+# Family -> (the Python types its leaves may have, the accessor's failure, the type read into).
+_READ: dict[str, tuple[frozenset[type], str, Any]] = {
+    "bool": (frozenset((bool,)), NOT_BOOL, np.bool_),
+    "uint": (frozenset((int,)), NOT_UINT, np.uint64),
+    "int": (frozenset((int,)), NOT_INT, np.int64),
+    "float": (frozenset((int, float)), NOT_DOUBLE, np.float64),
+    "bytes": (frozenset((str,)), NOT_STRING, np.object_),
+}
+
+_SHAPE_MISMATCH = "Unable to parse 'data': Shape does not match true shape of 'data' field"
+
+
+def array_from_json(
+    name: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    data: Any,
+    model_name: str,
+    prefix: str,
+) -> np.ndarray:
+    """An input's JSON `data` -> array of `shape` (`prefix` is the request's `log_prefix`)."""
+    count = element_count(shape)
+    if count == 0:
+        return empty_input(datatype, shape)
+    if type(data) is not list:
+        raise parse_error("data", NOT_ARRAY)
+    if datatype == "FP16" or datatype == "BF16":
+        raise TritonError.invalid_arg(
+            f"receiving {datatype} data via JSON is not supported. Please use the binary data "
+            f"format for input {name}"
+        )
+    family = _FAMILY.get(datatype)
+    if family is None:
+        raise TritonError.invalid_arg(f"invalid datatype for input {name}")
+    allowed, not_a, read = _READ[family]
+
+    flat, types = _leaves(data)
+    if not types <= allowed:
+        if family == "bytes":
+            raise TritonError.invalid_arg(f"Unable to parse JSON bytes array: {NOT_STRING}")
+        raise parse_error("data", not_a)
+
+    if family == "bytes":
+        if len(flat) > count:
+            raise input_data_error(
+                STRING_COUNT_EXCEEDED, name, model_name, count, count + 1, prefix
+            )
+        if len(flat) < count:
+            raise input_data_error(
+                STRING_COUNT_MISMATCH, name, model_name, count, len(flat), prefix
+            )
+        out = np.empty(count, dtype=np.object_)
+        out[:] = [utf8(s) for s in flat]
+        return out.reshape(shape)
+
+    if len(flat) != count:
+        raise TritonError.invalid_arg(_SHAPE_MISMATCH)
+    try:
+        array = np.array(flat, dtype=read)
+    except OverflowError:
+        raise parse_error("data", not_a) from None
+    target = numpy_dtype(datatype)
+    if target != array.dtype:
+        if family == "float":  # narrowed from double, as Triton does
+            with np.errstate(over="ignore"):
+                array = array.astype(target)
+        else:
+            array = array.astype(target)  # wraps like Triton's C cast
+    return array.reshape(shape)
+
+
+def _leaves(data: list[Any]) -> tuple[list[Any], set[type]]:
+    """Flatten nested JSON lists (any nesting, as Triton accepts) and the leaves' types."""
+    flat = data
+    while True:
+        types = set(map(type, flat))
+        if list not in types:
+            return flat, types
+        flat = list(chain.from_iterable(x if type(x) is list else (x,) for x in flat))
+
+
+def json_from_array(datatype: str, array: Any) -> list[Any]:
+    """An output's elements as a flat JSON list (row-major), as Triton writes `data`."""
+    if datatype == "FP16" or datatype == "BF16":
+        raise TritonError.invalid_arg(
+            f"sending {datatype} data via JSON is not supported. Please use the binary data "
+            "format for output"
+        )
+    array = np.asarray(array).reshape(-1)
+    if datatype == "BYTES":
+        return [
+            item.decode("utf-8", "surrogateescape")
+            if isinstance(item, (bytes, bytearray))
+            else (bytes(item).decode("utf-8", "surrogateescape")
+                  if isinstance(item, memoryview) else str(item))
+            for item in array.tolist()
+        ]
+    dtype = numpy_dtype(datatype)
+    if array.dtype != dtype:
+        array = array.astype(dtype)
+    return array.tolist()

@@ -1,0 +1,337 @@
+"""The HTTP/REST frontend: KServe v2 with Triton's extensions.
+
+A small explicit router (the routes and answers of Triton's http_server.cc: the same paths, the
+same status codes, `{"error": "..."}` bodies, empty 200/400 for health and readiness) over the
+lean HTTP/1.1 server of `server`. Infer bodies are decoded in `request` and encoded in
+`response`; the generate extension lives in `generate`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import partial
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from ...errors import TritonError
+from ...server import InferenceServer
+from .compression import accepted_encoding, compress, decompress
+from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
+from .generate import handle_generate
+from ..extensions.json_codec import dumps
+from .repository import Answer, repository_handler, run_later
+from .request import OutputPlan, decode_infer_request, parse_header_length
+from .response import encode_infer_response
+from .server import DEFAULT_MAX_INPUT_SIZE, HttpConnection, HttpEndpoint, Request
+from ..extensions.restricted_api import HttpRestrictions, Restriction
+from .shared_memory import PREFIXES as _SHM_PREFIXES
+from .shared_memory import handle as _shared_memory_call
+from .shared_memory import parse_path as _shared_memory_path
+
+log = logging.getLogger("tritium.http")
+
+_JSON = b"application/json"
+_TEXT = b"text/plain"
+_OCTET = b"application/octet-stream"
+_MODELS_PREFIX = "/v2/models/"
+_REPOSITORY_PREFIX = "/v2/repository/"
+# Below this total size a binary response goes out as one joined buffer; above it, the header
+# and each tensor are written as they are (no copy of large tensors).
+_JOIN_LIMIT = 64 * 1024
+_ACCEPT_ENCODINGS = b"accept-encoding: gzip, deflate\r\n"
+
+
+def _headers(content_type: bytes | None, length: int, extra: bytes = b"") -> bytes:
+    """Header lines in the order the frontend has always sent them: length, type, the rest."""
+    if content_type is None:
+        return b"content-length: %d\r\n%s" % (length, extra)
+    return b"content-length: %d\r\ncontent-type: %s\r\n%s" % (length, content_type, extra)
+
+
+def _reply(conn: HttpConnection, status: int, body: bytes = b"",
+           content_type: bytes | None = _TEXT, extra: bytes = b"") -> None:
+    conn.respond(status, _headers(content_type, len(body), extra), body)
+
+
+def _reply_json(conn: HttpConnection, document: Any, status: int = 200) -> None:
+    body = json.dumps(document, separators=(",", ":")).encode()
+    _reply(conn, status, body, _JSON)
+
+
+def _reply_error(conn: HttpConnection, status: int, message: str,
+                 content_type: bytes | None = _JSON, extra: bytes = b"") -> None:
+    _reply(conn, status, dumps({"error": message}), content_type, extra)
+
+
+def _method_not_allowed(conn: HttpConnection) -> None:
+    _reply_error(conn, 405, "Method Not Allowed", _TEXT)
+
+
+def _not_found(conn: HttpConnection) -> None:
+    _reply_error(conn, 404, "Not Found", _TEXT)
+
+
+def _internal_error(conn: HttpConnection, request: Request, exc: Exception) -> None:
+    # A bug here must not take the server down.
+    log.error("HTTP %s %s failed", request.method.decode("latin-1"), request.path, exc_info=exc)
+    try:
+        _reply_error(conn, 500, str(exc) or type(exc).__name__)
+    except Exception:
+        pass
+
+
+class HttpApp:
+    """Routes each request to the InferenceServer (a `server.Handler`)."""
+
+    def __init__(self, server: InferenceServer,
+                 restrictions: dict[str, Restriction] | None = None,
+                 max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
+        self.server = server
+        self.max_input_size = max_input_size
+        self.extensions = ExtensionRoutes(server)
+        self.restrictions = HttpRestrictions(restrictions) if restrictions else None
+
+    def __call__(self, conn: HttpConnection, request: Request) -> None:
+        try:
+            self._route(conn, request)
+        except ConnectionError:
+            pass
+        except Exception as exc:
+            _internal_error(conn, request, exc)
+
+    def _route(self, conn: HttpConnection, request: Request) -> None:
+        path = request.path
+        method = request.method
+        if self.restrictions is not None:
+            refusal = self.restrictions.refusal(path, request.headers)
+            if refusal is not None:
+                return _reply_error(conn, 403, refusal, _TEXT)
+        if path.startswith(_MODELS_PREFIX) and path != "/v2/models/stats":
+            return self._model_route(conn, request.raw_path.split(b"/")[3:], method, request)
+        if path.startswith(_REPOSITORY_PREFIX):
+            return self._repository(conn, request)
+        if path == "/v2":
+            if method != b"GET":
+                return _method_not_allowed(conn)
+            return _reply_json(conn, self.server.metadata())
+        if path == "/v2/health/live" or path == "/v2/health/ready":
+            if method != b"GET":
+                return _method_not_allowed(conn)
+            if path.endswith("live"):
+                ok = self.server.is_live()
+            else:
+                ok = self.server.is_ready()
+            return _reply(conn, 200 if ok else 400)
+        if path in PATHS:
+            return self._extension(conn, self.extensions.server_route, path, method, request.body)
+        if request.raw_path.startswith(_SHM_PREFIXES):
+            return self._shared_memory(conn, request)
+        return _not_found(conn)
+
+    @staticmethod
+    def _extension(conn: HttpConnection, route: Any, *args: Any) -> None:
+        """A statistics, logging or trace route (extension_routes)."""
+        try:
+            document = route(*args)
+        except MethodNotAllowed:
+            return _reply_error(conn, 405, "Method Not Allowed")
+        except TritonError as exc:
+            return _reply_error(conn, exc.http_status, exc.message)
+        if document is None:
+            return _not_found(conn)
+        _reply_json(conn, document)
+
+    def _shared_memory(self, conn: HttpConnection, request: Request) -> None:
+        call = _shared_memory_path(request.raw_path)
+        if call is None:
+            return _not_found(conn)
+        cuda, name, action = call
+        if request.method != (b"GET" if action == "status" else b"POST"):
+            return _reply_error(conn, 405, "Method Not Allowed")
+        try:
+            document = _shared_memory_call(
+                self.server.shared_memory, cuda, name, action, request.body
+            )
+        except TritonError as exc:
+            return _reply_error(conn, exc.http_status, exc.message)
+        _reply(conn, 200, b"" if document is None else dumps(document), _JSON)
+
+    def _model_route(self, conn: HttpConnection, parts: list[bytes], method: bytes,
+                     request: Request) -> None:
+        # /v2/models/{name}[/versions/{digits}][/ready|/infer|/generate[_stream]|/config]
+        if not parts or not parts[0]:
+            return _not_found(conn)
+        name = unquote_to_bytes(parts[0]).decode("utf-8", "replace")
+        rest = parts[1:]
+        version = ""
+        if len(rest) >= 2 and rest[0] == b"versions" and rest[1].isdigit():
+            version = rest[1].decode()
+            rest = rest[2:]
+        if not rest:
+            if method != b"GET":
+                return _method_not_allowed(conn)
+            return self._guard(conn, self._metadata, name, version)
+        if rest[0] in MODEL_KINDS:
+            return self._extension(conn, self.extensions.model_route, name, version, rest,
+                                   method, request.body)
+        if len(rest) != 1:
+            return _not_found(conn)
+        kind = rest[0]
+        if kind == b"infer":
+            if method != b"POST":
+                return _method_not_allowed(conn)
+            try:
+                return self._infer(conn, name, version, request)
+            except TritonError as exc:
+                return _reply_error(conn, exc.http_status, exc.message)
+        if kind == b"generate" or kind == b"generate_stream":
+            return handle_generate(
+                self.server, conn, request, name, version, kind == b"generate_stream"
+            )
+        if kind == b"ready":
+            if method != b"GET":
+                return _method_not_allowed(conn)
+            if self.server.model_ready(name, version):
+                return _reply(conn, 200)
+            return _reply_error(conn, 400, "Model version not ready", _TEXT)
+        if kind == b"config":
+            if method != b"GET":
+                return _method_not_allowed(conn)
+            return self._guard(conn, self._config, name, version)
+        return _not_found(conn)
+
+    @staticmethod
+    def _guard(conn: HttpConnection, handler: Any, *args: Any) -> None:
+        """Run a handler; a TritonError becomes `{"error": ...}` with its HTTP status."""
+        try:
+            handler(conn, *args)
+        except TritonError as exc:
+            _reply_error(conn, exc.http_status, exc.message)
+
+    def _repository(self, conn: HttpConnection, request: Request) -> None:
+        """Index, load, unload: answered from a worker thread once done (loads take time)."""
+        handler = repository_handler(request.raw_path)
+        if handler is None:
+            return _not_found(conn)
+        if request.method != b"POST":
+            return _reply_error(conn, 405, "Method Not Allowed")  # JSON here, as Triton
+        run_later(handler, self.server, request.body, partial(_send_answer, conn, request))
+
+    def _metadata(self, conn: HttpConnection, name: str, version: str) -> None:
+        _reply_json(conn, self.server.model_metadata(name, version))
+
+    def _config(self, conn: HttpConnection, name: str, version: str) -> None:
+        _reply_json(conn, self.server.model_config_json(name, version))
+
+    def _infer(self, conn: HttpConnection, name: str, version: str,
+               http_request: Request) -> None:
+        model_version = int(version) if version else -1
+        header_length_text = None
+        content_encoding = None
+        accept_encoding = None
+        for key, value in http_request.headers:
+            if key == b"inference-header-content-length":
+                header_length_text = value.decode("latin-1")
+            # A repeated coding header counts once, the first time, as in Triton (evhtp_kv_find).
+            elif key == b"content-encoding" and content_encoding is None:
+                content_encoding = value.decode("latin-1")
+            elif key == b"accept-encoding" and accept_encoding is None:
+                accept_encoding = value.decode("latin-1")
+        # Like Triton: unknown and decoupled models are refused before the body is parsed, and
+        # errors before parsing (and after inference) come as text/plain, the others as JSON.
+        try:
+            config = self.server.model_config(name, version)
+            if config.model_transaction_policy.decoupled:
+                raise TritonError.unsupported(
+                    "HTTP end point doesn't support models with decoupled transaction policy"
+                )
+            # Present but empty is as unknown as any other coding (Triton refuses it too).
+            if content_encoding is not None and content_encoding not in (
+                "identity", "gzip", "deflate"
+            ):
+                return _reply_error(
+                    conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
+                )
+            body = http_request.body
+            if content_encoding in ("gzip", "deflate"):
+                body = decompress(body, content_encoding, self.max_input_size)
+            header_length = parse_header_length(header_length_text, len(body))
+        except TritonError as exc:
+            return _reply_error(conn, exc.http_status, exc.message, _TEXT)
+
+        request, plan = decode_infer_request(
+            name, model_version, body, header_length, config, self.server.shared_memory
+        )
+        if plan.classifies:
+            plan.labels = self.server.model_labels(name, version)
+        # If the frontend stops before the answer, the request is marked cancelled.
+        conn.pending = request
+        self.server.infer_nowait(request, partial(
+            _answer, conn, http_request, request, plan, config, accept_encoding
+        ))
+
+
+def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:
+    """A repository request's answer: a JSON document, `{"error": ...}`, or an empty 200."""
+    status, document = answer
+    try:
+        if document is None:
+            return _reply(conn, status, b"", _JSON)
+        _reply_json(conn, document, status)
+    except ConnectionError:
+        pass
+    except Exception as exc:
+        _internal_error(conn, http_request, exc)
+
+
+def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: OutputPlan,
+            config: Any, accept_encoding: str | None, response: Any) -> None:
+    """The infer request's response, on the event loop: encode it and send it."""
+    try:
+        error = response.error
+        if error is not None:
+            return _reply_error(conn, error.http_status, error.message)
+        _send_response(conn, response, request, plan, config, accept_encoding)
+    except ConnectionError:
+        pass
+    except Exception as exc:
+        _internal_error(conn, http_request, exc)
+
+
+def _send_response(conn: HttpConnection, response: Any, request: Any, plan: OutputPlan,
+                   config: Any, accept_encoding: str | None) -> None:
+    try:
+        header, blobs = encode_infer_response(response, request, plan, config)
+    except TritonError as exc:
+        return _reply_error(conn, exc.http_status, exc.message, _TEXT)
+
+    extra = b""
+    if blobs:
+        content_type = _OCTET
+        extra = b"inference-header-content-length: %d\r\n" % len(header)
+    else:
+        content_type = _JSON
+    if accept_encoding:
+        encoding = accepted_encoding(accept_encoding)
+        if encoding != "identity":
+            payload = compress(b"".join([header, *blobs]), encoding)
+            extra += b"content-encoding: " + encoding.encode() + b"\r\n"
+            return _reply(conn, 200, payload, content_type, extra)
+    if not blobs:
+        return _reply(conn, 200, header, content_type, extra)
+    total = len(header) + sum(len(b) for b in blobs)
+    if total <= _JOIN_LIMIT:
+        return _reply(conn, 200, b"".join([header, *blobs]), content_type, extra)
+    # Large tensors go out as they are, after the header: no joined copy.
+    conn.respond(200, _headers(content_type, total, extra), parts=[header, *blobs])
+
+
+class HttpFrontend(HttpEndpoint):
+    """The HTTP/REST protocol for one InferenceServer on address:port."""
+
+    def __init__(self, server: InferenceServer, address: str, port: int,
+                 restrictions: dict[str, Restriction] | None = None,
+                 max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
+        super().__init__(HttpApp(server, restrictions, max_input_size), address, port, "HTTPService",
+                         max_input_size=max_input_size)

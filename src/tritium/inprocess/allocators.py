@@ -1,0 +1,165 @@
+"""Output memory: Triton's MemoryBuffer, MemoryAllocator and the per-request response allocator.
+
+In Triton's in-process API a request may name the memory its outputs should land in
+(`output_memory_type`: "cpu", "gpu:0", MemoryType.GPU, (DLDeviceType.kDLCUDA, 0) ...) and an
+`output_memory_allocator` that hands out the buffers. Allocators need not honour the memory type
+asked for: on a machine without GPUs everything falls back to CPU memory, and asking for GPU
+output fails the request with InvalidArgumentError ("Memory type gpu not supported"), as
+Triton's API does when no GPU allocator (cupy) is present. Tritium serves CPU memory only.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .enums import DLDeviceType, MemoryType
+from .errors import InvalidArgumentError, UnsupportedError
+
+DeviceOrMemoryType = tuple[MemoryType, int] | MemoryType | tuple[DLDeviceType, int] | str
+
+_DLPACK_TO_MEMORY = {DLDeviceType.kDLCPU: MemoryType.CPU, DLDeviceType.kDLCUDA: MemoryType.GPU,
+                     DLDeviceType.kDLCUDAHost: MemoryType.CPU_PINNED}
+
+
+@dataclass
+class MemoryBuffer:
+    """Memory holding a tensor's bytes; `owner` keeps it alive (it is never freed while held)."""
+
+    data_ptr: int
+    memory_type: MemoryType
+    memory_type_id: int
+    size: int
+    owner: Any
+
+    @staticmethod
+    def from_dlpack(owner: Any) -> MemoryBuffer:
+        """A buffer over a DLPack object's memory (CPU and contiguous: no copy)."""
+        array = host_array(owner)
+        return MemoryBuffer(array.ctypes.data, MemoryType.CPU, 0, array.nbytes, array)
+
+    def view(self) -> np.ndarray:
+        """The buffer's bytes as a 1-D uint8 array (no copy)."""
+        owner = self.owner
+        if isinstance(owner, np.ndarray) and owner.ctypes.data == self.data_ptr:
+            return owner.reshape(-1).view(np.uint8)[: self.size]
+        return host_array(owner).reshape(-1).view(np.uint8)[: self.size]
+
+
+def host_array(obj: Any) -> np.ndarray:
+    """A DLPack-capable object's memory as a numpy array, refusing device and strided memory."""
+    if isinstance(obj, np.ndarray):
+        array = obj
+    else:
+        if not hasattr(obj, "__dlpack__"):
+            raise InvalidArgumentError("Object does not support DLpack protocol")
+        try:
+            array = np.from_dlpack(obj)
+        except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"Object does not support DLPack protocol: {exc}") from None
+    if not (array.flags.c_contiguous or array.size == 0):
+        raise InvalidArgumentError("Only contiguous memory is supported")
+    return array
+
+
+class MemoryAllocator(ABC):
+    """Hands out the memory a response's outputs are written to; need not honour the memory
+    type asked for (a CPU buffer for a GPU request is the fallback)."""
+
+    @abstractmethod
+    def allocate(self, size: int, memory_type: MemoryType, memory_type_id: int,
+                 tensor_name: str) -> MemoryBuffer: ...
+
+
+class NumpyAllocator(MemoryAllocator):
+    """Host memory from numpy: the default for MemoryType.CPU (and CPU_PINNED)."""
+
+    def allocate(self, size: int, memory_type: MemoryType, memory_type_id: int,
+                 tensor_name: str) -> MemoryBuffer:
+        return MemoryBuffer.from_dlpack(np.empty(size, np.uint8))
+
+
+# Memory type -> the allocator used when a request names the type but no allocator. There is
+# no GPU entry: Tritium has no device memory (Triton registers cupy's here when it is present).
+default_memory_allocators: dict[MemoryType, MemoryAllocator] = {
+    MemoryType.CPU: NumpyAllocator(),
+    MemoryType.CPU_PINNED: NumpyAllocator(),
+}
+
+
+def parse_device_or_memory_type(device: DeviceOrMemoryType) -> tuple[MemoryType, int]:
+    """"cpu", "gpu:1", MemoryType.GPU, (MemoryType.GPU, 1) or (DLDeviceType.kDLCUDA, 1) ->
+    (memory type, id), with Triton's InvalidArgumentError for anything else."""
+    if isinstance(device, tuple) and len(device) == 2:
+        kind, number = device
+        if isinstance(kind, MemoryType):
+            return kind, int(number)
+        if isinstance(kind, DLDeviceType):
+            return _DLPACK_TO_MEMORY[kind], int(number)
+        raise InvalidArgumentError(f"Invalid memory type {device}")
+    if isinstance(device, MemoryType):
+        return device, 0
+    if isinstance(device, str):
+        parts = device.split(":")
+        if len(parts) > 2 or parts[0].upper() not in MemoryType.__members__:
+            raise InvalidArgumentError(f"Invalid memory type string {device}")
+        try:
+            number = int(parts[1]) if len(parts) == 2 else 0
+        except ValueError:
+            raise InvalidArgumentError(f"Invalid memory type string {device}") from None
+        return MemoryType[parts[0].upper()], number
+    raise InvalidArgumentError(f"Invalid memory type {device}")
+
+
+class ResponseAllocator:
+    """Where one request's outputs go: the memory type asked for and the allocator giving it.
+
+    Built when the request is sent, so a bad `output_memory_type` fails `infer()` at once.
+    """
+
+    def __init__(self, allocator: MemoryAllocator | None,
+                 device: DeviceOrMemoryType | None) -> None:
+        self.device = device
+        self.memory_type: MemoryType | None = None
+        self.memory_type_id = 0
+        if device is not None:
+            self.memory_type, self.memory_type_id = parse_device_or_memory_type(device)
+        self.allocator = allocator
+        if allocator is None and self.memory_type is not None:
+            allocator = default_memory_allocators.get(self.memory_type)
+            self.allocator = allocator
+
+    @property
+    def copies(self) -> bool:
+        """False when outputs may stay in the memory the model produced (host memory)."""
+        return self.memory_type is not None or self.allocator is not None
+
+    def place(self, name: str, data: np.ndarray) -> MemoryBuffer:
+        """Copy an output's bytes into memory from the allocator; GPU without an allocator
+        answers as Triton's API does on a machine without GPUs."""
+        if self.allocator is None:
+            raise InvalidArgumentError(
+                f"Memory type {self.device} not supported: "
+                + str(UnsupportedError(
+                    f"Conversion from {(MemoryType.CPU, 0)} to "
+                    f"{(self.memory_type, self.memory_type_id)} not supported."))
+            )
+        source = data.reshape(-1).view(np.uint8)
+        memory_type = self.memory_type if self.memory_type is not None else MemoryType.CPU
+        buffer = self.allocator.allocate(source.nbytes, memory_type, self.memory_type_id, name)
+        if buffer.memory_type not in (MemoryType.CPU, MemoryType.CPU_PINNED):
+            raise UnsupportedError(
+                f"allocator for '{name}' returned {buffer.memory_type.name} memory; "
+                "Tritium writes outputs to host memory only"
+            )
+        if buffer.size < source.nbytes:
+            raise InvalidArgumentError(
+                f"allocator returned {buffer.size} bytes for output '{name}', "
+                f"{source.nbytes} needed"
+            )
+        buffer.view()[: source.nbytes] = source
+        buffer.size = source.nbytes
+        return buffer

@@ -1,0 +1,103 @@
+"""Frontends on demand for an in-process server, and what the API borrows from the frontends.
+
+`Server.start_frontends(http_port=0, grpc_port=0, metrics_port=0)` serves the same
+InferenceServer over Triton's HTTP and gRPC protocols (and Prometheus metrics) on an event loop
+of its own, a daemon thread: the caller's code stays synchronous, or keeps its own loop. Port 0
+picks a free port; the bound addresses come back. `stop()` stops them before the core, letting
+requests in flight finish first, as `tritium serve` does.
+
+This module is the API's one dependency on `tritium.frontend` (the frontends themselves, the
+Prometheus collector behind `Server.metrics()`, the statistics extension's JSON form).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from ..frontend.extensions.statistics_api import statistics_json
+from ..frontend.grpc import GrpcFrontend
+from ..frontend.http import HttpFrontend
+from ..frontend.metrics import MetricsFrontend, ServerCollector
+from ..server import InferenceServer
+
+
+@dataclass(frozen=True)
+class FrontendAddresses:
+    """Where the frontends listen ("host:port", the form tritonclient takes); None if off."""
+
+    http: str | None = None
+    grpc: str | None = None
+    metrics: str | None = None
+
+    @property
+    def metrics_url(self) -> str | None:
+        return f"http://{self.metrics}/metrics" if self.metrics else None
+
+
+class Frontends:
+    """The HTTP/gRPC/metrics frontends of one server, on an event-loop thread of their own."""
+
+    def __init__(self, server: InferenceServer) -> None:
+        self._server = server
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever,
+                                        name="tritium-frontends", daemon=True)
+        self._running: list[Any] = []
+
+    def start(self, address: str, http_port: int | None, grpc_port: int | None,
+              metrics_port: int | None) -> FrontendAddresses:
+        """Start the frontends whose port is not None; OSError if a port cannot be bound."""
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(
+            self._start(address, http_port, grpc_port, metrics_port), self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            self.stop(0.0)
+            raise
+
+    async def _start(self, address: str, http_port: int | None, grpc_port: int | None,
+                     metrics_port: int | None) -> FrontendAddresses:
+        bound: dict[str, str] = {}
+        for key, port, make in (
+            ("http", http_port, HttpFrontend),
+            ("grpc", grpc_port, GrpcFrontend),
+            ("metrics", metrics_port, MetricsFrontend),
+        ):
+            if port is None:
+                continue
+            frontend = make(self._server, address, port)
+            await frontend.start()
+            self._running.append(frontend)
+            bound[key] = f"{address}:{frontend.port}"
+        return FrontendAddresses(**bound)
+
+    def stop(self, grace: float) -> None:
+        """Stop accepting, give requests in flight up to `grace` seconds, end the thread."""
+        if not self._thread.is_alive():
+            return
+        running, self._running = self._running, []
+
+        async def stop_all() -> None:
+            await asyncio.gather(*(f.stop(grace) for f in running), return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop_all(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+def metrics_text(server: InferenceServer) -> str:
+    """The Prometheus text the metrics port would serve (Triton's metric names)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ServerCollector(server))
+    return generate_latest(registry).decode("utf-8")
+
+
+
+__all__ = ["FrontendAddresses", "Frontends", "metrics_text", "statistics_json"]

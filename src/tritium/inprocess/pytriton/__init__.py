@@ -1,0 +1,33 @@
+"""PyTriton's shape on Tritium: bind Python functions as models, decorators, ModelClient.
+
+A PyTriton script needs only its imports changed:
+
+    from tritium.inprocess.pytriton import (Triton, TritonConfig, ModelConfig, DynamicBatcher,
+                                            Tensor, batch, sample, first_value, group_by_values,
+                                            ModelClient)
+"""
+
+from .client import ModelClient, PyTritonClientTimeoutError
+from .decorators import batch, first_value, group_by_values, sample
+from .model_config import DynamicBatcher, ModelConfig, QueuePolicy, Tensor, TimeoutAction
+from .proxy import Request
+from .triton import Triton, TritonConfig
+from .validation import PyTritonValidationError
+
+__all__ = [
+    "DynamicBatcher",
+    "ModelClient",
+    "ModelConfig",
+    "PyTritonClientTimeoutError",
+    "PyTritonValidationError",
+    "QueuePolicy",
+    "Request",
+    "Tensor",
+    "TimeoutAction",
+    "Triton",
+    "TritonConfig",
+    "batch",
+    "first_value",
+    "group_by_values",
+    "sample",
+]

@@ -1,0 +1,192 @@
+"""Tensor: Triton's in-process API tensor (data type, shape, memory buffer), numpy and DLPack.
+
+A Tensor is a view of memory, never a copy unless a conversion needs one: `from_dlpack` wraps any
+DLPack producer (numpy, torch CPU tensors, ...), `numpy.from_dlpack(tensor)` and
+`torch.from_dlpack(tensor)` read it back through `__dlpack__`. BYTES tensors hold Triton's
+serialised form (a 4-byte length before each element), as in Triton, and are read with
+`to_bytes_array()` / `to_string_array()`; they keep the element array they came from, so that
+handing them to the core costs no second parse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import tensor as core
+from .allocators import DeviceOrMemoryType, MemoryBuffer, host_array, parse_device_or_memory_type
+from .enums import DataType, DLDeviceType, MemoryType, from_numpy, numpy_type
+from .errors import InvalidArgumentError, UnsupportedError
+
+
+class Tensor:
+    """A tensor in host memory: `data_type`, `shape` and the `memory_buffer` holding it."""
+
+    __slots__ = ("_buffer", "_elements", "data_type", "shape")
+
+    def __init__(self, data_type: DataType, shape: Any, memory_buffer: MemoryBuffer | None = None,
+                 *, elements: np.ndarray | None = None) -> None:
+        self.data_type = DataType(data_type)
+        self.shape = [int(d) for d in shape]
+        self._buffer = memory_buffer
+        # BYTES only: the elements as a numpy object array of bytes (serialised on demand).
+        self._elements = elements
+
+    # -- the memory --------------------------------------------------------------------------
+
+    @property
+    def memory_buffer(self) -> MemoryBuffer:
+        if self._buffer is None:
+            assert self._elements is not None
+            serialised = np.frombuffer(core.serialize_bytes(self._elements), np.uint8)
+            self._buffer = MemoryBuffer(serialised.ctypes.data, MemoryType.CPU, 0,
+                                        serialised.nbytes, serialised)
+        return self._buffer
+
+    @property
+    def data_ptr(self) -> int:
+        return self.memory_buffer.data_ptr
+
+    @property
+    def memory_type(self) -> MemoryType:
+        return self.memory_buffer.memory_type
+
+    @property
+    def memory_type_id(self) -> int:
+        return self.memory_buffer.memory_type_id
+
+    @property
+    def size(self) -> int:
+        """Bytes of data (for BYTES: of the serialised form)."""
+        return self.memory_buffer.size
+
+    def __repr__(self) -> str:
+        return (f"Tensor(data_type={self.data_type!r}, shape={self.shape}, "
+                f"memory_type={self.memory_type!r}, size={self.size})")
+
+    # -- DLPack ------------------------------------------------------------------------------
+
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        if stream not in (None, 0, -1):
+            raise UnsupportedError(
+                f"DLPack stream synchronization on memory type {self.memory_type} and stream "
+                f"{stream} not supported"
+            )
+        return self._host_view().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[DLDeviceType, int]:
+        return DLDeviceType.kDLCPU, 0
+
+    def _host_view(self) -> np.ndarray:
+        """The data as a numpy array of `shape` over the buffer (no copy)."""
+        if self.data_type == DataType.BYTES:
+            raise InvalidArgumentError(
+                "BYTES tensors have no DLPack form: use to_bytes_array() or to_string_array()"
+            )
+        dtype = numpy_type(self.data_type)
+        return self.memory_buffer.view().view(dtype).reshape(self.shape)
+
+    @staticmethod
+    def from_dlpack(obj: Any) -> Tensor:
+        """A tensor over a DLPack producer's memory (host, contiguous; no copy)."""
+        array = host_array(obj)
+        return Tensor(from_numpy(array.dtype), array.shape, MemoryBuffer(
+            array.ctypes.data, MemoryType.CPU, 0, array.nbytes, array))
+
+    def to_host(self) -> Tensor:
+        return self.to_device("cpu")
+
+    def to_device(self, device: DeviceOrMemoryType) -> Tensor:
+        memory_type, memory_type_id = parse_device_or_memory_type(device)
+        if memory_type in (MemoryType.CPU, MemoryType.CPU_PINNED):
+            return self
+        raise UnsupportedError(
+            f"Conversion from {(self.memory_type, self.memory_type_id)} to "
+            f"{(memory_type, memory_type_id)} not supported."
+        )
+
+    # -- BYTES -------------------------------------------------------------------------------
+
+    def to_bytes_array(self) -> np.ndarray:
+        if self.data_type != DataType.BYTES:
+            raise InvalidArgumentError(
+                f"Tensor has data type {self.data_type} not {DataType.BYTES}"
+            )
+        if self._elements is None:
+            self._elements = core.bytes_from_wire(self.memory_buffer.view().tobytes(), None, "", "", "")
+        return self._elements.reshape(self.shape)
+
+    def to_string_array(self) -> np.ndarray:
+        """The elements as text (UTF-8), a numpy str array of `shape`."""
+        elements = self.to_bytes_array()
+        text = [item.decode("utf-8") if isinstance(item, bytes) else str(item)
+                for item in elements.reshape(-1).tolist()]
+        return np.array(text, dtype=str).reshape(elements.shape)
+
+    @staticmethod
+    def from_bytes_array(array: Any) -> Tensor:
+        tensor = Tensor._from_object(array)
+        if tensor.data_type != DataType.BYTES:
+            raise InvalidArgumentError(
+                f"Unsupported conversion from {array} to Triton BYTES Tensor. "
+                f"Got {tensor.data_type}"
+            )
+        return tensor
+
+    @staticmethod
+    def from_string_array(array: Any) -> Tensor:
+        return Tensor.from_bytes_array(array)
+
+    # -- conversions ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _from_object(obj: Any) -> Tensor:
+        """What the API accepts as input data: a Tensor, numpy arrays and scalars, lists, and
+        any DLPack producer."""
+        if isinstance(obj, Tensor):
+            return obj
+        if isinstance(obj, (list, tuple, np.generic)):
+            try:
+                obj = np.asarray(obj)
+            except ValueError as exc:
+                raise InvalidArgumentError(
+                    f"Conversion from {obj} to tensor not supported."
+                ) from exc
+        if isinstance(obj, np.ndarray):
+            if obj.dtype.kind in ("S", "U", "O"):
+                elements = np.empty(obj.size, np.object_)
+                elements[:] = [_as_bytes(item) for item in obj.reshape(-1).tolist()]
+                return Tensor(DataType.BYTES, obj.shape, elements=elements)
+            return Tensor.from_dlpack(np.ascontiguousarray(obj))
+        if hasattr(obj, "__dlpack__"):
+            return Tensor.from_dlpack(obj)
+        raise InvalidArgumentError(
+            f"Input type {type(obj)} not supported. Must be one of [list, numpy.ndarray, "
+            "Tensor] or the type must support __dlpack__"
+        )
+
+    def _to_core(self, name: str) -> core.Tensor:
+        """The core's tensor for a request input (numpy data, no copy)."""
+        if self.data_type == DataType.BYTES:
+            data = self.to_bytes_array()
+        else:
+            data = self._host_view()
+        return core.Tensor(name, self.data_type.name, tuple(self.shape), data)
+
+    @staticmethod
+    def _from_core(tensor: core.Tensor) -> Tensor:
+        """A response output as the API's tensor (a view of the core's array)."""
+        data = tensor.data
+        if tensor.datatype == "BYTES":
+            return Tensor(DataType.BYTES, tensor.shape, elements=np.asarray(data).reshape(-1))
+        array = np.ascontiguousarray(data)
+        return Tensor(DataType[tensor.datatype], tensor.shape, MemoryBuffer(
+            array.ctypes.data, MemoryType.CPU, 0, array.nbytes, array))
+
+
+def _as_bytes(item: Any) -> bytes:
+    """A BYTES element as Triton serialises it: bytes as they are, anything else as UTF-8 text."""
+    if isinstance(item, bytes):
+        return item
+    return str(item).encode("utf-8")

@@ -1,0 +1,384 @@
+"""ModelRepositoryManager (Triton's class of that name): the model control modes and the repository extension's load/unload/index.
+
+NONE loads every model once at start-up and refuses load/unload requests; POLL does the same,
+then picks up new, changed and removed models (repository/poller.py calls `poll`); EXPLICIT
+loads only `--load-model` names at start-up and what load requests ask for. In every mode an
+ensemble's composing models load before it (the dependency graph), and an ensemble whose
+composing model is missing or failed is refused with Triton's reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..config import model_config_from_json
+from ..errors import TritonError
+from .dependency_graph import DependencyGraph
+from .lifecycle import ModelLifeCycle, ModelReadyState
+from .load_overrides import FILE_PREFIX, OverrideDirectory, check_model_name, inside
+from .scanner import ModelSource, RepositoryScan, RepositoryScanner
+
+log = logging.getLogger("tritium.repository")
+
+NOT_ALLOWED = "explicit model load / unload is not allowed if polling is enabled"
+_LIVE = (ModelReadyState.READY, ModelReadyState.LOADING)
+
+
+class ModelRepositoryManager:
+    def __init__(
+        self,
+        repository: RepositoryScanner,
+        lifecycle: ModelLifeCycle,
+        *,
+        mode: str,
+        thread_count: int = 4,
+    ) -> None:
+        self.repository = repository
+        self.lifecycle = lifecycle
+        self.mode = mode
+        self.graph = DependencyGraph()
+        self._thread_count = max(thread_count, 1)
+        # Models loaded from override files: their private directory, removed when replaced.
+        self._overrides: dict[str, OverrideDirectory] = {}
+        # POLL: what each model directory looked like when last loaded.
+        self._fingerprints: dict[str, tuple] = {}
+        self._lock = threading.Lock()
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    def start(self, names: list[str] | None) -> list[str]:
+        """Load `names` (all models when None) with their composing models; the errors."""
+        scan = self.repository.scan()
+        wanted = sorted(set(scan.models) | set(scan.errors)) if names is None else list(names)
+        errors: list[str] = []
+        for name in wanted:
+            if name in scan.errors:
+                self.lifecycle.mark_unavailable(name, scan.errors[name])
+                errors.append(scan.errors[name])
+        configs = {}
+        for name in wanted:
+            if name in scan.errors:
+                continue
+            if name not in scan.models:
+                reason = f"model '{name}' is not found in the model repository"
+                self.lifecycle.mark_unavailable(name, reason)
+                errors.append(reason)
+                continue
+            config = self._read_config(scan.models[name])
+            if config is not None:
+                configs[name] = config
+            else:
+                errors.append(f"failed to load '{name}'")
+        if self.mode == "poll":
+            self._fingerprints = {n: fingerprint(s.path) for n, s in scan.models.items()}
+        errors += self._load_many(scan, configs, set(wanted))
+        return errors
+
+    def _load_many(
+        self, scan: RepositoryScan, configs: dict[str, mc.ModelConfig], settled: set[str]
+    ) -> list[str]:
+        """Load models in parallel, each ensemble after its composing models; the errors.
+        Models in `settled` were tried by the caller: an ensemble does not try them again."""
+        errors: list[str] = []
+        order = self.graph.load_order(sorted(configs))
+        remaining = list(order)
+        with ThreadPoolExecutor(self._thread_count, thread_name_prefix="model-control") as pool:
+            while remaining:
+                # Every model whose composing models are settled can load now.
+                ready = [n for n in remaining if not set(self.graph.uses(n)) & set(remaining)]
+                ready = ready or remaining[:1]  # a cycle: let the ensemble check report it
+                for name in ready:
+                    remaining.remove(name)
+                futures = [
+                    pool.submit(self._load_tree, scan, name, configs[name], set(), settled)
+                    for name in ready
+                ]
+                for name, future in zip(ready, futures):
+                    try:
+                        future.result()
+                    except TritonError as exc:
+                        log.error("%s", exc.message.rstrip())
+                        errors.append(exc.message)
+        return errors
+
+    # -- load and unload requests -------------------------------------------------------------
+
+    def load(self, name: str, parameters: dict[str, Any]) -> None:
+        """A load request: load or reload `name` (with its composing models); blocks."""
+        if self.mode != "explicit":
+            raise TritonError.unavailable(NOT_ALLOWED)
+        check_model_name(name)
+        config_json = parameters.get("config")
+        files = {k: v for k, v in parameters.items() if k.startswith(FILE_PREFIX)}
+        if files and config_json is None:
+            raise _poll_failed(name, "file overrides need the 'config' parameter")
+        override = OverrideDirectory(name, files) if files else None
+        try:
+            scan = self.repository.scan()
+            if override is not None:
+                source = ModelSource(name, override.path, override.root)
+            else:
+                source = self._repository_source(scan, name)
+            override_config = None
+            if config_json is not None:
+                try:
+                    override_config = model_config_from_json(config_json)
+                except TritonError:
+                    raise _poll_failed(name) from None  # Triton's answer to a bad config JSON
+            try:
+                config = self.repository.model_config(source, override_config)
+            except TritonError as exc:
+                self._record_config_error(source, exc.message)
+                raise _poll_failed(name, exc.message) from None
+            self._load_tree(scan, name, config, set(), set(), source)
+        except BaseException:
+            if override is not None:
+                if self._serves_from(name, override):
+                    self._keep_override(name, override)
+                else:
+                    override.remove()
+            raise
+        self._keep_override(name, override)
+
+    def unload(self, name: str, unload_dependents: bool) -> None:
+        """An unload request: `name`, the loaded ensembles that use it and, with
+        `unload_dependents`, the composing models no other loaded ensemble uses."""
+        if self.mode != "explicit":
+            raise TritonError.unavailable(NOT_ALLOWED)
+        check_model_name(name)
+        self._unload(name, unload_dependents)
+
+    def _unload(self, name: str, unload_dependents: bool) -> None:
+        loaded = self._loaded_names()
+        targets = [u for u in self.graph.users(name) if u in loaded] + [name]
+        if unload_dependents:
+            for dependency in self._composing_closure(name):
+                if dependency in targets:
+                    continue
+                users = self.graph.users(dependency)
+                if not [u for u in users if u in loaded and u not in targets]:
+                    targets.append(dependency)
+        for target in targets:
+            self.lifecycle.unload(target)
+            self._keep_override(target, None)
+
+    def _composing_closure(self, name: str) -> list[str]:
+        found: list[str] = []
+        frontier = self.graph.uses(name)
+        while frontier:
+            child = frontier.pop(0)
+            if child not in found and child != name:
+                found.append(child)
+                frontier += self.graph.uses(child)
+        return found
+
+    # -- repository index ----------------------------------------------------------------------
+
+    def index(self, ready_only: bool) -> list[dict[str, str]]:
+        """Every model of the repositories, with each version's state and reason if it has one."""
+        scan = self.repository.scan()
+        states = self.lifecycle.status()
+        entries: list[dict[str, str]] = []
+        for name in sorted(set(scan.models) | set(scan.errors)):
+            versions = states.get(name)
+            if not versions:
+                if not ready_only:
+                    entries.append({"name": name})
+                continue
+            for version, status in sorted(versions.items()):
+                if ready_only and status.state is not ModelReadyState.READY:
+                    continue
+                entry = {"name": name}
+                if version >= 0:
+                    entry["version"] = str(version)
+                entry["state"] = status.state.value
+                if status.reason:
+                    entry["reason"] = status.reason
+                entries.append(entry)
+        return entries
+
+    # -- POLL ------------------------------------------------------------------------------------
+
+    def poll(self) -> None:
+        """Load new models, reload changed ones, unload removed ones (POLL mode)."""
+        scan = self.repository.scan()
+        seen = {name: fingerprint(source.path) for name, source in scan.models.items()}
+        with self._lock:
+            known = dict(self._fingerprints)
+            self._fingerprints = seen
+        for name in sorted(set(known) - set(seen)):
+            log.info("model '%s' was removed from the repository: unloading it", name)
+            self._unload(name, False)  # with the ensembles that use it
+            self.lifecycle.forget(name)
+            self.graph.remove(name)
+        changed = [n for n in sorted(seen) if known.get(n) != seen[n]]
+        configs = {}
+        for name in changed:
+            log.info("model '%s' is new or changed: loading it", name)
+            config = self._read_config(scan.models[name])
+            if config is not None:
+                configs[name] = config
+        self._load_many(scan, configs, set(changed))
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _load_tree(
+        self,
+        scan: RepositoryScan,
+        name: str,
+        config: mc.ModelConfig,
+        visiting: set[str],
+        settled: set[str],
+        source: ModelSource | None = None,
+    ) -> None:
+        """Load `name` after its composing models (those not already READY); raise on failure
+        with Triton's "load failed for model ..." text. Composing models in `settled` were
+        already tried by the caller and are not tried again."""
+        self.graph.set(name, config)
+        dependencies = self.graph.uses(name)
+        if dependencies:
+            self._check_dependencies(scan, name, dependencies, visiting | {name}, settled)
+        if source is None:
+            source = scan.models[name]
+        try:
+            self.lifecycle.load(source, config)
+        except TritonError as exc:
+            raise TritonError.invalid_arg(
+                f"load failed for model '{name}': {exc.message}\n"
+            ) from None
+
+    def _check_dependencies(
+        self,
+        scan: RepositoryScan,
+        name: str,
+        dependencies: list[str],
+        visiting: set[str],
+        settled: set[str],
+    ) -> None:
+        """Load what an ensemble needs; refuse it, as Triton does, if something is missing."""
+        missing = [
+            d
+            for d in dependencies
+            if d in visiting or (d not in scan.models and not self._is_ready(d))
+        ]
+        if missing:
+            raise TritonError.invalid_arg(
+                f"load failed for model '{name}': ensemble {name} contains models that are not "
+                f"available or ambiguous: {', '.join(missing)}\n"
+            )
+        for dependency in dependencies:
+            if self._is_ready(dependency):
+                continue
+            config = None if dependency in settled else self._read_config(scan.models[dependency])
+            error = ""
+            if config is not None:
+                try:
+                    self._load_tree(scan, dependency, config, visiting, settled)
+                except TritonError as exc:
+                    error = exc.message
+            if not self._is_ready(dependency):
+                reason = error.split(": ", 1)[-1] if error else self._reason(dependency)
+                raise TritonError.invalid_arg(
+                    f"load failed for model '{name}': ensemble '{name}' depends on "
+                    f"'{dependency}' which has no loaded version. Model '{dependency}' loading "
+                    f"failed with error: {reason.rstrip()}\n"
+                )
+
+    def _read_config(self, source: ModelSource) -> mc.ModelConfig | None:
+        """The model's configuration, or None after recording why it cannot load."""
+        try:
+            config = self.repository.model_config(source)
+        except Exception as exc:
+            reason = exc.message if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
+            self._record_config_error(source, reason)
+            return None
+        self.graph.set(source.name, config)
+        return config
+
+    def _record_config_error(self, source: ModelSource, reason: str) -> None:
+        log.error("failed to load model '%s': %s", source.name, reason)
+        versions = self.repository.available_versions(source) if source.path.is_dir() else []
+        self.lifecycle.mark_unavailable(source.name, reason, versions)
+
+    def _repository_source(self, scan: RepositoryScan, name: str) -> ModelSource:
+        if name in scan.errors:
+            raise TritonError.invalid_arg(f"load failed for model '{name}': {scan.errors[name]}\n")
+        source = scan.models.get(name)
+        if source is None:
+            raise _poll_failed(name)
+        if not inside(source.path, source.repository):
+            raise TritonError.invalid_arg(
+                f"invalid model name '{name}': the model directory leaves the model repository"
+            )
+        return source
+
+    def _keep_override(self, name: str, override: OverrideDirectory | None) -> None:
+        """Remember the directory `name` now loads from; remove the one it replaced."""
+        with self._lock:
+            previous = self._overrides.pop(name, None)
+            if override is not None:
+                self._overrides[name] = override
+        if previous is not None and previous is not override:
+            previous.remove()
+
+    def _serves_from(self, name: str, override: OverrideDirectory) -> bool:
+        """Whether a version of `name` loaded from `override` serves (a partly failed load)."""
+        serving = self.lifecycle.status().get(name, {}).values()
+        return any(
+            s.model is not None and inside(s.model.handle.repository_path, override.root)
+            for s in serving
+            if s.state is ModelReadyState.READY
+        )
+
+    def remove_overrides(self) -> None:
+        with self._lock:
+            overrides, self._overrides = list(self._overrides.values()), {}
+        for override in overrides:
+            override.remove()
+
+    def _is_ready(self, name: str) -> bool:
+        versions = self.lifecycle.status().get(name, {})
+        return any(s.state is ModelReadyState.READY for s in versions.values())
+
+    def _reason(self, name: str) -> str:
+        versions = self.lifecycle.status().get(name, {})
+        return "".join(
+            f"version {v} is at {s.state.value} state: {s.reason};"
+            for v, s in sorted(versions.items())
+        )
+
+    def _loaded_names(self) -> set[str]:
+        return {
+            name
+            for name, versions in self.lifecycle.status().items()
+            if any(s.state in _LIVE for s in versions.values())
+        }
+
+
+def _poll_failed(name: str, detail: str = "") -> TritonError:
+    """Triton's answer when a load request's model cannot be read; Tritium adds why."""
+    message = f"failed to load '{name}', failed to poll from model repository"
+    return TritonError.internal(f"{message}: {detail}" if detail else message)
+
+
+def fingerprint(path: Path) -> tuple:
+    """What POLL compares: every file and folder under a model directory, with its size and
+    modification time (a changed config, a new or removed version, a replaced file)."""
+    entries = []
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for entry in [*dirs, *sorted(files)]:
+            full = os.path.join(root, entry)
+            try:
+                info = os.stat(full)
+            except OSError:
+                continue
+            entries.append((os.path.relpath(full, path), info.st_size, info.st_mtime_ns))
+    return tuple(entries)

@@ -1,0 +1,125 @@
+"""RepositoryScanner: what the model repositories hold.
+
+It scans every `--model-repository` for model directories, reports a name found in two
+repositories as an error for that model alone, reads and normalises each model's configuration,
+and picks the versions its version policy serves. Loading is ModelLifeCycle's job; deciding what
+to load (Triton's ModelRepositoryManager) is `model_repository_manager`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..config import (
+    normalize_model_config,
+    read_model_config,
+    validate_model_config,
+    validate_model_io_config,
+)
+from ..errors import TritonError
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model lives: its directory inside one repository."""
+
+    name: str
+    path: Path
+    repository: Path
+
+
+@dataclass
+class RepositoryScan:
+    models: dict[str, ModelSource]
+    # Models that cannot be loaded before even reading a file (e.g. a duplicated name).
+    errors: dict[str, str]
+
+
+class RepositoryScanner:
+    def __init__(self, repositories: list[Path], *, auto_complete: bool, gpu_count: int = 0):
+        self.repositories = [Path(r) for r in repositories]
+        self.auto_complete = auto_complete
+        self.gpu_count = gpu_count
+
+    def check_repositories(self) -> None:
+        for repository in self.repositories:
+            if not repository.is_dir():
+                raise TritonError.invalid_arg(
+                    f"failed to stat file {repository}: model repository path does not exist"
+                )
+
+    def scan(self) -> RepositoryScan:
+        found: dict[str, list[ModelSource]] = {}
+        for repository in self.repositories:
+            if not repository.is_dir():
+                continue
+            for entry in sorted(repository.iterdir()):
+                if entry.name.startswith(".") or not entry.is_dir():
+                    continue
+                found.setdefault(entry.name, []).append(
+                    ModelSource(entry.name, entry, repository)
+                )
+        models: dict[str, ModelSource] = {}
+        errors: dict[str, str] = {}
+        for name, sources in found.items():
+            if len(sources) > 1:
+                where = ", ".join(str(s.repository) for s in sources)
+                errors[name] = f"model '{name}' appears in multiple model repositories: {where}"
+            else:
+                models[name] = sources[0]
+        return RepositoryScan(models, errors)
+
+    def model_config(
+        self, source: ModelSource, override: mc.ModelConfig | None = None
+    ) -> mc.ModelConfig:
+        """The model's configuration (config.pbtxt, or the `override` a load request gave),
+        normalised and validated as Triton does before loading."""
+        if override is None:
+            config = read_model_config(source.path, auto_complete=self.auto_complete)
+        else:
+            config = override
+            if not config.name:
+                config.name = source.name
+        normalize_model_config(config, source.path, model_name=source.name)
+        validate_model_config(config)
+        if not self.auto_complete:  # otherwise the backend may still fill inputs and outputs
+            validate_model_io_config(config)
+        return config
+
+    @staticmethod
+    def available_versions(source: ModelSource) -> list[int]:
+        """Integer version folders; others (and names starting with 0) are ignored, as Triton does."""
+        versions = []
+        for entry in source.path.iterdir():
+            name = entry.name
+            if entry.is_dir() and name.isdigit() and not name.startswith("0"):
+                versions.append(int(name))
+        return sorted(versions)
+
+    def versions_to_load(self, source: ModelSource, config: mc.ModelConfig) -> list[int]:
+        """The versions the model's version policy selects, newest first."""
+        available = self.available_versions(source)
+        policy = config.version_policy
+        which = policy.WhichOneof("policy_choice")
+        if which == "all":
+            chosen = available
+        elif which == "specific":
+            chosen = [v for v in policy.specific.versions if v in available]
+            absent = [v for v in policy.specific.versions if v not in available]
+            if absent:
+                raise TritonError.invalid_arg(
+                    f"version {absent[0]} of model '{config.name}' is specified in the version "
+                    "policy but is not found in the model directory"
+                )
+        else:
+            count = policy.latest.num_versions or 1
+            chosen = available[-count:]
+        if not chosen:
+            raise TritonError.invalid_arg(
+                f"at least one version must be available under the version policy of model "
+                f"'{config.name}'"
+            )
+        return sorted(chosen, reverse=True)
