@@ -13,6 +13,8 @@ Suites:
 - python-batching: add_sub with `dynamic_batching { }`, Tritium vs Triton 2.51.
 - inprocess: Triton's in-process API (`Model.infer`, 1 and 8 callers) on add_sub and on the
   identity backend, next to the same models over HTTP and gRPC (inprocess_bench.py).
+- ray: instances on a simulated Ray cluster: a 20 ms CPU-bound Python model on one node vs
+  two, add_sub local vs on Ray, start-up time and memory per actor (ray_bench.py).
 
 The server runs pinned to core 0 (`taskset`) and the load generators (wrk for HTTP, h2load for
 gRPC; see loadgen.py) on core 1, so each side has one core. Results print as Markdown tables
@@ -35,6 +37,7 @@ sys.path.insert(0, str(HERE))
 import inprocess_bench  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx_bench  # noqa: E402
+import ray_bench  # noqa: E402
 import reference_triton  # noqa: E402
 from loadgen import Inputs, Result, missing_tools, run_load  # noqa: E402
 from models import identity_config, write_model  # noqa: E402
@@ -195,7 +198,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["identity", "python", "onnx", "batching",
-                                            "python-batching", "inprocess", "all"],
+                                            "python-batching", "inprocess", "ray", "all"],
                         default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
@@ -229,6 +232,8 @@ def main() -> int:
         tables.append(python_suite(args, pin, client_pin, batched=True))
     if args.suite in ("inprocess", "all"):
         tables.append(inprocess_bench.inprocess_suite(args.seconds, pin, client_pin))
+    if args.suite in ("ray", "all"):
+        tables.append(ray_bench.ray_suite(args.seconds))
     text = "\n\n".join(tables)
     pinning = "server on core 0, wrk/h2load on core 1" if pin else "unpinned"
     text += f"\n\n({args.seconds} s per cell, {pinning})\n"
