@@ -32,20 +32,23 @@ def copy_python_model(repo: Path, source: str, name: str, *, ray: dict[str, Any]
     return target
 
 
-def server_actors(model: str) -> dict[str, Any]:
-    """Tritium's live actors serving `model` (any server), by actor name."""
+def server_actors(server_id: str, model: str) -> dict[str, Any]:
+    """The live actors serving `model` for the server started with `--id=<server_id>`, by actor
+    name (Tritium names them `<id>.<random>/<model>/<version>/<instance>/<serial>`)."""
     import ray
 
     found = {}
     for entry in ray.util.list_named_actors(all_namespaces=True):
-        if entry["namespace"] == "tritium" and f"/{model}/" in entry["name"]:
-            found[entry["name"]] = ray.get_actor(entry["name"], namespace="tritium")
+        name = entry["name"]
+        if entry["namespace"] == "tritium" and name.startswith(f"{server_id}.") \
+                and f"/{model}/" in name:
+            found[name] = ray.get_actor(name, namespace="tritium")
     return found
 
 
-def actor_nodes(model: str) -> dict[str, str]:
+def actor_nodes(server_id: str, model: str) -> dict[str, str]:
     """Actor name -> the Ray node its instance runs on, asked of each actor."""
     import ray
 
     return {name: ray.get(actor.where.remote())[0]
-            for name, actor in server_actors(model).items()}
+            for name, actor in server_actors(server_id, model).items()}

@@ -19,6 +19,7 @@ from ray_helpers import actor_nodes, copy_python_model, server_actors
 from server_process import ServerProcess
 
 SMALL = {"num_cpus": 0.05}
+SERVER_ID = "ray-recovery"
 PINNED = {"num_cpus": 0.05, "resources": {"tritium_pin": 1}}
 
 
@@ -28,10 +29,14 @@ def server(ray_cluster, tmp_path_factory: pytest.TempPathFactory):
     copy_python_model(repo, "busy", "busy", ray=SMALL)
     copy_python_model(repo, "busy", "pinned", ray=PINNED)
     copy_python_model(repo, "add_sub", "add_sub", ray=SMALL)
-    with ServerProcess([repo], f"--ray-address={ray_cluster.address}",
-                       "--model-control-mode=explicit", "--load-model=busy",
-                       "--load-model=add_sub").start(timeout=180) as process:
+    process = ServerProcess([repo], f"--ray-address={ray_cluster.address}",
+                            f"--id={SERVER_ID}", "--model-control-mode=explicit",
+                            "--load-model=busy", "--load-model=add_sub")
+    process.start(timeout=180)  # starting actors takes a while on a loaded machine
+    try:
         yield process
+    finally:
+        process.stop()
 
 
 class InFlight(threading.Thread):
@@ -58,7 +63,9 @@ def busy_pid(server: ServerProcess, model: str) -> int:
 
 
 def test_killed_actor_fails_its_requests_and_is_placed_again(server):
-    (name, actor), = server_actors("busy").items()
+    actors = server_actors(SERVER_ID, "busy")
+    assert len(actors) == 1, actors
+    (name, actor), = actors.items()
     old_pid = busy_pid(server, "busy")
     held = InFlight(server, "busy", 60)
     server.wait_pending("busy", 1)
@@ -69,7 +76,9 @@ def test_killed_actor_fails_its_requests_and_is_placed_again(server):
     assert "instance 'busy_0_0' of model 'busy' was lost" in held.error.message()
     # The next request waits for the new actor and succeeds, in a new stub process.
     assert busy_pid(server, "busy") != old_pid
-    (new_name, _), = server_actors("busy").items()
+    actors = server_actors(SERVER_ID, "busy")
+    assert len(actors) == 1, actors
+    (new_name, _), = actors.items()
     assert new_name.rsplit("/", 1)[0] == name.rsplit("/", 1)[0] and new_name != name
     assert httpclient.InferenceServerClient(server.http_url).is_model_ready("busy")
 
@@ -80,7 +89,7 @@ def test_removed_node_is_replaced_by_any_node_with_room(server, ray_cluster):
     ray_cluster.wait_for_nodes()
     client.load_model("pinned")
     try:
-        assert list(actor_nodes("pinned").values()) == [node.node_id]
+        assert list(actor_nodes(SERVER_ID, "pinned").values()) == [node.node_id]
         held = InFlight(server, "pinned", 120)
         server.wait_pending("pinned", 1)
         ray_cluster.remove_node(node)
@@ -91,7 +100,7 @@ def test_removed_node_is_replaced_by_any_node_with_room(server, ray_cluster):
         assert not client.is_model_ready("pinned")
         replacement = ray_cluster.add_node(num_cpus=1, resources={"tritium_pin": 1})
         busy_pid(server, "pinned")
-        assert list(actor_nodes("pinned").values()) == [replacement.node_id]
+        assert list(actor_nodes(SERVER_ID, "pinned").values()) == [replacement.node_id]
         assert client.is_model_ready("pinned")
     finally:
         client.unload_model("pinned")
@@ -100,7 +109,7 @@ def test_removed_node_is_replaced_by_any_node_with_room(server, ray_cluster):
 
 def test_reload_changes_the_instance_count_under_load(server):
     client = httpclient.InferenceServerClient(server.http_url)
-    assert len(server_actors("add_sub")) == 1
+    assert len(server_actors(SERVER_ID, "add_sub")) == 1
     stop = threading.Event()
     outcomes: list[str] = []
     during_reload = threading.Event()
@@ -132,7 +141,7 @@ def test_reload_changes_the_instance_count_under_load(server):
     assert not failures, failures[:5]
     assert outcomes.count("during") > 0 and outcomes.count("ok") > 0
     deadline = time.monotonic() + 30
-    while len(server_actors("add_sub")) != 3 and time.monotonic() < deadline:
+    while len(server_actors(SERVER_ID, "add_sub")) != 3 and time.monotonic() < deadline:
         time.sleep(0.1)  # the old version's actor ends once its requests are done
-    assert len(server_actors("add_sub")) == 3
+    assert len(server_actors(SERVER_ID, "add_sub")) == 3
     assert client.get_model_config("add_sub")["instance_group"][0]["count"] == 3

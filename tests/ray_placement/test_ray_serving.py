@@ -26,6 +26,7 @@ from server_process import ServerProcess
 # add_sub's two instances cannot share a 1-CPU node; the other models' eight fit anywhere.
 SPREAD = {"num_cpus": 0.55, "scheduling_strategy": "SPREAD"}
 SMALL = {"num_cpus": 0.05}
+SERVER_ID = "ray-serving"
 PROTOCOLS = {"http": httpclient, "grpc": grpcclient}
 
 ENSEMBLE = """
@@ -67,7 +68,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(ray_cluster, repo: Path):
     process = ServerProcess([repo], f"--ray-address={ray_cluster.address}",
-                            "--exit-on-error=false")
+                            f"--id={SERVER_ID}", "--exit-on-error=false")
     process.start(timeout=180)  # starting actors takes a while on a loaded machine
     try:
         yield process
@@ -85,7 +86,7 @@ def outputs(result, names: list[str]) -> dict[str, np.ndarray]:
 
 
 def test_instances_are_actors_spread_over_the_nodes(server, ray_cluster):
-    nodes = actor_nodes("add_sub")
+    nodes = actor_nodes(SERVER_ID, "add_sub")
     assert len(nodes) == 2, nodes
     assert len(set(nodes.values())) == 2, f"both instances on one node: {nodes}"
     cluster_nodes = {node.node_id for node in ray_cluster.list_all_nodes()}
@@ -236,21 +237,23 @@ def test_statistics_count_requests_on_ray(server):
 def test_a_second_server_gets_its_own_actors(server, ray_cluster, tmp_path):
     """Two servers, the same model names, one cluster: each has its own actors. (The second
     asks for less CPU: the first's add_sub instances fill most of the two nodes.)"""
-    first = set(server_actors("add_sub"))
+    first = set(server_actors(SERVER_ID, "add_sub"))
     copy_python_model(tmp_path, "add_sub", "add_sub", ray=SMALL, count=2)
-    second = ServerProcess([tmp_path], f"--ray-address={ray_cluster.address}")
-    with second.start(timeout=180):
-        both = set(server_actors("add_sub"))
-        theirs = both - first
-        assert len(theirs) == 2 and first <= both
-        assert {name.split("/")[0] for name in theirs}.isdisjoint(
-            {name.split("/")[0] for name in first})
+    second = ServerProcess([tmp_path], f"--ray-address={ray_cluster.address}", "--id=second")
+    second.start(timeout=180)
+    try:
+        theirs = set(server_actors("second", "add_sub"))
+        assert len(theirs) == 2 and not theirs & first
+        assert set(server_actors(SERVER_ID, "add_sub")) == first
         result = infer_arrays(httpclient, second.http_url, "add_sub", add_sub_inputs())
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), [1.5, 2.5, 5, 12])
+    finally:
+        second.stop()
     deadline = time.monotonic() + 120
-    while set(server_actors("add_sub")) != first and time.monotonic() < deadline:
+    while server_actors("second", "add_sub") and time.monotonic() < deadline:
         time.sleep(0.2)  # Ray ends a driver's actors shortly after the driver exits
-    assert set(server_actors("add_sub")) == first
+    assert not server_actors("second", "add_sub")
+    assert set(server_actors(SERVER_ID, "add_sub")) == first
 
 
 def test_a_server_without_ray_address_never_imports_ray(tmp_path):
