@@ -109,7 +109,7 @@ class InferenceServer:
             rate_limiter=(RateLimiter(options.rate_limit_resources)
                           if options.rate_limit == "execution_count" else None),
         )
-        self.instance_placement = None
+        self.instance_placement: Any = None  # a RayPlacement with --ray-address
         if options.ray_address:
             # Only here: a server without --ray-address never imports Ray.
             from .ray.placement import RayPlacement
