@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-all bench install clean
+.PHONY: serve test test-all bench install clean native
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,11 +19,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-serve: $(STAMP)
+# Tritium's libtritonserver.so for compiled Triton backends (native backends), built ahead of
+# first use; without a C++ compiler only native backends are unavailable, so a failure is ignored.
+native: $(STAMP)
+	-$(BIN)/python -m tritium.backend.native.build
+
+serve: $(STAMP) native
 	$(BIN)/tritium serve --model-repository examples/model_repository \
 		--backend-directory examples/backends
 
-test: $(STAMP)
+test: $(STAMP) native
 	$(BIN)/pytest -q
 
 # Everything, including the slow soak/fuzz runs that `make test` skips.

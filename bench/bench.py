@@ -15,6 +15,8 @@ Suites:
   identity backend, next to the same models over HTTP and gRPC (inprocess_bench.py).
 - ray: instances on a simulated Ray cluster: a 20 ms CPU-bound Python model on one node vs
   two, add_sub local vs on Ray, start-up time and memory per actor (ray_bench.py).
+- native: a compiled identity backend through Tritium's C API vs the Python identity backend
+  (native_bench.py), with the server's CPU time per inference.
 
 The server runs pinned to core 0 (`taskset`) and the load generators (wrk for HTTP, h2load for
 gRPC; see loadgen.py) on core 1, so each side has one core. Results print as Markdown tables
@@ -36,6 +38,7 @@ sys.path.insert(0, str(HERE))
 
 import inprocess_bench  # noqa: E402
 import numpy as np  # noqa: E402
+import native_bench  # noqa: E402
 import onnx_bench  # noqa: E402
 import ray_bench  # noqa: E402
 import reference_triton  # noqa: E402
@@ -198,7 +201,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["identity", "python", "onnx", "batching",
-                                            "python-batching", "inprocess", "ray", "all"],
+                                            "python-batching", "inprocess", "native", "ray",
+                                            "all"],
                         default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
@@ -234,6 +238,8 @@ def main() -> int:
         tables.append(inprocess_bench.inprocess_suite(args.seconds, pin, client_pin))
     if args.suite in ("ray", "all"):
         tables.append(ray_bench.ray_suite(args.seconds))
+    if args.suite in ("native", "all"):
+        tables.append(native_bench.native_suite(args, pin, client_pin))
     text = "\n\n".join(tables)
     pinning = "server on core 0, wrk/h2load on core 1" if pin else "unpinned"
     text += f"\n\n({args.seconds} s per cell, {pinning})\n"

@@ -125,12 +125,15 @@ def test_backend_that_fails_to_import_reports_the_file(tmp_path: Path) -> None:
     assert "backend.py" in str(info.value) and "boom" in str(info.value)
 
 
-def test_native_library_is_reported_unsupported(tmp_path: Path) -> None:
+def test_a_broken_native_library_is_refused(tmp_path: Path) -> None:
+    # Native backends load through tritium.backend.native (tests/test_native_backends.py);
+    # a file that is not a shared library is refused, naming it.
     (tmp_path / "native").mkdir()
     (tmp_path / "native" / "libtriton_native.so").write_bytes(b"\x7fELF")
     with pytest.raises(TritonError) as info:
         BackendManager([tmp_path]).acquire("native")
-    assert info.value.code is Code.UNSUPPORTED
+    assert info.value.code is Code.INVALID_ARG
+    assert "libtriton_native.so" in info.value.message
 
 
 @pytest.mark.parametrize("name", ["../escape", ".hidden", ""])

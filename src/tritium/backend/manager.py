@@ -2,7 +2,8 @@
 
 Search order, as DESIGN.md section 2 lays out:
 1. `--backend-directory DIR`: `DIR/<name>/backend.py` (or a package `__init__.py`) with the entry
-   points; `DIR/<name>/model.py` is a Python-based backend run by the `python` backend.
+   points; `DIR/<name>/model.py` is a Python-based backend run by the `python` backend;
+   `DIR/<name>/libtriton_<name>.so` is a compiled Triton backend (see `native/`).
 2. Installed packages registering an entry point named `<name>` in group `tritium.backends`.
 3. The built-in backends, `tritium.builtin_backends.<name>`.
 """
@@ -143,11 +144,12 @@ class BackendManager:
                     "which needs the python backend"
                 )
             return python, folder, f"python-based backend {folder / 'model.py'}"
-        if (folder / f"libtriton_{name}.so").is_file():
-            raise TritonError.unsupported(
-                f"backend '{name}' is a native shared library ({folder}/libtriton_{name}.so); "
-                "native backends are not supported yet"
-            )
+        shared_library = folder / f"libtriton_{name}.so"
+        if shared_library.is_file():
+            # A compiled Triton backend, run through Tritium's C API library.
+            from .native import NativeBackend
+
+            return NativeBackend(name, shared_library), folder, str(shared_library)
         return None
 
 

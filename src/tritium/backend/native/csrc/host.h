@@ -1,0 +1,226 @@
+// Tritium's side of the C API: the objects behind the opaque handles, and the host table
+// through which the library calls back into the Python server (taking the GIL there).
+//
+// Hot-path objects (requests, inputs, responses, outputs, errors, messages) are plain C++
+// here; the library holds no lock while it calls the host, so a backend thread calling in
+// while the server calls out cannot deadlock on a library lock.
+#pragma once
+#define TRITIUM_COMPILING_SERVER 1
+#include "../include/tritium_triton_api.h"
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#define TRITIUM_EXPORT extern "C" __attribute__((__visibility__("default")))
+
+struct TRITONSERVER_Error {
+  TRITONSERVER_Error_Code code;
+  std::string message;
+};
+
+struct TRITONSERVER_Message {
+  std::string json;
+};
+
+struct TRITONSERVER_BufferAttributes {
+  int64_t memory_type_id = 0;
+  TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+  void* cuda_ipc_handle = nullptr;
+  size_t byte_size = 0;
+};
+
+struct TRITONSERVER_Parameter {
+  std::string name;
+  TRITONSERVER_ParameterType type;
+  std::string string_value;
+  int64_t int_value = 0;
+  bool bool_value = false;
+  double double_value = 0;
+  const void* bytes = nullptr;
+  uint64_t byte_size = 0;
+};
+
+// A request/response parameter as TRITONBACKEND_RequestParameter hands it out.
+struct Parameter {
+  std::string key;
+  TRITONSERVER_ParameterType type;
+  std::string string_value;
+  int64_t int_value = 0;
+  bool bool_value = false;
+  double double_value = 0;
+  const void* value() const;
+};
+
+struct TRITONBACKEND_Backend {
+  uint64_t token;
+  std::string name, location;
+  TRITONSERVER_Message config;  // {"cmdline": {...}}, owned by the server
+  void* state = nullptr;
+  TRITONBACKEND_ExecutionPolicy policy = TRITONBACKEND_EXECUTION_BLOCKING;
+};
+
+struct TRITONBACKEND_Model {
+  uint64_t token;
+  TRITONBACKEND_Backend* backend;
+  std::string name, repository;
+  uint64_t version;
+  bool auto_complete;
+  void* state = nullptr;
+  std::vector<std::string> state_names;  // sequence_batching.state output names
+};
+
+struct TRITONBACKEND_ModelInstance {
+  uint64_t token;
+  TRITONBACKEND_Model* model;
+  std::string name;
+  TRITONSERVER_InstanceGroupKind kind;
+  int32_t device_id;
+  bool passive;
+  std::vector<std::string> profiles;
+  TRITONSERVER_Message host_policy;  // {"<policy name>": {}}, owned by the server
+  void* state = nullptr;
+};
+
+struct TRITONBACKEND_BackendAttribute {
+  struct Group {
+    TRITONSERVER_InstanceGroupKind kind;
+    uint64_t count;
+  };
+  std::vector<Group> groups;
+  bool parallel_loading = false;
+};
+
+struct Buffer {
+  const void* base;
+  uint64_t byte_size;
+  TRITONSERVER_BufferAttributes attributes;
+};
+
+struct TRITONBACKEND_Input {
+  std::string name;
+  TRITONSERVER_DataType datatype;
+  std::vector<int64_t> shape;
+  std::vector<Buffer> buffers;
+  uint64_t byte_size = 0;
+};
+
+// What outlives a TRITONBACKEND_Request: responses and factories refer to it by token, so
+// they stay valid after the request is released (as Triton's response factory does).
+// When the last handle goes (request released, factories and responses deleted), the host
+// hears of it: a request that got no FINAL response by then never will.
+// Statistics a backend reports before the FINAL response travel with that response.
+struct RequestState {
+  uint64_t token;
+  TRITONBACKEND_ModelInstance* instance;
+  std::atomic<bool> final_sent{false};
+  bool has_stamps = false;
+  uint64_t stamps[4] = {0, 0, 0, 0};
+  ~RequestState();
+};
+
+struct TRITONBACKEND_State {
+  std::shared_ptr<RequestState> request;
+  std::string name;
+  TRITONSERVER_DataType datatype;
+  std::vector<int64_t> shape;
+  std::vector<char> buffer;
+  TRITONSERVER_BufferAttributes attributes;
+};
+
+struct TRITONBACKEND_Request {
+  std::shared_ptr<RequestState> state;
+  std::string id, correlation_id_string;
+  uint64_t correlation_id = 0;
+  bool correlation_is_string = false;
+  uint32_t flags = 0;
+  uint64_t timeout_us = 0;
+  std::deque<TRITONBACKEND_Input> inputs;  // deque: input pointers stay valid while adding
+  std::vector<std::string> requested_outputs;
+  std::vector<Parameter> parameters;
+  std::vector<std::unique_ptr<TRITONBACKEND_State>> states;
+};
+
+struct TRITONBACKEND_ResponseFactory {
+  std::shared_ptr<RequestState> request;
+};
+
+struct TRITONBACKEND_Output {
+  std::string name;
+  TRITONSERVER_DataType datatype;
+  std::vector<int64_t> shape;
+  void* buffer = nullptr;  // owned by the server: freed with the response
+  uint64_t byte_size = 0;
+  TRITONSERVER_BufferAttributes attributes;
+  ~TRITONBACKEND_Output() { free(buffer); }
+};
+
+struct TRITONBACKEND_Response {
+  std::shared_ptr<RequestState> request;
+  std::deque<TRITONBACKEND_Output> outputs;
+  std::vector<Parameter> parameters;
+};
+
+// The callbacks into the server. Every one may be called from any thread; the Python side
+// takes the GIL. Callbacks returning TRITONSERVER_Error* hand ownership to the library.
+struct TritiumHost {
+  TRITONSERVER_Error* (*response)(uint64_t token, TRITONBACKEND_Response* response,
+                                  uint32_t flags, TRITONSERVER_Error* error,
+                                  const uint64_t* stamps);
+  TRITONSERVER_Error* (*release)(uint64_t token, uint32_t flags);
+  int (*is_cancelled)(uint64_t token);
+  void (*log)(int level, const char* file, int line, const char* message);
+  int (*log_enabled)(int level);
+  TRITONSERVER_Error* (*model_config)(uint64_t model_token, TRITONSERVER_Message** config);
+  TRITONSERVER_Error* (*model_set_config)(uint64_t model_token, const char* json);
+  void (*statistics)(uint64_t instance_token, uint64_t request_token, int success,
+                     const uint64_t* timestamps);
+  void (*batch_statistics)(uint64_t instance_token, uint64_t batch_size,
+                           const uint64_t* timestamps);
+  TRITONSERVER_Error* (*state_update)(uint64_t token, TRITONBACKEND_State* state);
+  // Server queries and model control: `op` names the call, answers come back in out_int
+  // and/or out_message (a JSON message the caller owns).
+  TRITONSERVER_Error* (*server_call)(int op, const char* name, int64_t version,
+                                     const char* argument, int64_t* out_int,
+                                     TRITONSERVER_Message** out_message);
+  TRITONSERVER_Error* (*infer_async)(TRITONSERVER_InferenceRequest* request);
+  // Metrics: op names the call; handles are the server's ids for families and metrics.
+  TRITONSERVER_Error* (*metric_call)(int op, uint64_t handle, int kind, const char* name,
+                                     const char* description, double value,
+                                     const double* buckets, uint64_t bucket_count,
+                                     uint64_t* out_handle, double* out_value);
+  // A request whose last handle went without a FINAL response (one that got its FINAL is
+  // queued instead, see tritium_drain_finished: no callback on the hot path).
+  void (*request_gone)(uint64_t token, int final_sent);
+};
+
+// server_call ops
+enum ServerOp {
+  OP_MODEL_READY = 1, OP_MODEL_TXN = 2, OP_MODEL_BATCH = 3, OP_LOAD = 4, OP_UNLOAD = 5,
+  OP_UNLOAD_DEPENDENTS = 6, OP_SERVER_METADATA = 7, OP_MODEL_METADATA = 8, OP_MODEL_CONFIG = 9,
+  OP_MODEL_STATISTICS = 10, OP_MODEL_INDEX = 11, OP_SERVER_READY = 12, OP_METRICS = 13
+};
+// metric_call ops
+enum MetricOp {
+  MOP_FAMILY_NEW = 1, MOP_FAMILY_DELETE = 2, MOP_METRIC_NEW = 3, MOP_METRIC_DELETE = 4,
+  MOP_VALUE = 5, MOP_INCREMENT = 6, MOP_SET = 7, MOP_OBSERVE = 8
+};
+
+extern TritiumHost g_host;
+extern bool g_host_set;
+
+TRITONSERVER_Error* make_error(TRITONSERVER_Error_Code code, const std::string& message);
+TRITONSERVER_Error* unsupported(const char* function);
+TRITONSERVER_Error* no_host(const char* function);
+
+#define TRITIUM_REQUIRE(cond, code, msg) \
+  do {                                    \
+    if (!(cond)) return make_error(code, msg); \
+  } while (0)
+#define TRITIUM_NOT_NULL(ptr, fn) \
+  TRITIUM_REQUIRE((ptr) != nullptr, TRITONSERVER_ERROR_INVALID_ARG, \
+                  std::string(fn) + ": " #ptr " must not be null")

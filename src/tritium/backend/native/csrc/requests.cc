@@ -1,0 +1,635 @@
+// TRITONBACKEND_Request, _Input, _ResponseFactory, _Response, _Output and _State.
+//
+// Python builds a request (tritium_request_*) whose input buffers point at the server's
+// tensors; the backend reads them, creates responses whose outputs the library allocates and
+// owns, and sends them: ResponseSend hands the response to the host, which copies the outputs
+// out, and the library frees it. A request's token names it on the Python side; responses and
+// factories hold the token (not the request), so they outlive RequestRelease.
+#include <algorithm>
+#include <cstdlib>
+
+#include "host.h"
+
+static std::mutex g_finished_lock;
+static std::vector<uint64_t> g_finished;
+
+RequestState::~RequestState() {
+  if (final_sent.load()) {
+    std::lock_guard<std::mutex> guard(g_finished_lock);
+    g_finished.push_back(token);
+  } else if (g_host_set) {
+    g_host.request_gone(token, 0);
+  }
+}
+
+// Tokens of answered requests whose last handle is gone, for the server to forget.
+TRITIUM_EXPORT size_t tritium_drain_finished(uint64_t* out, size_t capacity) {
+  std::lock_guard<std::mutex> guard(g_finished_lock);
+  size_t n = g_finished.size() < capacity ? g_finished.size() : capacity;
+  std::copy(g_finished.end() - n, g_finished.end(), out);
+  g_finished.resize(g_finished.size() - n);
+  return n;
+}
+
+// Responses sent by the thread running Execute for a model that is not decoupled wait in
+// this thread's queue until Execute returns, and the server takes them in one go (no call
+// into Python, so no GIL hand-off, per response). Other threads call the host at once.
+struct Queued {
+  uint64_t token;
+  TRITONBACKEND_Response* response;
+  uint32_t flags;
+  TRITONSERVER_Error* error;  // a copy: the backend keeps its own
+  bool has_stamps;
+  uint64_t stamps[4];
+};
+static thread_local std::vector<Queued>* tl_queue = nullptr;
+static thread_local TRITONBACKEND_ModelInstance* tl_instance = nullptr;
+static thread_local std::vector<Queued> tl_taken;
+
+// Runs a backend's Execute; `queue` != 0 holds this thread's responses for tritium_queued_*.
+TRITIUM_EXPORT TRITONSERVER_Error* tritium_execute(
+    TRITONSERVER_Error* (*execute)(TRITONBACKEND_ModelInstance*, TRITONBACKEND_Request**, uint32_t),
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, uint32_t count,
+    int queue) {
+  std::vector<Queued> pending;
+  if (queue != 0) {
+    tl_queue = &pending;
+    tl_instance = instance;
+  }
+  TRITONSERVER_Error* err = execute(instance, requests, count);
+  tl_queue = nullptr;
+  tl_instance = nullptr;
+  tl_taken.insert(tl_taken.end(), pending.begin(), pending.end());
+  return err;
+}
+
+TRITIUM_EXPORT uint32_t tritium_queued_count() { return static_cast<uint32_t>(tl_taken.size()); }
+
+TRITIUM_EXPORT void tritium_queued(uint32_t index, uint64_t* token, TRITONBACKEND_Response** response,
+                                   uint32_t* flags, TRITONSERVER_Error** error,
+                                   const uint64_t** stamps) {
+  Queued& q = tl_taken[index];
+  *token = q.token;
+  *response = q.response;
+  *flags = q.flags;
+  *error = q.error;
+  *stamps = q.has_stamps ? q.stamps : nullptr;
+}
+
+TRITIUM_EXPORT void tritium_queued_clear() {
+  std::vector<Queued> taken;
+  taken.swap(tl_taken);
+  for (Queued& q : taken) {
+    delete q.response;
+    delete q.error;
+  }
+}
+
+static bool queue_response(const std::shared_ptr<RequestState>& state,
+                           TRITONBACKEND_Response* response, uint32_t flags,
+                           TRITONSERVER_Error* error) {
+  if (tl_queue == nullptr || tl_instance != state->instance) return false;
+  Queued q{state->token, response, flags,
+           error != nullptr ? make_error(error->code, error->message) : nullptr,
+           state->has_stamps, {}};
+  std::copy(state->stamps, state->stamps + 4, q.stamps);
+  tl_queue->push_back(q);
+  return true;
+}
+
+// Checks the FINAL rule; *queued tells the caller the response now belongs to the queue.
+static TRITONSERVER_Error* send_to_host(
+    const std::shared_ptr<RequestState>& state, TRITONBACKEND_Response* response,
+    uint32_t flags, TRITONSERVER_Error* error, const char* function, bool* queued) {
+  *queued = false;
+  if (state->final_sent.load()) {
+    return make_error(TRITONSERVER_ERROR_INVALID_ARG,
+                      std::string(function) +
+                          ": the final response of this request was already sent");
+  }
+  if ((flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) != 0) {
+    if (state->final_sent.exchange(true)) {
+      return make_error(TRITONSERVER_ERROR_INVALID_ARG,
+                        std::string(function) +
+                            ": the final response of this request was already sent");
+    }
+  }
+  if (queue_response(state, response, flags, error)) {
+    *queued = true;
+    return nullptr;
+  }
+  if (!g_host_set) return no_host(function);
+  return g_host.response(state->token, response, flags, error,
+                         state->has_stamps ? state->stamps : nullptr);
+}
+
+// ---- what Python calls to build requests and read responses ----
+TRITIUM_EXPORT TRITONBACKEND_Request* tritium_request_new(
+    TRITONBACKEND_ModelInstance* instance, uint64_t token, const char* id, uint64_t correlation_id,
+    const char* correlation_id_string, uint32_t flags, uint64_t timeout_us) {
+  auto* r = new TRITONBACKEND_Request{};
+  r->state = std::make_shared<RequestState>();
+  r->state->token = token;
+  r->state->instance = instance;
+  r->id = id;
+  if (correlation_id_string != nullptr) {
+    r->correlation_is_string = true;
+    r->correlation_id_string = correlation_id_string;
+  } else {
+    r->correlation_id = correlation_id;
+  }
+  r->flags = flags;
+  r->timeout_us = timeout_us;
+  return r;
+}
+
+TRITIUM_EXPORT void tritium_request_add_input(
+    TRITONBACKEND_Request* r, const char* name, int datatype, const int64_t* shape,
+    uint32_t dims, const void* data, uint64_t byte_size) {
+  r->inputs.emplace_back();
+  TRITONBACKEND_Input& in = r->inputs.back();
+  in.name = name;
+  in.datatype = static_cast<TRITONSERVER_DataType>(datatype);
+  in.shape.assign(shape, shape + dims);
+  Buffer b{data, byte_size, {}};
+  b.attributes.byte_size = byte_size;
+  in.buffers.push_back(b);
+  in.byte_size = byte_size;
+}
+
+TRITIUM_EXPORT void tritium_request_add_output(TRITONBACKEND_Request* r, const char* name) {
+  r->requested_outputs.emplace_back(name);
+}
+
+TRITIUM_EXPORT void tritium_request_add_parameter(
+    TRITONBACKEND_Request* r, const char* key, int type, const char* string_value,
+    int64_t int_value, double double_value) {
+  Parameter p;
+  p.key = key;
+  p.type = static_cast<TRITONSERVER_ParameterType>(type);
+  if (string_value != nullptr) p.string_value = string_value;
+  p.int_value = int_value;
+  p.bool_value = int_value != 0;
+  p.double_value = double_value;
+  r->parameters.push_back(std::move(p));
+}
+
+// The server takes a request back (Execute failed, or the instance is going away).
+TRITIUM_EXPORT void tritium_request_delete(TRITONBACKEND_Request* r) { delete r; }
+
+// Every output of a response in one call (the server copies them out right after).
+struct OutputInfo {
+  const char* name;
+  int32_t datatype;
+  uint32_t dims;
+  const int64_t* shape;
+  const void* buffer;
+  uint64_t byte_size;
+};
+
+TRITIUM_EXPORT uint32_t tritium_response_outputs(
+    TRITONBACKEND_Response* r, OutputInfo* out, uint32_t capacity) {
+  uint32_t n = 0;
+  for (const auto& o : r->outputs) {
+    if (n == capacity) break;
+    out[n++] = OutputInfo{o.name.c_str(), o.datatype, static_cast<uint32_t>(o.shape.size()),
+                          o.shape.data(), o.buffer, o.buffer != nullptr ? o.byte_size : 0};
+  }
+  return static_cast<uint32_t>(r->outputs.size());
+}
+
+TRITIUM_EXPORT uint32_t tritium_response_parameter_count(TRITONBACKEND_Response* r) {
+  return static_cast<uint32_t>(r->parameters.size());
+}
+
+TRITIUM_EXPORT void tritium_response_parameter(
+    TRITONBACKEND_Response* r, uint32_t index, const char** key, int* type,
+    const char** string_value, int64_t* int_value, double* double_value) {
+  const Parameter& p = r->parameters[index];
+  *key = p.key.c_str();
+  *type = p.type;
+  *string_value = p.string_value.c_str();
+  *int_value = p.type == TRITONSERVER_PARAMETER_BOOL ? (p.bool_value ? 1 : 0) : p.int_value;
+  *double_value = p.double_value;
+}
+
+TRITIUM_EXPORT void tritium_state_read(
+    TRITONBACKEND_State* s, const char** name, int* datatype, const int64_t** shape,
+    uint32_t* dims, const void** buffer, uint64_t* byte_size) {
+  *name = s->name.c_str();
+  *datatype = s->datatype;
+  *shape = s->shape.data();
+  *dims = static_cast<uint32_t>(s->shape.size());
+  *buffer = s->buffer.data();
+  *byte_size = s->buffer.size();
+}
+
+extern "C" {
+
+// ---- request ----
+TRITONSERVER_Error* TRITONBACKEND_RequestId(TRITONBACKEND_Request* request, const char** id) {
+  *id = request->id.c_str();
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(TRITONBACKEND_Request* request, bool* c) {
+  *c = g_host_set && g_host.is_cancelled(request->state->token) != 0;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryIsCancelled(
+    TRITONBACKEND_ResponseFactory* factory, bool* c) {
+  *c = g_host_set && g_host.is_cancelled(factory->request->token) != 0;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(TRITONBACKEND_Request* request, uint64_t* id) {
+  TRITIUM_REQUIRE(!request->correlation_is_string, TRITONSERVER_ERROR_INVALID_ARG,
+                  "correlation ID in request is not an unsigned int");
+  *id = request->correlation_id;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationIdString(
+    TRITONBACKEND_Request* request, const char** id) {
+  TRITIUM_REQUIRE(request->correlation_is_string, TRITONSERVER_ERROR_INVALID_ARG,
+                  "correlation ID in request is not a string");
+  *id = request->correlation_id_string.c_str();
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_InferenceRequestTimeoutMicroseconds(
+    TRITONBACKEND_Request* request, uint64_t* timeout) {
+  *timeout = request->timeout_us;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestFlags(TRITONBACKEND_Request* request, uint32_t* flags) {
+  *flags = request->flags;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestParameterCount(TRITONBACKEND_Request* request, uint32_t* c) {
+  *c = static_cast<uint32_t>(request->parameters.size());
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestParameter(
+    TRITONBACKEND_Request* request, const uint32_t index, const char** key,
+    TRITONSERVER_ParameterType* type, const void** vvalue) {
+  TRITIUM_REQUIRE(index < request->parameters.size(), TRITONSERVER_ERROR_INVALID_ARG,
+                  "out of bounds index " + std::to_string(index) + ": request has " +
+                      std::to_string(request->parameters.size()) + " parameters");
+  const Parameter& p = request->parameters[index];
+  *key = p.key.c_str();
+  *type = p.type;
+  *vvalue = p.value();
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request* request, uint32_t* c) {
+  *c = static_cast<uint32_t>(request->inputs.size());
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestInputName(
+    TRITONBACKEND_Request* request, const uint32_t index, const char** name) {
+  TRITIUM_REQUIRE(index < request->inputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
+                  "out of bounds index " + std::to_string(index) + ": request has " +
+                      std::to_string(request->inputs.size()) + " inputs");
+  *name = request->inputs[index].name.c_str();
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestInput(
+    TRITONBACKEND_Request* request, const char* name, TRITONBACKEND_Input** input) {
+  for (auto& in : request->inputs) {
+    if (in.name == name) {
+      *input = &in;
+      return nullptr;
+    }
+  }
+  return make_error(TRITONSERVER_ERROR_INVALID_ARG,
+                    std::string("unknown request input name ") + name);
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(
+    TRITONBACKEND_Request* request, const uint32_t index, TRITONBACKEND_Input** input) {
+  TRITIUM_REQUIRE(index < request->inputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
+                  "out of bounds index " + std::to_string(index) + ": request has " +
+                      std::to_string(request->inputs.size()) + " inputs");
+  *input = &request->inputs[index];
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request* request, uint32_t* c) {
+  *c = static_cast<uint32_t>(request->requested_outputs.size());
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(
+    TRITONBACKEND_Request* request, const uint32_t index, const char** name) {
+  TRITIUM_REQUIRE(index < request->requested_outputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
+                  "out of bounds index " + std::to_string(index) + ": request has " +
+                      std::to_string(request->requested_outputs.size()) + " requested outputs");
+  *name = request->requested_outputs[index].c_str();
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
+    TRITONBACKEND_Request*, const char*, size_t*, TRITONSERVER_MemoryType* memory_type,
+    int64_t* memory_type_id) {
+  *memory_type = TRITONSERVER_MEMORY_CPU;
+  *memory_type_id = 0;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request, uint32_t flags) {
+  TRITIUM_NOT_NULL(request, "TRITONBACKEND_RequestRelease");
+  if ((flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0) {
+    return unsupported("TRITONBACKEND_RequestRelease with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE");
+  }
+  TRITIUM_REQUIRE((flags & TRITONSERVER_REQUEST_RELEASE_ALL) != 0, TRITONSERVER_ERROR_INVALID_ARG,
+                  "unknown request release flags " + std::to_string(flags));
+  if (!request->state->final_sent.load()) {  // the server waits for its answer: say so
+    if (!g_host_set) return no_host("TRITONBACKEND_RequestRelease");
+    TRITONSERVER_Error* err = g_host.release(request->state->token, flags);
+    if (err != nullptr) return err;  // not released: the backend still owns it
+  }
+  delete request;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_RequestTrace(TRITONBACKEND_Request*, TRITONSERVER_InferenceTrace** t) {
+  *t = nullptr;  // requests are not traced through the C API
+  return nullptr;
+}
+
+// ---- input ----
+TRITONSERVER_Error* TRITONBACKEND_InputProperties(
+    TRITONBACKEND_Input* input, const char** name, TRITONSERVER_DataType* datatype,
+    const int64_t** shape, uint32_t* dims_count, uint64_t* byte_size, uint32_t* buffer_count) {
+  if (name != nullptr) *name = input->name.c_str();
+  if (datatype != nullptr) *datatype = input->datatype;
+  if (shape != nullptr) *shape = input->shape.data();
+  if (dims_count != nullptr) *dims_count = static_cast<uint32_t>(input->shape.size());
+  if (byte_size != nullptr) *byte_size = input->byte_size;
+  if (buffer_count != nullptr) *buffer_count = static_cast<uint32_t>(input->buffers.size());
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_InputPropertiesForHostPolicy(
+    TRITONBACKEND_Input* input, const char*, const char** name, TRITONSERVER_DataType* datatype,
+    const int64_t** shape, uint32_t* dims_count, uint64_t* byte_size, uint32_t* buffer_count) {
+  return TRITONBACKEND_InputProperties(input, name, datatype, shape, dims_count, byte_size,
+                                       buffer_count);
+}
+
+TRITONSERVER_Error* TRITONBACKEND_InputBuffer(
+    TRITONBACKEND_Input* input, const uint32_t index, const void** buffer, uint64_t* size,
+    TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
+  TRITIUM_REQUIRE(index < input->buffers.size(), TRITONSERVER_ERROR_INVALID_ARG,
+                  "out of bounds index " + std::to_string(index) + ": input '" + input->name +
+                      "' has " + std::to_string(input->buffers.size()) + " buffers");
+  *buffer = input->buffers[index].base;
+  *size = input->buffers[index].byte_size;
+  *memory_type = TRITONSERVER_MEMORY_CPU;  // the server's tensors are host memory
+  *memory_type_id = 0;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_InputBufferForHostPolicy(
+    TRITONBACKEND_Input* input, const char*, const uint32_t index, const void** buffer,
+    uint64_t* size, TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
+  return TRITONBACKEND_InputBuffer(input, index, buffer, size, memory_type, memory_type_id);
+}
+
+TRITONSERVER_Error* TRITONBACKEND_InputBufferAttributes(
+    TRITONBACKEND_Input* input, const uint32_t index, const void** buffer,
+    TRITONSERVER_BufferAttributes** attributes) {
+  TRITIUM_REQUIRE(index < input->buffers.size(), TRITONSERVER_ERROR_INVALID_ARG,
+                  "out of bounds index " + std::to_string(index) + ": input '" + input->name +
+                      "' has " + std::to_string(input->buffers.size()) + " buffers");
+  *buffer = input->buffers[index].base;
+  *attributes = &input->buffers[index].attributes;
+  return nullptr;
+}
+
+// ---- response factory ----
+TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryNew(
+    TRITONBACKEND_ResponseFactory** factory, TRITONBACKEND_Request* request) {
+  TRITIUM_NOT_NULL(request, "TRITONBACKEND_ResponseFactoryNew");
+  *factory = new TRITONBACKEND_ResponseFactory{request->state};
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryDelete(TRITONBACKEND_ResponseFactory* factory) {
+  delete factory;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseFactorySendFlags(
+    TRITONBACKEND_ResponseFactory* factory, const uint32_t send_flags) {
+  TRITIUM_NOT_NULL(factory, "TRITONBACKEND_ResponseFactorySendFlags");
+  bool queued = false;
+  return send_to_host(factory->request, nullptr, send_flags, nullptr,
+                      "TRITONBACKEND_ResponseFactorySendFlags", &queued);
+}
+
+// ---- response ----
+TRITONSERVER_Error* TRITONBACKEND_ResponseNew(
+    TRITONBACKEND_Response** response, TRITONBACKEND_Request* request) {
+  TRITIUM_NOT_NULL(request, "TRITONBACKEND_ResponseNew");
+  *response = new TRITONBACKEND_Response{request->state, {}, {}};
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseNewFromFactory(
+    TRITONBACKEND_Response** response, TRITONBACKEND_ResponseFactory* factory) {
+  TRITIUM_NOT_NULL(factory, "TRITONBACKEND_ResponseNewFromFactory");
+  *response = new TRITONBACKEND_Response{factory->request, {}, {}};
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response* response) {
+  delete response;
+  return nullptr;
+}
+
+static TRITONSERVER_Error* set_parameter(TRITONBACKEND_Response* response, const char* name,
+                                         Parameter p) {
+  TRITIUM_NOT_NULL(response, "TRITONBACKEND_ResponseSet*Parameter");
+  TRITIUM_NOT_NULL(name, "TRITONBACKEND_ResponseSet*Parameter");
+  p.key = name;
+  response->parameters.push_back(std::move(p));
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseSetStringParameter(
+    TRITONBACKEND_Response* response, const char* name, const char* value) {
+  Parameter p;
+  p.type = TRITONSERVER_PARAMETER_STRING;
+  p.string_value = value != nullptr ? value : "";
+  return set_parameter(response, name, std::move(p));
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseSetIntParameter(
+    TRITONBACKEND_Response* response, const char* name, const int64_t value) {
+  Parameter p;
+  p.type = TRITONSERVER_PARAMETER_INT;
+  p.int_value = value;
+  return set_parameter(response, name, std::move(p));
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseSetBoolParameter(
+    TRITONBACKEND_Response* response, const char* name, const bool value) {
+  Parameter p;
+  p.type = TRITONSERVER_PARAMETER_BOOL;
+  p.bool_value = value;
+  return set_parameter(response, name, std::move(p));
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseSetDoubleParameter(
+    TRITONBACKEND_Response* response, const char* name, const double value) {
+  Parameter p;
+  p.type = TRITONSERVER_PARAMETER_DOUBLE;
+  p.double_value = value;
+  return set_parameter(response, name, std::move(p));
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(
+    TRITONBACKEND_Response* response, TRITONBACKEND_Output** output, const char* name,
+    const TRITONSERVER_DataType datatype, const int64_t* shape, const uint32_t dims_count) {
+  TRITIUM_NOT_NULL(response, "TRITONBACKEND_ResponseOutput");
+  TRITIUM_NOT_NULL(name, "TRITONBACKEND_ResponseOutput");
+  for (const auto& o : response->outputs) {
+    if (o.name == name) {
+      return make_error(TRITONSERVER_ERROR_ALREADY_EXISTS,
+                        std::string("response already has an output named '") + name + "'");
+    }
+  }
+  response->outputs.emplace_back();
+  TRITONBACKEND_Output& o = response->outputs.back();
+  o.name = name;
+  o.datatype = datatype;
+  o.shape.assign(shape, shape + dims_count);
+  *output = &o;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(
+    TRITONBACKEND_Output* output, void** buffer, const uint64_t byte_size,
+    TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
+  TRITIUM_NOT_NULL(output, "TRITONBACKEND_OutputBuffer");
+  if (output->buffer != nullptr) {
+    return make_error(TRITONSERVER_ERROR_ALREADY_EXISTS,
+                      "a buffer was already allocated for output '" + output->name + "'");
+  }
+  output->buffer = malloc(byte_size > 0 ? byte_size : 1);
+  if (output->buffer == nullptr) {
+    return make_error(TRITONSERVER_ERROR_UNAVAILABLE,
+                      "failed to allocate " + std::to_string(byte_size) + " bytes for output '" +
+                          output->name + "'");
+  }
+  output->byte_size = byte_size;
+  output->attributes.byte_size = byte_size;
+  *buffer = output->buffer;
+  *memory_type = TRITONSERVER_MEMORY_CPU;
+  *memory_type_id = 0;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_OutputBufferAttributes(
+    TRITONBACKEND_Output* output, TRITONSERVER_BufferAttributes** attributes) {
+  *attributes = &output->attributes;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ResponseSend(
+    TRITONBACKEND_Response* response, const uint32_t send_flags, TRITONSERVER_Error* error) {
+  TRITIUM_NOT_NULL(response, "TRITONBACKEND_ResponseSend");
+  bool queued = false;
+  TRITONSERVER_Error* err = send_to_host(response->request, response, send_flags, error,
+                                         "TRITONBACKEND_ResponseSend", &queued);
+  if (err != nullptr) return err;  // not sent: the backend still owns the response
+  // Ownership passed to the server: the host copied what it needed, or the queue keeps it.
+  if (!queued) delete response;
+  return nullptr;   // `error` stays the caller's, as in Triton
+}
+
+TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(
+    TRITONBACKEND_Response* response, const char* name, TRITONSERVER_DataType* datatype,
+    const int64_t** shape, uint64_t* dim_count) {
+  for (const auto& o : response->outputs) {
+    if (o.name == name) {
+      *datatype = o.datatype;
+      *shape = o.shape.data();
+      *dim_count = o.shape.size();
+      return nullptr;
+    }
+  }
+  return make_error(TRITONSERVER_ERROR_NOT_FOUND,
+                    std::string("Output name '") + name + "' not found.");
+}
+
+TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(
+    TRITONBACKEND_Response* response, const uint32_t index, const char** name,
+    TRITONSERVER_DataType* datatype, const int64_t** shape, uint64_t* dim_count) {
+  TRITIUM_REQUIRE(index < response->outputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
+                  "out of bounds index " + std::to_string(index) + ": response has " +
+                      std::to_string(response->outputs.size()) + " outputs");
+  const auto& o = response->outputs[index];
+  *name = o.name.c_str();
+  *datatype = o.datatype;
+  *shape = o.shape.data();
+  *dim_count = o.shape.size();
+  return nullptr;
+}
+
+// ---- implicit state ----
+TRITONSERVER_Error* TRITONBACKEND_StateNew(
+    TRITONBACKEND_State** state, TRITONBACKEND_Request* request, const char* name,
+    const TRITONSERVER_DataType datatype, const int64_t* shape, const uint32_t dims_count) {
+  TRITIUM_NOT_NULL(request, "TRITONBACKEND_StateNew");
+  TRITIUM_NOT_NULL(name, "TRITONBACKEND_StateNew");
+  const TRITONBACKEND_Model* model = request->state->instance->model;
+  bool known = false;
+  for (const auto& s : model->state_names) known = known || s == name;
+  if (!known) {
+    return make_error(TRITONSERVER_ERROR_INVALID_ARG,
+                      std::string("state '") + name + "' is not a valid state name.");
+  }
+  auto s = std::make_unique<TRITONBACKEND_State>();
+  s->request = request->state;
+  s->name = name;
+  s->datatype = datatype;
+  s->shape.assign(shape, shape + dims_count);
+  *state = s.get();
+  request->states.push_back(std::move(s));
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_StateBuffer(
+    TRITONBACKEND_State* state, void** buffer, const uint64_t byte_size,
+    TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
+  state->buffer.assign(byte_size, 0);
+  state->attributes.byte_size = byte_size;
+  *buffer = state->buffer.data();
+  *memory_type = TRITONSERVER_MEMORY_CPU;
+  *memory_type_id = 0;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_StateBufferAttributes(
+    TRITONBACKEND_State* state, TRITONSERVER_BufferAttributes** attributes) {
+  *attributes = &state->attributes;
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_StateUpdate(TRITONBACKEND_State* state) {
+  TRITIUM_NOT_NULL(state, "TRITONBACKEND_StateUpdate");
+  if (!g_host_set) return no_host("TRITONBACKEND_StateUpdate");
+  return g_host.state_update(state->request->token, state);
+}
+
+}  // extern "C"

@@ -1,0 +1,157 @@
+"""The host table: what libtritonserver.so calls in Python, by token.
+
+Each callback runs with the GIL (ctypes takes it) on whatever thread the backend called from,
+turns Python exceptions into TRITONSERVER_Error objects the library owns, and never lets one
+escape into C. Request callbacks go to the `PendingRequest` of the token; model callbacks to
+the model's handle; server-wide calls (BLS, model control, metrics) to `server_calls`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import TritonError
+from ...request import InferenceResponse
+from . import server_calls
+from .library import TOKENS, Library
+from .requests import PendingRequest, read_response, read_state
+
+# TRITONSERVER_LogLevel -> Python logging level
+_LOG_LEVELS = {0: logging.INFO, 1: logging.WARNING, 2: logging.ERROR, 3: logging.DEBUG}
+backend_log = logging.getLogger("tritium.backend.native.log")
+
+
+def _guarded(lib: Library, function: Callable[..., Any]) -> Callable[..., Any]:
+    """Call `function`; an exception becomes a returned TRITONSERVER_Error*."""
+    def call(*args: Any) -> Any:
+        try:
+            function(*args)
+            return None
+        except Exception as exc:  # noqa: BLE001 - nothing may unwind into C
+            return lib.new_error(exc)
+    return call
+
+
+def _pending(token: int) -> PendingRequest:
+    pending = TOKENS.get(token)
+    if not isinstance(pending, PendingRequest):
+        raise TritonError.invalid_arg("the request is no longer known to the server")
+    return pending
+
+
+def deliver_response(lib: Library, token: int, handle: int | None, flags: int,
+                     error: int | None, stamps: Any) -> None:
+    """A response the backend sent (TRITONBACKEND_ResponseSend / ResponseFactorySendFlags)."""
+    pending = _pending(token)
+    if stamps:  # TRITONBACKEND_ModelInstanceReportStatistics, reported before this
+        request = pending.request
+        request.exec_start_ns = stamps[0]
+        request.compute_input_end_ns = stamps[1]
+        request.compute_output_start_ns = stamps[2]
+    result: InferenceResponse | None = None
+    if error:
+        result = InferenceResponse(error=lib.read_error(error))
+    elif handle:
+        try:
+            result = read_response(lib, handle, pending.model_name)
+        except TritonError as exc:  # a malformed output fails this response, as in Triton
+            result = InferenceResponse(error=exc)
+    pending.deliver(result, flags)
+
+
+def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
+    def response(token: int, handle: int | None, flags: int, error: int | None,
+                 stamps: Any) -> None:
+        deliver_response(lib, token, handle, flags, error, stamps)
+
+    def release(token: int, _flags: int) -> None:
+        # Only for requests still waiting for their FINAL response (the library checked the
+        # flags: RELEASE_ALL; RESCHEDULE is unsupported).
+        _pending(token).released = True
+
+    def is_cancelled(token: int) -> int:
+        pending = TOKENS.get(token)
+        return int(isinstance(pending, PendingRequest) and pending.request.cancelled)
+
+    def log(level: int, filename: bytes, line: int, message: bytes) -> None:
+        backend_log.log(_LOG_LEVELS.get(level, logging.INFO), "%s:%d] %s",
+                        filename.decode(errors="replace"), line,
+                        message.decode(errors="replace"))
+
+    def log_enabled(level: int) -> int:
+        return int(backend_log.isEnabledFor(_LOG_LEVELS.get(level, logging.INFO)))
+
+    def model_config(token: int, out: Any) -> None:
+        out[0] = lib.new_message(TOKENS[token].config_json())
+
+    def model_set_config(token: int, text: bytes) -> None:
+        TOKENS[token].set_config_json(text.decode("utf-8"))
+
+    def statistics(_instance: int, token: int, success: int, stamps: Any) -> None:
+        # Reported after the FINAL response (earlier reports travel with it, see response).
+        pending = TOKENS.get(token)
+        if isinstance(pending, PendingRequest) and success:
+            request = pending.request
+            request.exec_start_ns = stamps[0]
+            request.compute_input_end_ns = stamps[1]
+            request.compute_output_start_ns = stamps[2]
+
+    def batch_statistics(_instance: int, _batch_size: int, _stamps: Any) -> None:
+        # Tritium derives batch statistics from the per-request timestamps of the batch
+        # (ModelInstanceReportStatistics above), so the backend's batch report adds nothing.
+        return None
+
+    def state_update(token: int, state: int) -> None:
+        pending = _pending(token)
+        tensor = read_state(lib, state, pending.model_name)
+        pending.states = [s for s in pending.states if s.name != tensor.name] + [tensor]
+
+    def request_gone(token: int, final_sent: int) -> None:
+        pending = TOKENS.pop(token, None)
+        if isinstance(pending, PendingRequest):
+            try:
+                pending.gone(bool(final_sent))
+            except Exception:
+                logging.getLogger("tritium.backend.native").exception("request_gone failed")
+
+    def metric_call(op: int, handle: int, kind: int, name: bytes, description: bytes,
+                    value: float, buckets: Any, bucket_count: int, out_handle: Any,
+                    out_value: Any) -> None:
+        result = server_calls.metric_call(op, handle, kind, name.decode(), description.decode(),
+                                          value, [buckets[i] for i in range(bucket_count)])
+        if out_handle:
+            out_handle[0] = int(result)
+        if out_value and op == 5:
+            out_value[0] = float(result)
+
+    def server_call(op: int, name: bytes, version: int, argument: bytes | None, out_int: Any,
+                    out_message: Any) -> None:
+        result = server_calls.server_call(op, name.decode(), version,
+                                          argument.decode() if argument is not None else None)
+        if isinstance(result, str):
+            out_message[0] = lib.new_message(result)
+        else:
+            out_int[0] = int(result)
+
+    def infer_async(request: int) -> None:
+        server_calls.infer_async(lib, request)
+
+    table: dict[str, Callable[..., Any]] = {
+        "response": _guarded(lib, response),
+        "release": _guarded(lib, release),
+        "is_cancelled": is_cancelled,
+        "log": log,
+        "log_enabled": log_enabled,
+        "model_config": _guarded(lib, model_config),
+        "model_set_config": _guarded(lib, model_set_config),
+        "statistics": statistics,
+        "batch_statistics": batch_statistics,
+        "state_update": _guarded(lib, state_update),
+        "server_call": _guarded(lib, server_call),
+        "infer_async": _guarded(lib, infer_async),
+        "metric_call": _guarded(lib, metric_call),
+        "request_gone": request_gone,
+    }
+    return table

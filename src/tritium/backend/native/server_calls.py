@@ -1,0 +1,237 @@
+"""What a native backend asks of the server: BLS, model queries, model control, metrics.
+
+TRITONSERVER_ServerInferAsync becomes `server.infer_async` (Tritium's own routing, so any
+model, decoupled ones and ensembles included), its responses are written through the
+request's TRITONSERVER_ResponseAllocator, and the request is released after its final
+response. Queries and control go to the `ServerApi` the models were given; custom metrics
+become families of the server's MetricRegistry, exported on /metrics next to Triton's own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import json
+import threading
+from ctypes import (
+    POINTER,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int64,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from typing import Any
+
+import numpy as np
+
+from ...custom_metrics import MetricKind
+from ...errors import TritonError
+from ...request import (
+    RESPONSE_COMPLETE_FINAL,
+    InferenceRequest,
+    InferenceResponse,
+    RequestedOutput,
+)
+from ...tensor import Tensor, bytes_from_wire, numpy_dtype, serialize_bytes
+from ..api import ServerApi
+from .library import _CODE_NUMBERS, Library
+from .requests import DATATYPE_NUMBERS, DATATYPES, _parameter_value, add_parameter
+
+# The server the loaded models were given (TRITONBACKEND_ModelServer): one per process.
+_server: ServerApi | None = None
+_METRIC_KINDS = [MetricKind.COUNTER, MetricKind.GAUGE, MetricKind.HISTOGRAM]
+_metric_objects: dict[int, Any] = {}
+_metric_ids = itertools.count(1)
+_metric_lock = threading.Lock()
+
+
+def attach(server: ServerApi) -> None:
+    global _server
+    _server = server
+
+
+def _require() -> ServerApi:
+    if _server is None:
+        raise TritonError.unavailable("no model of a native backend is loaded in a server")
+    return _server
+
+
+def _version(version: int) -> str:
+    return str(version) if version > 0 else ""
+
+
+def server_call(op: int, name: str, version: int, argument: str | None) -> int | str:
+    server: Any = _require()
+    if op == 1:
+        return int(server.model_ready(name, _version(version)))
+    if op == 2:
+        config = server.model_config(name, _version(version))
+        return 2 if config.model_transaction_policy.decoupled else 1
+    if op == 3:
+        config = server.model_config(name, _version(version))
+        return 2 if config.max_batch_size > 0 else 1
+    if op == 4:
+        server.load_model(name, _load_parameters(argument or "{}"))
+        return 0
+    if op in (5, 6):
+        server.unload_model(name, unload_dependents=op == 6)
+        return 0
+    if op == 7:
+        return json.dumps(server.metadata())
+    if op == 8:
+        return json.dumps(server.model_metadata(name, _version(version)))
+    if op == 9:
+        return json.dumps(server.model_config_json(name, _version(version)))
+    if op == 11:
+        return json.dumps(server.repository_index(ready_only=bool(version & 1)))
+    if op == 12:
+        return int(server.is_ready())
+    raise TritonError.unsupported(
+        "TRITONSERVER_ServerModelStatistics is not supported by Tritium" if op == 10
+        else f"server call {op} is not supported by Tritium")
+
+
+def _load_parameters(text: str) -> dict[str, Any]:
+    parameters: dict[str, Any] = {}
+    for key, (kind, value) in json.loads(text).items():
+        parameters[key] = bytes.fromhex(value) if kind == "x" else value
+    return parameters
+
+
+def metric_call(op: int, handle: int, kind: int, name: str, description: str, value: float,
+                buckets: list[float]) -> float | int:
+    if op == 1:
+        registry = _require().metrics
+        family = registry.family(name, description, _METRIC_KINDS[kind])
+        return _remember(family)
+    with _metric_lock:
+        target = _metric_objects.get(handle)
+    if target is None:
+        raise TritonError.invalid_arg("unknown metric handle")
+    if op == 2:
+        _forget(handle)
+        return 0
+    if op == 3:
+        labels = json.loads(name)
+        metric = target.metric(labels, buckets if kind == 2 else None)
+        return _remember(metric)
+    if op == 4:
+        target.family.remove(target)
+        _forget(handle)
+        return 0
+    if op == 5:
+        return float(target.value)
+    if op == 6:
+        target.increment(value)
+    elif op == 7:
+        target.set(value)
+    elif op == 8:
+        target.observe(value)
+    return 0
+
+
+def _remember(obj: Any) -> int:
+    with _metric_lock:
+        handle = next(_metric_ids)
+        _metric_objects[handle] = obj
+        return handle
+
+
+def _forget(handle: int) -> None:
+    with _metric_lock:
+        _metric_objects.pop(handle, None)
+
+
+def infer_async(lib: Library, sreq: int) -> None:
+    """TRITONSERVER_ServerInferAsync: route the request; answer through its allocator."""
+    request = _read_request(lib, sreq)
+    model, version = request.model_name, request.model_version
+
+    def deliver(response: InferenceResponse | None, flags: int) -> None:
+        handle = None
+        if response is not None:
+            handle = _write_response(lib, sreq, response, model, version)
+        lib.tritium_sreq_complete(sreq, handle, flags)
+        if flags & RESPONSE_COMPLETE_FINAL:
+            lib.tritium_sreq_release(sreq)
+
+    _require().infer_async(request, deliver)
+
+
+def _read_request(lib: Library, sreq: int) -> InferenceRequest:
+    model, rid, text_id = c_char_p(), c_char_p(), c_char_p()
+    version, flags, number_id = c_int64(), c_uint32(), c_uint64()
+    priority, timeout = c_uint64(), c_uint64()
+    n_in, n_out, n_param = c_uint32(), c_uint32(), c_uint32()
+    lib.tritium_sreq_info(sreq, model, version, rid, flags, number_id, text_id, priority,
+                          timeout, n_in, n_out, n_param)
+    model_name = (model.value or b"").decode()
+    inputs: dict[str, Tensor] = {}
+    name, kind = c_char_p(), c_int()
+    shape, dims, size = POINTER(c_int64)(), c_uint32(), c_uint64()
+    for index in range(n_in.value):
+        lib.tritium_sreq_input(sreq, index, name, kind, shape, dims, size)
+        tensor_name = (name.value or b"").decode()
+        dims_tuple = tuple(shape[i] for i in range(dims.value))
+        raw = ctypes.create_string_buffer(max(size.value, 1))
+        lib.tritium_sreq_input_copy(sreq, index, raw)
+        data = raw.raw[: size.value]
+        wire = DATATYPES[kind.value] if 0 < kind.value < len(DATATYPES) else "INVALID"
+        if wire == "INVALID":
+            raise TritonError.invalid_arg(f"input '{tensor_name}' has an invalid datatype")
+        if wire == "BYTES":
+            count = int(np.prod(dims_tuple)) if dims_tuple else 1
+            array = bytes_from_wire(data, count, tensor_name, model_name, "").reshape(dims_tuple)
+        else:
+            array = np.frombuffer(data, dtype=numpy_dtype(wire)).reshape(dims_tuple)
+        inputs[tensor_name] = Tensor(tensor_name, wire, dims_tuple, array)
+    outputs = [RequestedOutput((lib.tritium_sreq_output(sreq, i) or b"").decode())
+               for i in range(n_out.value)]
+    parameters: dict[str, Any] = {}
+    text, number, real = c_char_p(), c_int64(), c_double()
+    for index in range(n_param.value):
+        lib.tritium_sreq_parameter(sreq, index, name, kind, text, number, real)
+        parameters[(name.value or b"").decode()] = _parameter_value(
+            kind.value, text.value, number.value, real.value)
+    correlation: int | str = (
+        text_id.value.decode() if text_id.value is not None else number_id.value)
+    return InferenceRequest(
+        model_name, version.value, id=(rid.value or b"").decode(), inputs=inputs,
+        requested_outputs=outputs, parameters=parameters, correlation_id=correlation,
+        flags=flags.value, priority=priority.value, timeout_us=timeout.value)
+
+
+def _write_response(lib: Library, sreq: int, response: InferenceResponse, model: str,
+                    version: int) -> int:
+    error = response.error
+    code = -1
+    message = b""
+    if error is not None:
+        code, message = _CODE_NUMBERS.get(error.code, 1), error.message.encode()
+    handle = lib.tritium_sresp_new(
+        sreq, (response.model_name or model).encode(),
+        int(response.model_version) if str(response.model_version).isdigit() else version,
+        response.id.encode(), code, message)
+    if error is not None:
+        return handle
+    for tensor in response.outputs:
+        data: Any
+        if tensor.datatype == "BYTES":
+            data = serialize_bytes(np.asarray(tensor.data))
+            address = ctypes.cast(c_char_p(data), c_void_p).value
+            size = len(data)
+        else:
+            data = np.ascontiguousarray(tensor.data)
+            address, size = data.ctypes.data, data.nbytes
+        shape = (c_int64 * len(tensor.shape))(*tensor.shape)
+        err = lib.tritium_sresp_add_output(sreq, handle, tensor.name.encode(),
+                                           DATATYPE_NUMBERS[tensor.datatype], shape,
+                                           len(tensor.shape), address, size)
+        if err:
+            lib.take_error(err)  # the allocator refused: the output is left out
+    for key, value in response.parameters.items():
+        add_parameter(lib.tritium_sresp_add_parameter, handle, key, value)
+    return handle
