@@ -48,6 +48,7 @@ ensemble_scheduling { step [ {
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("ray_repo")
+    copy_python_model(repo, "args_echo", "args_echo", ray=SMALL)
     for source in ("add_sub", "bytes_model", "repeat", "bls", "custom_metrics"):
         spread = source == "add_sub"
         copy_python_model(repo, source, source, ray=SPREAD if spread else SMALL,
@@ -278,3 +279,11 @@ def test_a_bad_ray_option_fails_the_load(server):
     assert ("model 'bad_ray': parameter 'ray': unsupported Ray actor option(s) num_cpu"
             in index["bad_ray"]["reason"])
     assert index["add_sub"]["state"] == "READY"
+
+
+def test_model_logs_reach_the_owning_servers_log(server):
+    """pb_utils.Logger in a model on Ray logs through the server that owns the instance."""
+    log = server.log()
+    assert "[args_echo_0_0 on Ray] " in log
+    assert "args_echo instance args_echo_0_0 is ready" in log
+    assert "args_echo warns" in log
