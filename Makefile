@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-all bench install clean native
+.PHONY: serve lint test test-all bench install clean native
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,15 @@ serve: $(STAMP) native
 	$(BIN)/tritium serve --model-repository examples/model_repository \
 		--backend-directory examples/backends
 
-test: $(STAMP) native
+# ruff (style, import order) over the code, mypy (types) and lint-imports (the layering of
+# DESIGN.md, contracts in pyproject.toml) over src/. PYTHONPATH: the checks read this tree's src/
+# even when the venv's editable install points at another checkout.
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/mypy
+	PYTHONPATH=src $(BIN)/lint-imports
+
+test: lint native
 	$(BIN)/pytest -q
 
 # Everything, including the slow soak/fuzz runs that `make test` skips.

@@ -37,14 +37,15 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
 import inprocess_bench  # noqa: E402
-import numpy as np  # noqa: E402
 import native_bench  # noqa: E402
+import numpy as np  # noqa: E402
 import onnx_bench  # noqa: E402
 import ray_bench  # noqa: E402
 import reference_triton  # noqa: E402
 from loadgen import Inputs, Result, missing_tools, run_load  # noqa: E402
-from models import identity_config, write_model  # noqa: E402
-from server_process import ServerProcess  # noqa: E402
+
+from support.models import identity_config, write_model  # noqa: E402
+from support.server_process import ServerProcess  # noqa: E402
 
 SERVER_CORE, CLIENT_CORE = "0", 1
 

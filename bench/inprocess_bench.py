@@ -26,8 +26,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from loadgen import Result, run_load
-from models import identity_config, write_model
-from server_process import ROOT, ServerProcess
+
+from support import ROOT
+from support.models import identity_config, write_model
+from support.server_process import ServerProcess
 
 HERE = Path(__file__).resolve().parent
 CALLERS = (1, 8)

@@ -19,10 +19,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from loadgen import Result, run_load
-from models import identity_config, write_model
-from native_fixtures import compile_backends
-from server_process import ServerProcess
+from loadgen import Result, run_load  # noqa: E402
+
+from support.models import identity_config, write_model  # noqa: E402
+from support.native_fixtures import compile_backends  # noqa: E402
+from support.server_process import ServerProcess  # noqa: E402
 
 MODELS = {"C backend (C API)": "native_identity_fp32", "Python backend": "py_identity_fp32"}
 ONE_INSTANCE = "instance_group [ { kind: KIND_CPU count: 1 } ]"

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-
-import onnx_models
 from loadgen import Result, run_load
-from models import write_model
-from server_process import ServerProcess
+
+from support import onnx_models
+from support.models import write_model
+from support.server_process import ServerProcess
 
 HERE = Path(__file__).resolve().parent
 BATCHES = (1, 8)

@@ -20,7 +20,8 @@ WHEEL = "nvidia-pytriton==0.7.0"
 
 
 def _site_packages() -> Path:
-    return VENV / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return VENV / "lib" / version / "site-packages"
 
 
 def tritonserver_dir() -> Path:

@@ -11,7 +11,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from server_process import ROOT, ServerProcess
+from support import ROOT
+from support.server_process import ServerProcess
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,8 @@ def metric(text: str, name: str, model: str) -> float:
 def test_simple_addsub_over_http_and_grpc(example_server: ServerProcess) -> None:
     a = np.arange(16, dtype=np.int32).reshape(1, 16)
     b = np.ones((1, 16), dtype=np.int32)
-    for module, url in ((httpclient, example_server.http_url), (grpcclient, example_server.grpc_url)):
+    for module, url in ((httpclient, example_server.http_url),
+                        (grpcclient, example_server.grpc_url)):
         client = module.InferenceServerClient(url)
         inputs = [module.InferInput("INPUT0", [1, 16], "INT32"),
                   module.InferInput("INPUT1", [1, 16], "INT32")]

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from inprocess_models import inprocess_repository
-from server_process import ROOT, ServerProcess
+
+from support import ROOT
+from support.inprocess_models import inprocess_repository
+from support.server_process import ServerProcess
 
 EXAMPLES = ROOT / "examples" / "model_repository"
 

@@ -18,8 +18,9 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from models import identity_config, write_model
-from server_process import ServerProcess
+from support.models import identity_config, write_model
+from support.server_process import ServerProcess
+from tritium.frontend.loop_bridge import answer
 from tritium.request import InferenceRequest, InferenceResponse
 from tritium.server import InferenceServer, ServerOptions
 from tritium.tensor import Tensor
@@ -193,7 +194,7 @@ def test_statistics_count_hits_as_successes_without_compute(tmp_path):
     try:
         async def scenario() -> list[InferenceResponse]:
             data = np.ones((1, 2), np.float32)
-            return [await server.infer(InferenceRequest(
+            return [await answer(server.infer_async, InferenceRequest(
                 "cached_identity", inputs={"INPUT0": Tensor.from_numpy("INPUT0", data)}))
                 for _ in range(3)]
 

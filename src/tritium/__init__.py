@@ -1,6 +1,6 @@
 """Tritium: a Triton-compatible inference server in Python."""
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__
 
 # The in-process API (tritium.Server, tritium.Options, ... as in Triton's `tritonserver`),
 # imported on first use: `import tritium` stays light for the Python-backend stub processes.

@@ -10,11 +10,12 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any
 
-from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
 from .frontend.extensions.restricted_api import build_restrictions
+from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .server import ServerOptions
@@ -79,9 +80,9 @@ def _settings(entries: list[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
     return settings
 
 
-def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
+def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
     """A boolean flag that also works bare (`--allow-http` means true)."""
-    parser.add_argument(name, type=_bool, nargs="?", const=True, **kwargs)  # type: ignore[arg-type]
+    parser.add_argument(name, type=_bool, nargs="?", const=True, **kwargs)
 
 
 _DEPRECATED_TRACE_FLAGS = {

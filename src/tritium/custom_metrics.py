@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import enum
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import TritonError
 
@@ -23,7 +23,7 @@ class MetricKind(enum.Enum):
 class Metric:
     """One labelled series of a family."""
 
-    def __init__(self, family: "MetricFamily", labels: dict[str, str],
+    def __init__(self, family: MetricFamily, labels: dict[str, str],
                  buckets: Sequence[float] | None) -> None:
         self.family = family
         self.labels = dict(labels)
@@ -67,7 +67,7 @@ class Metric:
 
 
 class MetricFamily:
-    def __init__(self, registry: "MetricRegistry", name: str, description: str,
+    def __init__(self, registry: MetricRegistry, name: str, description: str,
                  kind: MetricKind) -> None:
         self._registry = registry
         self.name = name

@@ -27,7 +27,7 @@ class Code(enum.Enum):
 
     @property
     def grpc_name(self) -> str:
-        """Name of the `grpc.StatusCode` member (kept as a string so the core never imports grpc)."""
+        """Name of the `grpc.StatusCode` member (a string: the core never imports grpc)."""
         return self.value[2]
 
 
@@ -48,31 +48,31 @@ class TritonError(Exception):
 
     # Short constructors keep call sites readable: `raise TritonError.invalid_arg(...)`.
     @classmethod
-    def invalid_arg(cls, message: str) -> "TritonError":
+    def invalid_arg(cls, message: str) -> TritonError:
         return cls(Code.INVALID_ARG, message)
 
     @classmethod
-    def not_found(cls, message: str) -> "TritonError":
+    def not_found(cls, message: str) -> TritonError:
         return cls(Code.NOT_FOUND, message)
 
     @classmethod
-    def unavailable(cls, message: str) -> "TritonError":
+    def unavailable(cls, message: str) -> TritonError:
         return cls(Code.UNAVAILABLE, message)
 
     @classmethod
-    def unsupported(cls, message: str) -> "TritonError":
+    def unsupported(cls, message: str) -> TritonError:
         return cls(Code.UNSUPPORTED, message)
 
     @classmethod
-    def internal(cls, message: str) -> "TritonError":
+    def internal(cls, message: str) -> TritonError:
         return cls(Code.INTERNAL, message)
 
     @classmethod
-    def already_exists(cls, message: str) -> "TritonError":
+    def already_exists(cls, message: str) -> TritonError:
         return cls(Code.ALREADY_EXISTS, message)
 
     @classmethod
-    def cancelled(cls, message: str) -> "TritonError":
+    def cancelled(cls, message: str) -> TritonError:
         return cls(Code.CANCELLED, message)
 
 

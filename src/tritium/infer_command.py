@@ -146,7 +146,7 @@ def _remote(args: argparse.Namespace) -> Iterator[dict[str, np.ndarray]]:
 
         url = args.url[len("grpc://"):]
     else:
-        import tritonclient.http as client_module  # type: ignore[no-redef]
+        import tritonclient.http as client_module
 
         url = args.url.removeprefix("http://")
     client = client_module.InferenceServerClient(url)

@@ -30,7 +30,7 @@ class TritonFormatter(logging.Formatter):
     the logger's name where Triton names its source file (a Python model's own lines carry
     their file and line after it)."""
 
-    def __init__(self, settings: "LogSettings") -> None:
+    def __init__(self, settings: LogSettings) -> None:
         super().__init__()
         self._settings = settings
         self._pid = os.getpid()
@@ -76,7 +76,8 @@ class LogSettings(logging.Filter):
         """Make these settings the process's logging: one root handler, Triton's lines."""
         stream: TextIO
         if self.log_file:
-            stream = open(self.log_file, "a", buffering=1, encoding="utf-8")
+            # The handler writes to it for the rest of the process's life.
+            stream = open(self.log_file, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
         else:
             stream = sys.stderr
         handler = logging.StreamHandler(stream)

@@ -3,13 +3,15 @@
 A frontend decodes its wire format into an `InferenceRequest`; the server routes it to a model,
 whose backend answers through the request's `ResponseSender`, once for an ordinary model or any
 number of times for a decoupled one. The sender is thread-safe because backends run on instance
-threads while frontends wait on the event loop.
+threads while frontends wait on the event loop. `parse_version` reads a request's model
+version as Triton does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .errors import TritonError
 from .tensor import Tensor
@@ -202,3 +204,29 @@ def apply_parameters(request: InferenceRequest, parameters: dict[str, Any]) -> N
             request.timeout_us = value
         else:
             request.parameters[key] = value
+
+
+_LONG_LIMIT = 2**63
+
+
+def parse_version(version: str | int) -> int:
+    """Triton's GetModelVersionFromString: "" means -1 (the version policy picks)."""
+    if isinstance(version, int):
+        return version
+    if version == "":
+        return -1
+    try:
+        value = int(version.strip()) if version.strip().lstrip("+-").isdigit() else None
+    except ValueError:
+        value = None
+    if value is None or not -_LONG_LIMIT <= value < _LONG_LIMIT:  # what std::stol can read
+        raise TritonError.invalid_arg(
+            f"failed to get model version from specified version string '{version}' "
+            "(details: stol), version should be an integral value > 0"
+        )
+    if value < 0:
+        raise TritonError.invalid_arg(
+            f"invalid model version specified '{version}' , version should be an integral "
+            "value > 0"
+        )
+    return value

@@ -27,7 +27,7 @@ from .request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceRespons
 from .tensor import Tensor, serialize_bytes
 
 if TYPE_CHECKING:
-    from .model.statistics import ModelStatistics
+    from .statistics import ModelStatistics
 
 log = logging.getLogger("tritium.cache")
 
@@ -58,7 +58,7 @@ class ResponseCache:
         self._lookup_ns = self._insertion_ns = 0
 
     @classmethod
-    def from_config(cls, config: dict[str, dict[str, str]]) -> "ResponseCache | None":
+    def from_config(cls, config: dict[str, dict[str, str]]) -> ResponseCache | None:
         """The cache `--cache-config` asks for (None without one); only 'local' exists here."""
         if not config:
             return None

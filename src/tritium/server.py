@@ -1,28 +1,28 @@
 """InferenceServer: the one object frontends talk to.
 
-It owns the BackendManager, the RepositoryScanner, the ModelLifeCycle and the
-ModelRepositoryManager, routes each request to the model version that serves it, and answers
-health, metadata, configuration and statistics questions. Frontends see only this class, `request` and `errors`.
+Triton's InferenceServer (tritonserver.h's TRITONSERVER_Server*). It owns the
+BackendManager, the RepositoryScanner, the ModelLifeCycle and the ModelRepositoryManager,
+routes each request to the model version that serves it (`resolve` once per request, then
+that version's `submit`; `infer_async` does both, thread-safe, for BLS and ensembles), and
+answers health, metadata, configuration and statistics questions. Frontends see only this
+class, `request` and `errors`; the asyncio side of a request is `frontend/loop_bridge.py`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from . import __version__
 from .backend.manager import BackendManager
 from .config import model_config_to_json
 from .custom_metrics import MetricRegistry
 from .errors import TritonError
 from .logging_settings import LogSettings
-from .model import ModelRetired, StatisticsSnapshot, TritonModel
+from .model import LoadedModel, ModelRetired, ResolvedModel, StatisticsSnapshot
 from .repository import (
     ModelLifeCycle,
     ModelReadyState,
@@ -31,12 +31,13 @@ from .repository import (
     RepositoryScanner,
     VersionStatus,
 )
-from .request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
-from .shared_memory import SharedMemoryManager
+from .request import Deliver, InferenceRequest, parse_version
 from .response_cache import CacheSnapshot, ResponseCache
 from .scheduler.rate_limiter import RateLimiter
+from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
 from .trace_settings import TraceSetting, TraceSettings
+from .version import __version__
 
 log = logging.getLogger("tritium.server")
 
@@ -108,6 +109,7 @@ class InferenceServer:
             response_cache=self.response_cache,
             rate_limiter=(RateLimiter(options.rate_limit_resources)
                           if options.rate_limit == "execution_count" else None),
+            server=self,
         )
         self.instance_placement: Any = None  # a RayPlacement with --ray-address
         if options.ray_address:
@@ -234,12 +236,8 @@ class InferenceServer:
         versions = self.lifecycle.status().get(name, {})
         return [str(v) for v, s in sorted(versions.items()) if s.state is ModelReadyState.READY]
 
-    def model_config(self, name: str, version: str = "") -> mc.ModelConfig:
+    def model_config(self, name: str, version: str | int = "") -> mc.ModelConfig:
         return self._model(name, version).config
-
-    def model_labels(self, name: str, version: str = "") -> dict[str, list[str]]:
-        """Output name -> the labels classification names classes with."""
-        return self._model(name, version).labels
 
     def model_config_json(self, name: str, version: str = "") -> dict[str, Any]:
         return model_config_to_json(self.model_config(name, version))
@@ -301,155 +299,35 @@ class InferenceServer:
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         self.control.unload(name, unload_dependents)
 
-    def _model(self, name: str, version: str) -> TritonModel:
+    def _model(self, name: str, version: str | int) -> LoadedModel:
         return self.lifecycle.get(name, parse_version(version))
 
     # -- inference ---------------------------------------------------------------------------
 
-    def infer_async(self, request: InferenceRequest, deliver: Deliver) -> None:
-        """Route `request` to its model; every response reaches `deliver`, from any thread.
-
-        The one way in for every caller: frontends (through `infer`/`infer_stream`) and
-        backends making their own requests (BLS, through `model.server`).
-        """
+    def resolve(self, name: str, version: str | int = "") -> ResolvedModel:
+        """The READY version serving (name, version), held for one request: read its config
+        and labels to decode, then `submit` the request to it (a context manager: closing it
+        unsubmitted gives it back). Decode, inference and encode then see one version, and a
+        reload meanwhile cannot unload it (Triton's request holding its model)."""
         if self._stopping:
             raise TritonError.unavailable("Server is stopping")
+        number = parse_version(version)
         while True:
-            model = self.lifecycle.get(request.model_name, request.model_version)
+            model = self.lifecycle.get(name, number)
             try:
-                return model.submit(request, deliver)
+                return model.hold()
             except ModelRetired:
                 # A reload swapped this version out after the lookup: ask again, the lookup
                 # now finds its replacement (or says the model is gone).
                 continue
 
-    def infer_nowait(
-        self, request: InferenceRequest, callback: Callable[[InferenceResponse], None]
-    ) -> None:
-        """Start one request on a non-decoupled model; `callback(response)` runs later on the
-        running event loop, with the response (its `error` set when the request failed).
+    def infer_async(self, request: InferenceRequest, deliver: Deliver) -> None:
+        """Route `request` to its model; every response reaches `deliver`, from any thread.
 
-        Raises TritonError at once for a request that cannot be routed or validated. The
-        backend's thread wakes the loop once per request, for the final response.
+        The thread-safe way in for every caller: frontends (through `frontend/loop_bridge.py`,
+        or a model they resolved), backends making their own requests (BLS, through
+        `model.server`) and ensembles' steps. Raises TritonError for a request that cannot be
+        routed or validated.
         """
-        loop = asyncio.get_running_loop()
-        kept: list[InferenceResponse] = []
-
-        def deliver(response: InferenceResponse | None, flags: int) -> None:
-            # On the backend's thread: keep the responses, wake the loop once, for the final one.
-            if response is not None:
-                kept.append(response)
-            if flags & RESPONSE_COMPLETE_FINAL:
-                try:
-                    loop.call_soon_threadsafe(_finish, callback, kept)
-                except RuntimeError:
-                    pass  # the loop has closed: nobody is left to read the response
-
-        self.infer_async(request, deliver)
-
-    def infer_each(
-        self,
-        request: InferenceRequest,
-        callback: Callable[[InferenceResponse | None, bool], None],
-    ) -> None:
-        """Start `request` (decoupled or not); `callback(response, final)` runs on the running
-        event loop for each response as it comes, `final` true on the last (whose response may
-        be None: a decoupled model's flag-only final).
-
-        Raises TritonError at once for a request that cannot be routed or validated. For
-        frontends that answer from callbacks rather than tasks (HTTP generate).
-        """
-        loop = asyncio.get_running_loop()
-        self.infer_async(request, _on_loop(
-            loop, lambda response, flags: callback(response, bool(flags & RESPONSE_COMPLETE_FINAL))
-        ))
-
-    async def infer(self, request: InferenceRequest) -> InferenceResponse:
-        """Run one request on a non-decoupled model and return its response.
-
-        Raises TritonError for a request that cannot be routed or validated, and for an error
-        response from the backend.
-        """
-        done: asyncio.Future[InferenceResponse] = asyncio.get_running_loop().create_future()
-        self.infer_nowait(request, partial(_resolve, done))
-        try:
-            response = await done
-        except asyncio.CancelledError:
-            request.cancelled = True
-            raise
-        if response.error is not None:
-            raise response.error
-        return response
-
-    async def infer_stream(
-        self, request: InferenceRequest
-    ) -> AsyncIterator[tuple[InferenceResponse | None, bool]]:
-        """Every response of `request` as it comes, with whether it is the final one.
-
-        For decoupled models (any number of responses, possibly an empty final) and ordinary
-        ones alike. Closing the iterator early marks the request cancelled.
-        """
-        queue: asyncio.Queue[tuple[InferenceResponse | None, bool]] = asyncio.Queue()
-        self.infer_each(request, lambda response, final: queue.put_nowait((response, final)))
-        final = False
-        try:
-            while not final:
-                response, final = await queue.get()
-                yield response, final
-        finally:
-            if not final:
-                request.cancelled = True
-
-
-def _finish(callback: Callable[[InferenceResponse], None], kept: list[InferenceResponse]) -> None:
-    """An `infer_nowait` request's final response (the last one a decoupled model sent)."""
-    callback(kept[-1] if kept else InferenceResponse(
-        error=TritonError.internal("model sent no response")
-    ))
-
-
-def _resolve(done: asyncio.Future, response: InferenceResponse) -> None:
-    if not done.done():
-        done.set_result(response)
-
-
-def _on_loop(loop: asyncio.AbstractEventLoop, callback: Deliver) -> Deliver:
-    """A Deliver for backend threads that runs `callback` on `loop`.
-
-    A response that arrives after the loop closed (a backend thread finishing during shutdown)
-    has nobody left to read it and is dropped.
-    """
-
-    def deliver(response: InferenceResponse | None, flags: int) -> None:
-        try:
-            loop.call_soon_threadsafe(callback, response, flags)
-        except RuntimeError:
-            pass
-
-    return deliver
-
-
-_LONG_LIMIT = 2**63
-
-
-def parse_version(version: str | int) -> int:
-    """Triton's GetModelVersionFromString: "" means -1 (the version policy picks)."""
-    if isinstance(version, int):
-        return version
-    if version == "":
-        return -1
-    try:
-        value = int(version.strip()) if version.strip().lstrip("+-").isdigit() else None
-    except ValueError:
-        value = None
-    if value is None or not -_LONG_LIMIT <= value < _LONG_LIMIT:  # what std::stol can read
-        raise TritonError.invalid_arg(
-            f"failed to get model version from specified version string '{version}' "
-            "(details: stol), version should be an integral value > 0"
-        )
-    if value < 0:
-        raise TritonError.invalid_arg(
-            f"invalid model version specified '{version}' , version should be an integral "
-            "value > 0"
-        )
-    return value
+        with self.resolve(request.model_name, request.model_version) as model:
+            model.submit(request, deliver)

@@ -43,7 +43,7 @@ def model_table(server: InferenceServer) -> str:
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
     lines = [rule]
     for index, row in enumerate(rows):
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
         if index == 0:
             lines.append(rule)
     lines.append(rule)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -219,5 +220,5 @@ class Tensor:
     parameters: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_numpy(cls, name: str, array: np.ndarray, datatype: str | None = None) -> "Tensor":
+    def from_numpy(cls, name: str, array: np.ndarray, datatype: str | None = None) -> Tensor:
         return cls(name, datatype or wire_from_numpy(array.dtype), tuple(array.shape), array)

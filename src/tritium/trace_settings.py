@@ -11,8 +11,9 @@ start-up (never changed over the network).
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import TritonError
 

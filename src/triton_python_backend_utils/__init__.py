@@ -57,7 +57,9 @@ from .model_control import is_model_ready, load_model, unload_model
 from .request import InferenceRequest, InferenceTrace, PreferredMemory, get_input_tensor_by_name
 from .response import InferenceResponse, get_output_tensor_by_name
 from .response_sender import InferenceResponseSender
-from .runtime import _Runtime, _set_runtime, get_model_dir  # _*: the stub's API, see above
+from .runtime import _Runtime as _Runtime  # _*: the stub's API, see above
+from .runtime import _set_runtime as _set_runtime
+from .runtime import get_model_dir
 from .serialization import deserialize_bytes_tensor, serialize_byte_tensor
 from .tensor import Tensor
 

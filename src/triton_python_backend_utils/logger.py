@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 from enum import IntEnum
+from types import FrameType
 
 from .runtime import _current_runtime
 
@@ -14,7 +15,7 @@ _fallback_log = logging.getLogger("triton_python_backend_utils")
 
 def _caller_location() -> tuple[str, int]:
     """File and line of the model code that called the Logger."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
     if frame is None:

@@ -96,7 +96,7 @@ class InferenceRequest:
         self._preferred_memory = preferred_memory
         self._trace = trace if trace is not None else InferenceTrace()
         self._parameters = parameters_json
-        self._handle = None
+        self._handle: object = None
         self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._response_sender = InferenceResponseSender(None, None, self._requested_output_names)
 

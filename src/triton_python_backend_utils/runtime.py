@@ -4,8 +4,8 @@ imported, and unit-tested, anywhere."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterator
-from typing import TYPE_CHECKING, Callable, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .errors import TritonModelException
 

@@ -93,7 +93,7 @@ class Tensor:
         if name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
         if _is_capsule(tensor):
-            producer = _DLPackCapsule(tensor)
+            producer: Any = _DLPackCapsule(tensor)
         elif hasattr(tensor, "__dlpack__") and hasattr(tensor, "__dlpack_device__"):
             device_type = tensor.__dlpack_device__()[0]
             if device_type == _KDL_CUDA:

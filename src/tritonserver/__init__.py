@@ -7,7 +7,7 @@ on Tritium, as ``triton_python_backend_utils`` does for model files. Everything 
 """
 
 from tritium import __version__ as __version__
-from tritium.inprocess import *
+from tritium.inprocess import *  # noqa: F403  (the whole API, by design; __all__ below)
 from tritium.inprocess import __all__
 
 # Tracebacks name the errors as Triton's do: tritonserver.InvalidArgumentError.

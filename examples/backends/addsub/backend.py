@@ -7,7 +7,7 @@ per-request errors) comes from the helpers of the backend API.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -1,7 +1,13 @@
 """The backend API: everything a backend may use, and nothing of the server's internals.
 
 Backends import from here (plus `tritium.tensor` and `tritium.errors`), as Triton backends
-include only `tritonbackend.h`.
+include only `tritonbackend.h`. Backend authors keep Triton's names: `Model`, `ModelInstance`
+(the handles, `handles`), `ModelState`, `ModelInstanceState` (the helper base classes,
+`state`); the server's own classes are named apart (TritonModel, TritonModelInstance).
+
+`api` (the entry points, found by name), `handles`, `state`, `server_api` (ServerApi: what a
+backend may ask of the server) and `manager` (BackendManager: finds, loads and shares
+backends; the server's side, not for backends).
 """
 
 from ..custom_metrics import MetricKind
@@ -16,6 +22,7 @@ from ..request import (
 from ..tensor import Tensor
 from .api import ENTRY_POINTS, BackendAttributes
 from .handles import Backend, ExecutionPolicy, Model, ModelInstance
+from .server_api import ServerApi
 from .state import DecoupledInstanceState, ModelInstanceState, ModelState
 
 Request = InferenceRequest
@@ -40,6 +47,7 @@ __all__ = [
     "RequestedOutput",
     "Response",
     "ResponseSender",
+    "ServerApi",
     "Tensor",
     "TritonError",
 ]

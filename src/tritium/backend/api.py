@@ -7,14 +7,14 @@ optional ones as no-ops, so the rest of the server never checks `hasattr`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from ..custom_metrics import MetricRegistry
 from ..errors import TritonError
-from ..request import Deliver, InferenceRequest
+from ..request import InferenceRequest
 from .handles import Backend, Model, ModelInstance
 
 # entry point name -> Triton's symbol, for messages and documentation.
@@ -30,30 +30,6 @@ ENTRY_POINTS: dict[str, str] = {
     "model_instance_ready": "TRITONBACKEND_ModelInstanceReady",
 }
 REQUIRED = ("model_instance_execute",)
-
-
-class ServerApi(Protocol):
-    """What a backend may ask of the server (the TRITONSERVER_* API a backend can call).
-
-    `model.server` holds it. Python-backend BLS, `pb_utils.is_model_ready`/`load_model`/
-    `unload_model` and custom metrics go through here, never through the server's internals.
-    """
-
-    metrics: MetricRegistry
-
-    def infer_async(self, request: InferenceRequest, deliver: Deliver) -> None:
-        """TRITONSERVER_ServerInferAsync: route `request`; responses reach `deliver` from any
-        thread. Raises TritonError when the request cannot be routed or is invalid."""
-
-    def model_ready(self, name: str, version: int = -1) -> bool:
-        """TRITONSERVER_ServerModelIsReady."""
-
-    def load_model(self, name: str, parameters: dict[str, Any] | None = None) -> None:
-        """TRITONSERVER_ServerLoadModelWithParameters: `config` (JSON text) and
-        `file:<version>/<path>` (bytes) parameters, as a load request's."""
-
-    def unload_model(self, name: str, unload_dependents: bool = False) -> None:
-        """TRITONSERVER_ServerUnloadModel(AndDependents)."""
 
 
 @dataclass
@@ -97,7 +73,9 @@ class BackendLibrary:
             raise TritonError.invalid_arg(
                 f"backend '{name}' ({origin}) does not define {', '.join(missing)} ({symbols})"
             )
-        entry = {n: getattr(implementation, n, None) or _noop for n in ENTRY_POINTS}
+        entry: dict[str, Callable[..., Any]] = {
+            n: getattr(implementation, n, None) or _noop for n in ENTRY_POINTS
+        }
         if entry["model_instance_ready"] is _noop:
             entry["model_instance_ready"] = _always_ready
         self.initialize: Callable[[Backend], None] = entry["initialize"]

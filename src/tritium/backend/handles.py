@@ -17,7 +17,7 @@ from ..config import model_config_from_json, model_config_to_json
 from ..errors import TritonError
 
 if TYPE_CHECKING:
-    from .api import ServerApi
+    from .server_api import ServerApi
 
 
 class ExecutionPolicy(enum.Enum):
@@ -55,7 +55,7 @@ class Model:
         repository_path: Path,
         *,
         auto_complete: bool,
-        server: "ServerApi",
+        server: ServerApi,
     ) -> None:
         self.backend = backend
         # TRITONBACKEND_ModelServer: the server, for requests the model makes itself (BLS).

@@ -21,8 +21,9 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import TritonError
-from .api import BackendAttributes, BackendLibrary, ServerApi
+from .api import BackendAttributes, BackendLibrary
 from .handles import Backend
+from .server_api import NoServer, ServerApi
 
 log = logging.getLogger("tritium.backend")
 
@@ -49,8 +50,8 @@ class BackendManager:
         backend_config: dict[str, dict[str, str]] | None = None,
         server: ServerApi | None = None,
     ) -> None:
-        # Handed to every model (`model.server`); None only in unit tests without a server.
-        self.server = server
+        # Handed to every model (`model.server`); unit tests without a server get NoServer.
+        self.server: ServerApi = server if server is not None else NoServer()
         self._directories = [Path(d) for d in backend_directories or []]
         # {backend name: {key: value}}; the "" entry applies to every backend.
         self._config = backend_config or {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -41,7 +41,7 @@ class ModelState:
         return entry.string_value if entry is not None else default
 
     @classmethod
-    def create(cls, model: Model) -> "ModelState":
+    def create(cls, model: Model) -> ModelState:
         state = cls(model)
         model.state = state
         return state
@@ -58,7 +58,7 @@ class ModelInstanceState:
         self.requested_outputs: frozenset[str] = frozenset()
 
     @classmethod
-    def create(cls, instance: ModelInstance) -> "ModelInstanceState":
+    def create(cls, instance: ModelInstance) -> ModelInstanceState:
         state = cls(instance)
         instance.state = state
         return state
@@ -127,7 +127,8 @@ class ModelInstanceState:
                 if name not in outputs:
                     response = InferenceResponse(
                         error=TritonError.internal(
-                            f"backend of model '{self.model_state.name}' produced no output '{name}'"
+                            f"backend of model '{self.model_state.name}' produced no output "
+                            f"'{name}'"
                         )
                     )
                     break

@@ -8,7 +8,7 @@ Model parameter `execute_delay_ms` sleeps in every execute, to make load and bat
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

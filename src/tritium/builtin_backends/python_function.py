@@ -103,7 +103,7 @@ class FunctionInstanceState:
                 f"model '{self.model_state.name}': the function returned {len(results)} "
                 f"results for {len(requests)} requests"
             )
-        for request, outputs in zip(requests, results):
+        for request, outputs in zip(requests, results, strict=True):
             wanted = request.requested_output_names or list(outputs)
             response = InferenceResponse(outputs=[self._tensor(n, outputs[n]) for n in wanted
                                                   if n in outputs])

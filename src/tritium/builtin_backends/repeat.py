@@ -20,7 +20,7 @@ as zero (Triton's backend always reads all three).
 from __future__ import annotations
 
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -36,7 +36,6 @@ from tritium.backend import (
     TritonError,
 )
 from tritium.tensor import dims_string, wire_datatype
-
 
 # How often a waiting response thread looks at whether its request was cancelled.
 _CANCEL_POLL_S = 0.02

@@ -45,7 +45,7 @@ class SequenceTensors:
     states: tuple[StateTensor, ...]
 
     @classmethod
-    def of(cls, config: mc.ModelConfig) -> "SequenceTensors":
+    def of(cls, config: mc.ModelConfig) -> SequenceTensors:
         if not config.HasField("sequence_batching"):
             return cls((), ())
         batching = config.sequence_batching

@@ -18,14 +18,14 @@ CUSTOM_FAIL_COUNT before them are errors ("simulated failure").
 from __future__ import annotations
 
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritium.backend import (
-    DecoupledInstanceState,
     Code,
+    DecoupledInstanceState,
     InferenceResponse,
     Model,
     ModelInstance,
@@ -104,7 +104,9 @@ class SquareInstanceState(DecoupledInstanceState):
         count = max(int(values[0]), 0)
         self.stream(request, lambda: self._responses(request, count, len(shape)))
 
-    def _responses(self, request: Request, count: int, dims_count: int) -> Iterator[InferenceResponse]:
+    def _responses(
+        self, request: Request, count: int, dims_count: int
+    ) -> Iterator[InferenceResponse]:
         """`count` responses carrying `count`, shaped by the CUSTOM_* test parameters."""
         state = self.model_state
         output_shape = (1,) * dims_count

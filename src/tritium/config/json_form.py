@@ -15,7 +15,8 @@ config override: unknown fields are errors and enum names are matched case-insen
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -37,7 +38,10 @@ def model_config_to_json(config: mc.ModelConfig) -> dict[str, Any]:
         )
     except TypeError:  # protobuf < 5.26 names the option differently
         obj = json_format.MessageToDict(
-            config, preserving_proto_field_name=True, including_default_value_fields=True
+            # The stubs describe protobuf >= 5.26, which renamed the option.
+            config,
+            preserving_proto_field_name=True,
+            including_default_value_fields=True,  # type: ignore[call-arg]
         )
     return _walk(obj, config.DESCRIPTOR, _int64_as_number)
 
@@ -110,7 +114,7 @@ def _is_repeated(field: FieldDescriptor) -> bool:
     is_repeated = getattr(field, "is_repeated", None)
     if isinstance(is_repeated, bool):
         return is_repeated
-    return field.label == FieldDescriptor.LABEL_REPEATED
+    return field.label == FieldDescriptor.LABEL_REPEATED  # type: ignore[attr-defined]  # protobuf<6
 
 
 def _walk_element(value: Any, field: FieldDescriptor, leaf: _Leaf) -> Any:

@@ -14,9 +14,9 @@ When each step runs, in Triton's order:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 

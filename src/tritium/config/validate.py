@@ -13,7 +13,7 @@ When each check runs, in Triton's order:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tritonclient.grpc import model_config_pb2 as mc
 

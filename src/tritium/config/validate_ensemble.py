@@ -15,8 +15,8 @@ Two checks, at the two moments Triton makes them:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -32,8 +32,8 @@ def _invalid(message: str) -> TritonError:
 class _GraphTensor:
     written: bool  # some step lists it in its output_map
     ready: bool = False
-    prev: list["_GraphTensor"] = field(default_factory=list)
-    next: list["_GraphTensor"] = field(default_factory=list)
+    prev: list[_GraphTensor] = field(default_factory=list)
+    next: list[_GraphTensor] = field(default_factory=list)
 
 
 def validate_ensemble_graph(config: mc.ModelConfig) -> None:
@@ -103,20 +103,20 @@ class _TypedTensor:
     decoupled: bool = False
     label: int = 0
     visited: bool = False
-    prev: list["_TypedTensor"] = field(default_factory=list)
-    next: list["_TypedTensor"] = field(default_factory=list)
+    prev: list[_TypedTensor] = field(default_factory=list)
+    next: list[_TypedTensor] = field(default_factory=list)
     # The outputs of one step share a symbolic sibling that carries their decoupled label.
-    sibling: "_TypedTensor | None" = None
+    sibling: _TypedTensor | None = None
 
     @classmethod
-    def of(cls, model: str, batching: bool, datatype: int, dims: Sequence[int]) -> "_TypedTensor":
+    def of(cls, model: str, batching: bool, datatype: int, dims: Sequence[int]) -> _TypedTensor:
         dims = tuple(dims)
         return cls(model, datatype, dims, ((-1,) if batching else ()) + dims)
 
 
 def dims_match(a: Sequence[int], b: Sequence[int]) -> bool:
     """CompareDimsWithWildcard: same rank, and each pair equal or either one -1."""
-    return len(a) == len(b) and all(x == y or x == -1 or y == -1 for x, y in zip(a, b))
+    return len(a) == len(b) and all(x == y or x == -1 or y == -1 for x, y in zip(a, b, strict=True))
 
 
 def _check_consistent(known: _TypedTensor, new: _TypedTensor, prefix: str) -> None:

@@ -8,7 +8,8 @@ loads and its config lists both).
 
 from __future__ import annotations
 
-from typing import Iterable, Union
+from collections.abc import Iterable
+from typing import TypeAlias
 
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from tritonclient.grpc import model_config_pb2 as mc
@@ -18,7 +19,7 @@ from .validate import TENSORRT_PLATFORM
 
 WILDCARD_DIM = -1
 
-_ModelIO = Union[mc.ModelInput, mc.ModelOutput]
+_ModelIO: TypeAlias = mc.ModelInput | mc.ModelOutput
 
 _ONE_SOURCE_BATCH_INPUTS = frozenset(
     {

@@ -5,6 +5,8 @@
 - `grpc/`: the gRPC frontend (GRPCInferenceService) on its own HTTP/2 transport;
 - `extensions/`: what both frontends share (statistics, logging, trace, restricted APIs,
   shared memory, classification, request limits, Triton's JSON reading);
+- `loop_bridge.py`: the one bridge between the core's threads and the event loop (a request's
+  final answer as an awaitable, its responses as an async iterator or as callbacks);
 - `metrics.py` (with `asgi_endpoint.py`): Prometheus text on --metrics-port.
 
 Frontends import only the core (`server`, `request`, `errors`, `tensor`, `config`).

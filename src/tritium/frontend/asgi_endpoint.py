@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import uvicorn
 
@@ -77,7 +78,8 @@ class AsgiEndpoint:
                 await self._main
             except asyncio.CancelledError:
                 pass
-        server.config.timeout_graceful_shutdown = max(grace, 0.0)
+        # uvicorn annotates an int but waits with asyncio.wait_for: seconds as a float work.
+        server.config.timeout_graceful_shutdown = max(grace, 0.0)  # type: ignore[assignment]
         await server.shutdown(sockets=[self._socket] if self._socket else None)
         for connection in list(server.server_state.connections):
             transport = getattr(connection, "transport", None)

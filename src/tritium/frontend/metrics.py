@@ -7,7 +7,7 @@ and dashboards built for Triton query the bare names (`nv_inference_count`, ...)
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import make_asgi_app
 from prometheus_client.core import (
@@ -124,20 +124,21 @@ class ServerCollector:
             metrics = family.metrics()
             labels = sorted({k for m in metrics for k in m.labels})
             if family.kind.value == "histogram":
-                out: Metric = HistogramMetricFamily(family.name, family.description, labels=labels)
+                histogram = HistogramMetricFamily(family.name, family.description, labels=labels)
                 for m in metrics:
                     bounds = [*(str(b) for b in m.buckets or []), "+Inf"]
                     cumulative, running = [], 0
-                    for bound, count in zip(bounds, m.bucket_counts):
+                    for bound, count in zip(bounds, m.bucket_counts, strict=True):
                         running += count
                         cumulative.append((bound, running))
-                    out.add_metric([m.labels.get(k, "") for k in labels], cumulative, m.sum)
+                    histogram.add_metric([m.labels.get(k, "") for k in labels], cumulative, m.sum)
+                yield histogram
             else:
                 kind = GaugeMetricFamily if family.kind.value == "gauge" else UntypedMetricFamily
                 out = kind(family.name, family.description, labels=labels)
                 for m in metrics:
                     out.add_metric([m.labels.get(k, "") for k in labels], m.value)
-            yield out
+                yield out
 
 
 class MetricsFrontend(AsgiEndpoint):

@@ -114,7 +114,8 @@ class Tensor:
                 f"Tensor has data type {self.data_type} not {DataType.BYTES}"
             )
         if self._elements is None:
-            self._elements = core.bytes_from_wire(self.memory_buffer.view().tobytes(), None, "", "", "")
+            wire = self.memory_buffer.view().tobytes()
+            self._elements = core.bytes_from_wire(wire, None, "", "", "")
         return self._elements.reshape(self.shape)
 
     def to_string_array(self) -> np.ndarray:
@@ -168,10 +169,7 @@ class Tensor:
 
     def _to_core(self, name: str) -> core.Tensor:
         """The core's tensor for a request input (numpy data, no copy)."""
-        if self.data_type == DataType.BYTES:
-            data = self.to_bytes_array()
-        else:
-            data = self._host_view()
+        data = self.to_bytes_array() if self.data_type == DataType.BYTES else self._host_view()
         return core.Tensor(name, self.data_type.name, tuple(self.shape), data)
 
     @staticmethod

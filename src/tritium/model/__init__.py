@@ -1,11 +1,27 @@
-"""The server's models: TritonModel (one loaded model version) and TritonModelInstance (one
-execution instance), Triton core's classes of those names; EnsembleModel; statistics; labels;
-request normalisation. (Backends see them through the handles of `tritium.backend`.)"""
+"""The server's models: one loaded model version and what executes it.
 
+`loaded_model` (LoadedModel: one loaded version, taking requests until retired, Triton core's
+Model; ResolvedModel: the version one request holds from lookup to submission), `model`
+(TritonModel: a backend's model and its instances), `instance` (TritonModelInstance: runs the
+backend's execute for one instance), `ensemble` (EnsembleModel), `labels` (classification
+labels), `request_normalizer` (a request checked and completed against the configuration).
+Backends see models and instances through the handles of `tritium.backend`, never these
+classes.
+"""
+
+from ..statistics import ModelStatistics, StatisticsSnapshot
+from .ensemble import EnsembleModel
 from .instance import TritonModelInstance
-from .model import ModelRetired, TritonModel
-from .statistics import ModelStatistics, StatisticsSnapshot
+from .loaded_model import LoadedModel, ModelRetired, ResolvedModel
+from .model import TritonModel
 
 __all__ = [
-    "ModelRetired", "ModelStatistics", "StatisticsSnapshot", "TritonModel", "TritonModelInstance",
+    "EnsembleModel",
+    "LoadedModel",
+    "ModelRetired",
+    "ModelStatistics",
+    "ResolvedModel",
+    "StatisticsSnapshot",
+    "TritonModel",
+    "TritonModelInstance",
 ]

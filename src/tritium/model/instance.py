@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from time import perf_counter_ns
-from typing import Sequence
 
 from ..backend.api import BackendLibrary
 from ..backend.handles import ModelInstance as InstanceHandle
 from ..errors import TritonError, as_triton_error
 from ..request import InferenceRequest
 from ..scheduler.rate_limiter import RateLimiter
-from .statistics import ModelStatistics
+from ..statistics import ModelStatistics
 
 log = logging.getLogger("tritium.model")
 

@@ -1,18 +1,20 @@
-"""TritonModel: one loaded version of a model, with its instances, scheduler and statistics.
+"""TritonModel: one loaded version of a backend's model, with its instances (Triton's
+TritonModel).
 
-`TritonModel.load` is Triton's TritonModel::Create: acquire the backend, normalise instance
-groups with the backend's preferred groups, let the backend initialise (and possibly auto-complete) the model,
-re-validate, create one instance per instance-group count, then build the scheduler. `unload`
-undoes it in reverse, after the requests in flight have finished.
+`TritonModel.load` is Triton's TritonModel::Create: acquire the backend, let the backend
+initialise (and possibly auto-complete) the model, normalise instance groups with the backend's
+preferred groups, re-validate, create one instance per instance-group count, then build the
+scheduler. `unload` undoes it in reverse, after the requests in flight have finished. Taking
+requests is every loaded model's (`loaded_model.LoadedModel`); an ensemble is an EnsembleModel
+instead, which the life cycle picks.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from time import perf_counter_ns
-from typing import Callable
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -20,47 +22,24 @@ from ..backend.handles import Model as ModelHandle
 from ..backend.handles import ModelInstance as InstanceHandle
 from ..backend.manager import BackendManager, LoadedBackend
 from ..config import (
-    ENSEMBLE_PLATFORM,
     normalize_instance_groups,
     normalize_model_config,
     validate_instance_groups,
     validate_model_config,
     validate_model_io_config,
 )
-from ..errors import Code, TritonError
-from ..request import (
-    RESPONSE_COMPLETE_FINAL,
-    Deliver,
-    InferenceRequest,
-    InferenceResponse,
-    ResponseSender,
-)
 from ..response_cache import ModelResponseCache, ResponseCache
-from ..scheduler import Scheduler, create_scheduler
+from ..scheduler import create_scheduler
 from ..scheduler.rate_limiter import RateLimiter
+from ..statistics import ModelStatistics
 from .instance import TritonModelInstance
 from .labels import read_labels
-from .request_normalizer import RequestSpec, normalize_request
-from .statistics import ModelStatistics
+from .loaded_model import LoadedModel
 
 log = logging.getLogger("tritium.model")
 
 
-class ModelRetired(TritonError):
-    """Raised by `TritonModel.submit` once the version is being unloaded or replaced.
-
-    The server then routes the request again, to the version that replaced it (a reload), so
-    a request that raced a swap is never lost.
-    """
-
-    def __init__(self, name: str, version: int) -> None:
-        super().__init__(
-            Code.UNAVAILABLE,
-            f"Request for unknown model: '{name}' version {version} is not at ready state",
-        )
-
-
-class TritonModel:
+class TritonModel(LoadedModel):
     def __init__(
         self,
         backends: BackendManager,
@@ -68,25 +47,11 @@ class TritonModel:
         handle: ModelHandle,
         statistics: ModelStatistics,
     ) -> None:
+        super().__init__(handle.name, handle.version, handle.repository_path, statistics)
         self._backends = backends
         self._backend = loaded_backend
         self.handle = handle
-        self.name = handle.name
-        self.version = handle.version
-        self.statistics = statistics
         self.instances: list[TritonModelInstance] = []
-        self.scheduler: Scheduler | None = None
-        # Output name -> labels (label_filename), for classification.
-        self.labels: dict[str, list[str]] = {}
-        self._version_text = str(handle.version)
-        # What normalize_request reads from the configuration (built once it is final).
-        self._spec: RequestSpec | None = None
-        self._cache: ModelResponseCache | None = None
-        self._inflight = 0
-        self._waiters = 0
-        self._retired = False
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
 
     @property
     def config(self) -> mc.ModelConfig:
@@ -95,10 +60,6 @@ class TritonModel:
     def is_ready(self) -> bool:
         """Every instance can serve (backends report it through model_instance_ready)."""
         return all(instance.is_ready() for instance in self.instances)
-
-    @property
-    def decoupled(self) -> bool:
-        return self.config.model_transaction_policy.decoupled
 
     @classmethod
     def load(
@@ -112,12 +73,7 @@ class TritonModel:
         gpu_count: int = 0,
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
-    ) -> "TritonModel":
-        if config.platform == ENSEMBLE_PLATFORM:
-            # Imported here: the ensemble module builds on this one and on the repository.
-            from .ensemble import EnsembleModel
-
-            return EnsembleModel.load_ensemble(config, version, model_path, backends.server)
+    ) -> TritonModel:
         loaded = backends.acquire(config.backend)
         try:
             handle = ModelHandle(
@@ -126,7 +82,7 @@ class TritonModel:
                 version,
                 model_path,
                 auto_complete=auto_complete,
-                server=backends.server,  # type: ignore[arg-type]
+                server=backends.server,
             )
             loaded.library.model_initialize(handle)
             handle._finish_initialization()
@@ -193,98 +149,8 @@ class TritonModel:
             for instance in self.instances:
                 instance.initialize()
 
-    def submit(self, request: InferenceRequest, deliver: Deliver) -> None:
-        """Validate `request` against the configuration and queue it.
-
-        Raises TritonError for a request the model cannot take; otherwise every response,
-        including the final one, reaches `deliver` (from an instance thread).
-        """
-        # The slot is taken first, so that `retire` then `wait_idle` can never miss a request.
-        with self._lock:
-            if self._retired:
-                raise ModelRetired(self.name, self.version)
-            self._inflight += 1
-        spec = self._spec
-        if spec is None:
-            spec = self._spec = RequestSpec(self.config)
-        try:
-            normalize_request(request, spec)
-        except BaseException:
-            self._finish_one()
-            raise
-        scheduler = self.scheduler
-        assert scheduler is not None
-        name = self.name
-        version = self._version_text
-        record_request = self.statistics.record_request
-        finish_one = self._finish_one
-        failed = False
-
-        def on_response(response: InferenceResponse | None, flags: int) -> None:
-            nonlocal failed
-            if response is not None:
-                response.model_name = name
-                response.model_version = version
-                response.id = request.id
-                if response.error is not None:
-                    failed = True
-            if flags & RESPONSE_COMPLETE_FINAL:
-                record_request(request, not failed)
-                finish_one()
-            deliver(response, flags)
-
-        request.response_sender = ResponseSender(on_response)
-        request.queue_start_ns = perf_counter_ns()
-        if self._cache is not None and self._cache.serve(request):
-            return
-        try:
-            scheduler.enqueue(request)
-        except BaseException:
-            # Refused by the scheduler (e.g. a sequence never started): no response will come.
-            request.response_sender = None
-            finish_one()
-            raise
-
-    def _finish_one(self) -> None:
-        with self._lock:
-            self._inflight -= 1
-            if self._inflight == 0 and self._waiters:
-                self._idle.notify_all()
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until no request is in flight; False if `timeout` passed first."""
-        with self._idle:
-            self._waiters += 1
-            try:
-                return self._idle.wait_for(lambda: self._inflight == 0, timeout)
-            finally:
-                self._waiters -= 1
-
-    @property
-    def inflight(self) -> int:
-        return self._inflight
-
-    def retire(self) -> None:
-        """Take no new request (they get ModelRetired); those already in flight go on."""
-        with self._lock:
-            self._retired = True
-
-    def unload(self, timeout: float | None = None) -> None:
-        """Finish in-flight requests (up to `timeout`), then finalize instances and model."""
-        self.retire()
-        if not self.wait_idle(timeout):
-            log.warning(
-                "model '%s' version %d unloading with %d request(s) still in flight",
-                self.name,
-                self.version,
-                self._inflight,
-            )
-        self._teardown()
-
     def _teardown(self) -> None:
-        if self.scheduler is not None:
-            self.scheduler.stop()
-            self.scheduler = None
+        super()._teardown()
         for instance in self.instances:
             instance.finalize()
         self.instances.clear()
@@ -295,8 +161,9 @@ class TritonModel:
         self._backends.release(self._backend)
 
 
+
 def model_response_cache(
-    cache: ResponseCache | None, model: TritonModel
+    cache: ResponseCache | None, model: LoadedModel
 ) -> ModelResponseCache | None:
     """The model's use of the server's cache, if both enable it (Triton never caches for
     decoupled or sequence models; the configuration check refuses those)."""

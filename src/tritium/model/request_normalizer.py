@@ -10,7 +10,7 @@ protobuf fields costs more than the checks themselves.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Iterable, Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -104,10 +104,10 @@ def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelCon
             shape = shape[1:]
         dims = input_spec.dims
         if shape != dims and not _matches(shape, dims):
-            expected = [-1, *dims] if batching else list(dims)
+            wanted = [-1, *dims] if batching else list(dims)
             raise TritonError.invalid_arg(
                 f"{log_prefix(request.id)}unexpected shape for input '{name}' for model "
-                f"'{model}'. Expected {dims_string(expected)}, got {dims_string(tensor.shape)}."
+                f"'{model}'. Expected {dims_string(wanted)}, got {dims_string(tensor.shape)}."
                 + (_BATCH_NOTE if batching else "")
             )
         if input_spec.reshape is not None:
@@ -137,8 +137,8 @@ _BATCH_NOTE = (
 def _matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
     if len(shape) != len(dims):
         return False
-    return all(d == -1 or d == s for s, d in zip(shape, dims))
+    return all(d == -1 or d == s for s, d in zip(shape, dims, strict=True))
 
 
-def _names(names: object) -> str:
-    return "[" + ", ".join(f"'{n}'" for n in names) + "]"  # type: ignore[union-attr]
+def _names(names: Iterable[object]) -> str:
+    return "[" + ", ".join(f"'{n}'" for n in names) + "]"

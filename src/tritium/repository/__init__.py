@@ -1,13 +1,16 @@
 """The model repository (what exists on disk) and the model life cycle (what is loaded).
 
 `scanner` (RepositoryScanner: the repositories' model directories, configurations and
-versions), `lifecycle` (ModelLifeCycle: loading, unloading and the ready states of versions),
+versions), `ready_state` (ModelReadyState, VersionStatus), `lifecycle` (ModelLifeCycle:
+loading and unloading versions and their states; it picks TritonModel or EnsembleModel),
 `model_repository_manager` (ModelRepositoryManager, as Triton's: control modes, load/unload
-requests, polling, the index) with `dependency_graph`, `load_overrides` and `poller`."""
+requests, polling, the index) with `dependency_graph`, `load_overrides` and `poller`.
+"""
 
-from .lifecycle import ModelLifeCycle, ModelReadyState, VersionStatus
+from .lifecycle import ModelLifeCycle
 from .model_repository_manager import ModelRepositoryManager
 from .poller import RepositoryPoller
+from .ready_state import ModelReadyState, VersionStatus
 from .scanner import ModelSource, RepositoryScan, RepositoryScanner
 
 __all__ = [

@@ -3,45 +3,32 @@
 Each version moves LOADING -> READY, or -> UNAVAILABLE with the reason; unloading goes
 UNLOADING -> UNAVAILABLE ("unloaded") after its in-flight requests finish. A reload keeps the
 old versions serving until the new ones are READY, then swaps them in at once. The versions of
-one model load on a thread pool of `--model-load-thread-count` threads. Which models to load,
-and in which order, is ModelRepositoryManager's business
+one model load on a thread pool of `--model-load-thread-count` threads. As Triton's life cycle
+picks TritonModel::Create or EnsembleModel::Create, this one picks TritonModel (a backend's
+model) or EnsembleModel, to which it hands the composing models' configurations. Which models
+to load, and in which order, is ModelRepositoryManager's business
 (repository/model_repository_manager.py).
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..backend.manager import BackendManager
+from ..config import ENSEMBLE_PLATFORM
 from ..errors import TritonError
-from ..model import TritonModel
+from ..model import EnsembleModel, LoadedModel, TritonModel
 from ..response_cache import ResponseCache
+from ..scheduler import EnsembleServer
 from ..scheduler.rate_limiter import RateLimiter
+from .ready_state import ModelReadyState, VersionStatus
 from .scanner import ModelSource, RepositoryScanner
 
 log = logging.getLogger("tritium.repository")
-
-
-class ModelReadyState(enum.Enum):
-    UNKNOWN = "UNKNOWN"
-    READY = "READY"
-    UNAVAILABLE = "UNAVAILABLE"
-    LOADING = "LOADING"
-    UNLOADING = "UNLOADING"
-
-
-@dataclass
-class VersionStatus:
-    version: int
-    state: ModelReadyState
-    reason: str = ""
-    model: TritonModel | None = None
 
 
 class ModelLifeCycle:
@@ -53,9 +40,12 @@ class ModelLifeCycle:
         thread_count: int = 4,
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
+        server: EnsembleServer | None = None,
     ) -> None:
         self._repository = repository
         self._backends = backends
+        # What ensembles route their steps through (None: no ensemble can load).
+        self._server = server
         self._response_cache = response_cache
         self._rate_limiter = rate_limiter
         self._pool = ThreadPoolExecutor(max(thread_count, 1), thread_name_prefix="model-load")
@@ -94,23 +84,27 @@ class ModelLifeCycle:
             ]
             results = [self._load_version(source, config, versions[0])]
             results += [future.result() for future in others]
-            self._swap(name, old, dict(zip(versions, results)))
+            self._swap(name, old, dict(zip(versions, results, strict=True)))
 
     def _load_version(
         self, source: ModelSource, config: mc.ModelConfig, version: int
-    ) -> TritonModel | str:
+    ) -> LoadedModel | str:
         """The loaded version, or the reason it failed."""
         try:
-            model = TritonModel.load(
-                config,
-                version,
-                source.path,
-                self._backends,
-                auto_complete=self._repository.auto_complete,
-                gpu_count=self._repository.gpu_count,
-                response_cache=self._response_cache,
-                rate_limiter=self._rate_limiter,
-            )
+            model: LoadedModel
+            if config.platform == ENSEMBLE_PLATFORM:
+                model = self._load_ensemble(config, version, source)
+            else:
+                model = TritonModel.load(
+                    config,
+                    version,
+                    source.path,
+                    self._backends,
+                    auto_complete=self._repository.auto_complete,
+                    gpu_count=self._repository.gpu_count,
+                    response_cache=self._response_cache,
+                    rate_limiter=self._rate_limiter,
+                )
         except Exception as exc:
             reason = str(exc) if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
             log.error("failed to load model '%s' version %d: %s", source.name, version, reason)
@@ -118,8 +112,51 @@ class ModelLifeCycle:
         log.info("successfully loaded '%s' version %d", source.name, version)
         return model
 
+    def _load_ensemble(
+        self, config: mc.ModelConfig, version: int, source: ModelSource
+    ) -> EnsembleModel:
+        if self._server is None:
+            raise TritonError.internal(f"ensemble '{config.name}' needs a server to run on")
+        return EnsembleModel.load_ensemble(
+            config, version, source.path, self._composing_configs, self._server
+        )
+
+    def _composing_configs(self, config: mc.ModelConfig) -> dict[str, mc.ModelConfig]:
+        """Each step model's final configuration (the model repository manager loads composing
+        models before their ensembles); a step model that is not ready makes the ensemble fail
+        to load, in Triton's words."""
+        names = sorted({step.model_name for step in config.ensemble_scheduling.step})
+        states = self.status()
+        missing = [name for name in names if name not in states]
+        if missing:
+            raise TritonError.invalid_arg(
+                f"ensemble {config.name} contains models that are not available or ambiguous: "
+                + ", ".join(missing)
+            )
+        configs: dict[str, mc.ModelConfig] = {}
+        for step in config.ensemble_scheduling.step:
+            name, version = step.model_name, step.model_version
+            versions = states[name]
+            if not any(s.state is ModelReadyState.READY for s in versions.values()):
+                failures = "".join(
+                    f"version {v} is at {s.state.value} state: {s.reason};"
+                    for v, s in sorted(versions.items())
+                )
+                raise TritonError.invalid_arg(
+                    f"ensemble '{config.name}' depends on '{name}' which has no loaded version. "
+                    f"Model '{name}' loading failed with error: {failures}"
+                )
+            try:
+                configs[name] = self.get(name, version).config
+            except TritonError:
+                raise TritonError.invalid_arg(
+                    f"ensemble '{config.name}' depends on '{name}' whose required version "
+                    f"{version} is not loaded"
+                ) from None
+        return configs
+
     def _swap(
-        self, name: str, old: dict[int, VersionStatus], loaded: dict[int, TritonModel | str]
+        self, name: str, old: dict[int, VersionStatus], loaded: dict[int, LoadedModel | str]
     ) -> None:
         """Put the newly loaded versions in service at once, retire what they replace."""
         retired: list[VersionStatus] = []
@@ -129,10 +166,10 @@ class ModelLifeCycle:
             for version, result in loaded.items():
                 previous = old.get(version)
                 serving = previous is not None and previous.state is ModelReadyState.READY
-                if isinstance(result, TritonModel):
+                if isinstance(result, LoadedModel):
                     current[version] = VersionStatus(version, ModelReadyState.READY, "", result)
-                    if serving:
-                        retired.append(previous)  # type: ignore[arg-type]
+                    if serving and previous is not None:
+                        retired.append(previous)
                 else:
                     failures.append(f"version {version} is at UNAVAILABLE state: {result};")
                     failed = VersionStatus(version, ModelReadyState.UNAVAILABLE, result)
@@ -196,7 +233,7 @@ class ModelLifeCycle:
 
     # -- lookup ------------------------------------------------------------------------------
 
-    def get(self, name: str, version: int = -1) -> TritonModel:
+    def get(self, name: str, version: int = -1) -> LoadedModel:
         """The READY model version serving requests for (name, version); -1 means the newest."""
         with self._lock:
             versions = self._models.get(name)
@@ -208,7 +245,9 @@ class ModelLifeCycle:
                     raise TritonError.unavailable(
                         f"Request for unknown model: '{name}' has no available versions"
                     )
-                return max(ready, key=lambda s: s.version).model  # type: ignore[return-value]
+                newest = max(ready, key=lambda s: s.version).model
+                assert newest is not None  # a READY version holds its model
+                return newest
             status = versions.get(version)
             if status is None:
                 raise TritonError.not_found(
@@ -219,13 +258,17 @@ class ModelLifeCycle:
                     f"Request for unknown model: '{name}' version {version} is not at ready "
                     f"state"
                 )
-            return status.model  # type: ignore[return-value]
+            assert status.model is not None  # a READY version holds its model
+            return status.model
 
     def status(self) -> dict[str, dict[int, VersionStatus]]:
         """A copy of every model's version states, for the model table, readiness and index."""
         with self._lock:
             return {
-                name: {v: VersionStatus(s.version, s.state, s.reason, s.model) for v, s in versions.items()}
+                name: {
+                    v: VersionStatus(s.version, s.state, s.reason, s.model)
+                    for v, s in versions.items()
+                }
                 for name, versions in self._models.items()
             }
 

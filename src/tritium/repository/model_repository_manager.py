@@ -1,4 +1,5 @@
-"""ModelRepositoryManager (Triton's class of that name): the model control modes and the repository extension's load/unload/index.
+"""ModelRepositoryManager (Triton's class of that name): the model control modes and the
+repository extension's load/unload/index.
 
 NONE loads every model once at start-up and refuses load/unload requests; POLL does the same,
 then picks up new, changed and removed models (repository/poller.py calls `poll`); EXPLICIT
@@ -21,8 +22,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..config import model_config_from_json
 from ..errors import TritonError
 from .dependency_graph import DependencyGraph
-from .lifecycle import ModelLifeCycle, ModelReadyState
+from .lifecycle import ModelLifeCycle
 from .load_overrides import FILE_PREFIX, OverrideDirectory, check_model_name, inside
+from .ready_state import ModelReadyState
 from .scanner import ModelSource, RepositoryScan, RepositoryScanner
 
 log = logging.getLogger("tritium.repository")
@@ -100,7 +102,7 @@ class ModelRepositoryManager:
                     pool.submit(self._load_tree, scan, name, configs[name], set(), settled)
                     for name in ready
                 ]
-                for name, future in zip(ready, futures):
+                for future in futures:
                     try:
                         future.result()
                     except TritonError as exc:
@@ -332,7 +334,7 @@ class ModelRepositoryManager:
         """Whether a version of `name` loaded from `override` serves (a partly failed load)."""
         serving = self.lifecycle.status().get(name, {}).values()
         return any(
-            s.model is not None and inside(s.model.handle.repository_path, override.root)
+            s.model is not None and inside(s.model.repository_path, override.root)
             for s in serving
             if s.state is ModelReadyState.READY
         )

@@ -1,8 +1,8 @@
 """RepositoryPoller: POLL mode's background thread (`--repository-poll-secs`).
 
 Every period it asks the ModelRepositoryManager to compare the repositories with what it
-loaded, so new, changed and removed models and versions are picked up without a restart. A failed poll is
-logged and tried again next period: the server keeps serving what it has.
+loaded, so new, changed and removed models and versions are picked up without a restart. A
+failed poll is logged and tried again next period: the server keeps serving what it has.
 """
 
 from __future__ import annotations

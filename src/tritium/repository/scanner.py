@@ -91,7 +91,7 @@ class RepositoryScanner:
 
     @staticmethod
     def available_versions(source: ModelSource) -> list[int]:
-        """Integer version folders; others (and names starting with 0) are ignored, as Triton does."""
+        """Integer version folders; others (and names starting with 0) are ignored, as in Triton."""
         versions = []
         for entry in source.path.iterdir():
             name = entry.name

@@ -1,10 +1,26 @@
-"""The scheduler contract every scheduler (default, dynamic, sequence, ensemble) fulfils."""
+"""The scheduler contract every scheduler (default, dynamic, sequence, ensemble) fulfils, and
+what a scheduler needs of the instances it runs requests on."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+from ..backend.handles import ModelInstance
 from ..request import InferenceRequest
+
+
+class ExecutionInstance(Protocol):
+    """An instance a scheduler runs requests on: the server's TritonModelInstance
+    (model/instance.py), seen through this much only, so that the schedulers do not import the
+    model package that builds them."""
+
+    @property
+    def handle(self) -> ModelInstance:
+        """The backend's handle of the instance (its kind, device and model)."""
+
+    def execute(self, requests: Sequence[InferenceRequest]) -> None:
+        """Run one batch through the backend; never concurrently on one instance."""
 
 
 class Scheduler(Protocol):

@@ -10,20 +10,18 @@ import itertools
 import queue
 import threading
 from collections import defaultdict
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
 
 from ..backend.handles import ExecutionPolicy
 from ..request import InferenceRequest
-
-if TYPE_CHECKING:  # the model package builds schedulers, so it imports this module first
-    from ..model.instance import TritonModelInstance
+from .base import ExecutionInstance
 
 
 class DefaultScheduler:
     def __init__(
         self,
         model_name: str,
-        instances: Sequence[TritonModelInstance],
+        instances: Sequence[ExecutionInstance],
         policy: ExecutionPolicy = ExecutionPolicy.BLOCKING,
     ) -> None:
         self._model_name = model_name
@@ -52,7 +50,7 @@ class DefaultScheduler:
             thread.join()
         self._threads.clear()
 
-    def _run(self, slot: list[TritonModelInstance]) -> None:
+    def _run(self, slot: list[ExecutionInstance]) -> None:
         turns = itertools.cycle(slot)
         while True:
             request = self._queue.get()
@@ -65,11 +63,11 @@ class DefaultScheduler:
 
 
 def execution_slots(
-    instances: Sequence[TritonModelInstance], policy: ExecutionPolicy
-) -> list[list[TritonModelInstance]]:
+    instances: Sequence[ExecutionInstance], policy: ExecutionPolicy
+) -> list[list[ExecutionInstance]]:
     if policy is ExecutionPolicy.BLOCKING:
         return [[instance] for instance in instances]
-    by_device: dict[tuple[str, int], list[TritonModelInstance]] = defaultdict(list)
+    by_device: dict[tuple[str, int], list[ExecutionInstance]] = defaultdict(list)
     for instance in instances:
         by_device[(instance.handle.kind, instance.handle.device_id)].append(instance)
     return list(by_device.values())

@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Hashable, Sequence
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Hashable, Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..backend.handles import ExecutionPolicy
 from ..errors import TritonError
 from ..request import InferenceRequest
+from .base import ExecutionInstance
 from .default import execution_slots
 from .priority_queue import PriorityQueue
 from .response_order import ResponseOrder
-
-if TYPE_CHECKING:
-    from ..model.instance import TritonModelInstance
 
 _TIMEOUT_EXPIRED = "Request timeout expired"
 
@@ -36,7 +34,7 @@ class DynamicBatchScheduler:
     def __init__(
         self,
         config: mc.ModelConfig,
-        instances: Sequence[TritonModelInstance],
+        instances: Sequence[ExecutionInstance],
         policy: ExecutionPolicy = ExecutionPolicy.BLOCKING,
     ) -> None:
         batching = config.dynamic_batching
@@ -104,7 +102,7 @@ class DynamicBatchScheduler:
             thread.join()
         self._threads.clear()
 
-    def _run(self, slot: list[TritonModelInstance]) -> None:
+    def _run(self, slot: list[ExecutionInstance]) -> None:
         turns = itertools.cycle(slot)
         while True:
             batch, rejected = self._next_batch()

@@ -4,8 +4,8 @@ writes it, and the configured shape of each ensemble output."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -34,7 +34,7 @@ class EnsemblePlan:
     optional_inputs: frozenset[str] = frozenset()
 
     @classmethod
-    def from_config(cls, config: mc.ModelConfig) -> "EnsemblePlan":
+    def from_config(cls, config: mc.ModelConfig) -> EnsemblePlan:
         plan = cls(
             config.name,
             config.max_batch_size > 0,

@@ -19,7 +19,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -28,6 +28,7 @@ from ..request import (
     RESPONSE_COMPLETE_FINAL,
     SEQUENCE_END,
     SEQUENCE_START,
+    Deliver,
     InferenceRequest,
     InferenceResponse,
     RequestedOutput,
@@ -37,15 +38,28 @@ from ..tensor import Tensor
 from .ensemble_plan import EnsemblePlan, reshape_dims
 
 if TYPE_CHECKING:
-    from ..model.statistics import ModelStatistics
-    from ..server import InferenceServer
+    from ..statistics import ModelStatistics
 
 log = logging.getLogger("tritium.ensemble")
 
 
+class EnsembleServer(Protocol):
+    """What an ensemble asks of the server: the two calls Triton's EnsembleScheduler makes on
+    its InferenceServer (InferAsync for each step, GetModel for a composing model's config).
+    The InferenceServer is one; a narrow handle keeps the scheduler below the server."""
+
+    def infer_async(self, request: InferenceRequest, deliver: Deliver) -> None:
+        """Route a step's request; its responses reach `deliver` from any thread. Raises
+        TritonError when the request cannot be routed or is invalid."""
+
+    def model_config(self, name: str, version: int) -> mc.ModelConfig:
+        """The final configuration of the READY version serving (name, version) (-1: the
+        version policy's newest); TritonError (NOT_FOUND, UNAVAILABLE) when there is none."""
+
+
 class EnsembleScheduler:
     def __init__(
-        self, config: mc.ModelConfig, server: InferenceServer, statistics: ModelStatistics
+        self, config: mc.ModelConfig, server: EnsembleServer, statistics: ModelStatistics
     ) -> None:
         self.plan = EnsemblePlan.from_config(config)
         self.server = server
@@ -168,11 +182,10 @@ class _EnsembleRun:
     def _resolve_models(self) -> None:
         """Hold the composing models' configurations for the request (Triton takes the model
         handles when the request starts): a model not ready now fails the request at once."""
-        lifecycle = self.server.lifecycle
         for step in self.plan.steps:
             key = (step.model_name, step.model_version)
             if key not in self.configs:
-                self.configs[key] = lifecycle.get(*key).config
+                self.configs[key] = self.server.model_config(*key)
 
     def _next_steps(self, updated: Updated) -> list[tuple[int, InferenceRequest]]:
         """GetNextSteps: the steps whose every input now has the iteration just written."""

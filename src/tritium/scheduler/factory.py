@@ -3,29 +3,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..backend.handles import ExecutionPolicy
-from .base import Scheduler
+from .base import ExecutionInstance, Scheduler
 from .default import DefaultScheduler
-from .sequence_batch_scheduler import SequenceBatchScheduler
 from .dynamic_batch_scheduler import DynamicBatchScheduler
-from .ensemble_scheduler import EnsembleScheduler
+from .ensemble_scheduler import EnsembleScheduler, EnsembleServer
+from .sequence_batch_scheduler import SequenceBatchScheduler
 
 if TYPE_CHECKING:
-    from ..model.instance import TritonModelInstance
-    from ..model.statistics import ModelStatistics
-    from ..server import InferenceServer
+    from ..statistics import ModelStatistics
 
 
 def create_scheduler(
     config: mc.ModelConfig,
-    instances: Sequence[TritonModelInstance],
+    instances: Sequence[ExecutionInstance],
     policy: ExecutionPolicy,
     *,
-    server: InferenceServer | None = None,
+    server: EnsembleServer | None = None,
     statistics: ModelStatistics | None = None,
 ) -> Scheduler:
     """The scheduler for a model whose configuration is final and instances initialized.

@@ -10,7 +10,7 @@ DELAY`, moves it behind the requests of its level that are still in time. Withou
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterator
+from collections.abc import Iterator
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -97,9 +97,7 @@ class PriorityQueue:
         if self._max_level:
             self._levels = {
                 level: PolicyQueue(
-                    batching.priority_queue_policy[level]
-                    if level in batching.priority_queue_policy
-                    else batching.default_queue_policy
+                    batching.priority_queue_policy.get(level, batching.default_queue_policy)
                 )
                 for level in range(1, self._max_level + 1)
             }

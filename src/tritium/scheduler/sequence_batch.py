@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -25,11 +25,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest, ResponseSender
 from ..tensor import Tensor
+from .base import ExecutionInstance
 from .sequence_control import SequenceControls
 from .sequence_state import ImplicitState, SequenceValues
-
-if TYPE_CHECKING:
-    from ..model.instance import TritonModelInstance
 
 # What a slot queue holds: a request, or None, the reaper's "release this slot" marker.
 SlotQueue = deque["InferenceRequest | None"]
@@ -39,7 +37,7 @@ class SlotOwner(Protocol):
     """What a batcher asks of the scheduler: give a freed slot to a backlogged sequence."""
 
     def release_slot(
-        self, batcher: "SequenceBatch", slot: int, queue: SlotQueue, cancelled: bool
+        self, batcher: SequenceBatch, slot: int, queue: SlotQueue, cancelled: bool
     ) -> None:
         """The sequence in `slot` ended, was abandoned or (`cancelled`: its request at the
         head of `queue` was) cancelled: fail what is left in `queue`, then refill `queue` from
@@ -52,7 +50,7 @@ class SequenceBatch:
     def __init__(
         self,
         owner: SlotOwner,
-        instance: TritonModelInstance,
+        instance: ExecutionInstance,
         slot_count: int,
         controls: SequenceControls,
         states: ImplicitState,
@@ -158,7 +156,7 @@ class DirectSequenceBatch(SequenceBatch):
             if queue and queue[0] is None:  # the reaper released an abandoned sequence
                 queue.popleft()
                 self.release(slot)
-            elif queue and queue[0].cancelled:  # a cancelled request ends its sequence
+            elif queue and queue[0] is not None and queue[0].cancelled:  # ends its sequence
                 self.release(slot, cancelled=True)
             if queue:
                 head = queue[0]

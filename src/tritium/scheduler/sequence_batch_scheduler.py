@@ -17,12 +17,13 @@ import math
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest
+from .base import ExecutionInstance
 from .sequence_batch import (
     DirectSequenceBatch,
     OldestSequenceBatch,
@@ -32,9 +33,6 @@ from .sequence_batch import (
 )
 from .sequence_control import SequenceControls
 from .sequence_state import ImplicitState
-
-if TYPE_CHECKING:
-    from ..model.instance import TritonModelInstance
 
 log = logging.getLogger("tritium.scheduler")
 
@@ -64,7 +62,7 @@ class _Backlog:
 
 
 class SequenceBatchScheduler:
-    def __init__(self, config: mc.ModelConfig, instances: Sequence[TritonModelInstance]) -> None:
+    def __init__(self, config: mc.ModelConfig, instances: Sequence[ExecutionInstance]) -> None:
         self._model_name = config.name
         batcher = config.sequence_batching
         self._idle_s = batcher.max_sequence_idle_microseconds / 1e6

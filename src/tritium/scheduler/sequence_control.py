@@ -23,7 +23,9 @@ class _BooleanControl:
 
     __slots__ = ("name", "datatype", "false", "true")
 
-    def __init__(self, name: str, control: mc.ModelSequenceBatching.Control, shape: tuple[int, ...]):
+    def __init__(
+        self, name: str, control: mc.ModelSequenceBatching.Control, shape: tuple[int, ...]
+    ) -> None:
         self.name = name
         if control.int32_false_true:
             self.datatype, values = "INT32", control.int32_false_true

@@ -72,7 +72,7 @@ def _initial_data(
             "Number of dimensions in 'initial_state' doesn't match the size of 'state' "
             f"dimensions for state input '{name}'. {len(initial.dims)} != {len(state.dims)}"
         )
-    for given, declared in zip(initial.dims, state.dims):
+    for given, declared in zip(initial.dims, state.dims, strict=True):
         if given == -1:
             raise TritonError.invalid_arg(
                 f"'initial_state' field for state input name '{name}' contains variable "

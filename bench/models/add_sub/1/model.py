@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import triton_python_backend_utils as pb_utils
 
 

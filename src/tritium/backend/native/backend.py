@@ -35,8 +35,8 @@ from ...request import InferenceRequest
 from ..api import BackendAttributes
 from ..handles import Backend, ExecutionPolicy, Model, ModelInstance
 from . import server_calls
-from .host import deliver_response
-from .library import TOKENS, Library, library, new_token
+from .host import deliver_response, library
+from .library import TOKENS, Library, new_token
 from .requests import PendingRequest, build_request
 
 log = logging.getLogger("tritium.backend.native")
@@ -62,7 +62,8 @@ def server_library_names(path: Path) -> list[str]:
         needed: list[str] = []
         for section in elf.iter_sections():
             if isinstance(section, DynamicSection):
-                needed += [tag.needed for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
+                needed += [tag.needed for tag in section.iter_tags()
+                           if tag.entry.d_tag == "DT_NEEDED"]
     return [name for name in needed if name.startswith("libtritonserver")]
 
 
@@ -277,7 +278,7 @@ class NativeBackend:
         self.lib.forget_finished()
         if error is not None:
             # Ownership stayed with the server: answer and free what was not released.
-            for pending, handle in zip(pendings, handles):
+            for pending, handle in zip(pendings, handles, strict=True):
                 if not pending.released:
                     if not pending.completed:
                         pending.request.respond_error(error)

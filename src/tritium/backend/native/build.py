@@ -30,7 +30,8 @@ from ...errors import TritonError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SOURCES = sorted((PACKAGE_DIR / "csrc").glob("*.cc"))
-HEADERS = sorted((PACKAGE_DIR / "csrc").glob("*.h")) + [PACKAGE_DIR / "include" / "tritium_triton_api.h"]
+HEADERS = [*sorted((PACKAGE_DIR / "csrc").glob("*.h")),
+           PACKAGE_DIR / "include" / "tritium_triton_api.h"]
 INCLUDE_DIR = PACKAGE_DIR / "include"
 SONAME = "libtritonserver.so"
 _SONAME_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")

@@ -9,12 +9,13 @@ the model's handle; server-wide calls (BLS, model control, metrics) to `server_c
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from ...errors import TritonError
 from ...request import InferenceResponse
-from . import server_calls
+from . import build, server_calls
 from .library import TOKENS, Library
 from .requests import PendingRequest, read_response, read_state
 
@@ -155,3 +156,19 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         "request_gone": request_gone,
     }
     return table
+
+
+_library: Library | None = None
+_lock = threading.Lock()
+
+
+def library() -> Library:
+    """The process's libtritonserver.so, built, opened and given the host table on first use
+    (UNAVAILABLE when it cannot be built). It lives here, not in `library`, so that the
+    library's module never needs the host's (no import cycle)."""
+    global _library
+    with _lock:
+        if _library is None:
+            _library = Library(str(build.library_path()))
+            _library.install_host(callbacks(_library))
+        return _library

@@ -13,7 +13,6 @@ import ctypes
 import itertools
 import logging
 import os
-import threading
 from collections.abc import Callable
 from ctypes import (
     CFUNCTYPE,
@@ -220,22 +219,3 @@ class Library:
         out = c_void_p()
         self.TRITONSERVER_MessageNewFromSerializedJson(ctypes.byref(out), data, len(data))
         return out.value or 0
-
-
-_library: Library | None = None
-_lock = threading.Lock()
-
-
-def library() -> Library:
-    """The process's libtritonserver.so, built and opened on first use (UNAVAILABLE when it
-    cannot be built)."""
-    global _library
-    with _lock:
-        if _library is None:
-            _library = Library(str(build.library_path()))
-            from .host import callbacks  # the host needs the library: imported late
-
-            _library.install_host(callbacks(_library))
-        return _library
-
-

@@ -36,7 +36,7 @@ from ...request import (
     RequestedOutput,
 )
 from ...tensor import Tensor, bytes_from_wire, numpy_dtype, serialize_bytes
-from ..api import ServerApi
+from ..server_api import ServerApi
 from .library import _CODE_NUMBERS, Library
 from .requests import DATATYPE_NUMBERS, DATATYPES, _parameter_value, add_parameter
 

@@ -9,7 +9,8 @@ the backend API's gather -> run -> scatter, so a batch of requests is one `sessi
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -99,7 +100,7 @@ class OnnxInstanceState(ModelInstanceState):
             results = self.session.run(names, feeds, self._run_options)
         except Exception as exc:
             raise ort_error(exc) from None
-        return {name: self._output(name, value) for name, value in zip(names, results)}
+        return {name: self._output(name, value) for name, value in zip(names, results, strict=True)}
 
     def _feed(self, name: str, data: np.ndarray) -> np.ndarray:
         if name in self._string_inputs:

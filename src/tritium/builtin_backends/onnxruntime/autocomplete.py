@@ -10,7 +10,8 @@ above 1 gets `dynamic_batching {}` unless it has a batcher already.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 

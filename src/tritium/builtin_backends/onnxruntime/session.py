@@ -53,7 +53,7 @@ class TensorInfo:
     onnx_type: str = ""  # as onnxruntime spells it: "tensor(float)"
 
     @classmethod
-    def from_node(cls, node: Any) -> "TensorInfo":
+    def from_node(cls, node: Any) -> TensorInfo:
         dims = tuple(d if isinstance(d, int) and d >= 0 else -1 for d in node.shape or ())
         return cls(node.name, CONFIG_TYPES.get(node.type, mc.TYPE_INVALID), dims, node.type)
 
@@ -68,7 +68,7 @@ class SessionInfo:
     overridable: dict[str, TensorInfo]
 
     @classmethod
-    def of(cls, session: Any) -> "SessionInfo":
+    def of(cls, session: Any) -> SessionInfo:
         def infos(nodes: list[Any]) -> dict[str, TensorInfo]:
             return {n.name: TensorInfo.from_node(n) for n in nodes}
 

@@ -5,7 +5,7 @@ configuration that contradicts the model is refused, naming the tensor."""
 
 from __future__ import annotations
 
-from typing import Union
+from typing import TypeAlias
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -15,7 +15,7 @@ from tritium.tensor import dims_string, wire_datatype
 from ..sequence_io import SequenceTensors
 from .session import SessionInfo, TensorInfo
 
-_ModelIO = Union[mc.ModelInput, mc.ModelOutput]
+_ModelIO: TypeAlias = mc.ModelInput | mc.ModelOutput
 
 
 def validate_io(config: mc.ModelConfig, info: SessionInfo) -> None:
@@ -178,6 +178,6 @@ def _compare_dims(
 
 def _matches(model_shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
     return len(model_shape) == len(dims) and all(
-        m == -1 or m == d for m, d in zip(model_shape, dims)
+        m == -1 or m == d for m, d in zip(model_shape, dims, strict=True)
     )
 

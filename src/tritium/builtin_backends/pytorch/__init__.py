@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -125,10 +126,10 @@ class TorchInstanceState(ModelInstanceState):
             settings.apply_jit(torch)
             try:
                 if self.signature.dict_input:
-                    result = self.module(dict(zip(inputs, arguments)))
+                    result = self.module(dict(zip(inputs, arguments, strict=True)))
                 else:
                     ordered: list[Any] = [None] * len(self.signature.arguments)
-                    for name, argument in zip(inputs, arguments):
+                    for name, argument in zip(inputs, arguments, strict=True):
                         ordered[self.input_index[name]] = argument
                     result = self.module(*ordered)
             except Exception as exc:

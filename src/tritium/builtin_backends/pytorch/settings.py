@@ -36,7 +36,7 @@ class TorchSettings:
     tensor_fuser: bool | None = None
 
     @classmethod
-    def from_config(cls, config: mc.ModelConfig) -> "TorchSettings":
+    def from_config(cls, config: mc.ModelConfig) -> TorchSettings:
         params = {k: v.string_value for k, v in config.parameters.items()}
 
         def flag(key: str) -> bool | None:

@@ -11,8 +11,9 @@ restricted.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import grpc
 
@@ -170,9 +171,13 @@ def _guarded(handler: grpc.RpcMethodHandler, restriction: Restriction) -> grpc.R
                 await context.abort(grpc.StatusCode.UNAVAILABLE, message)
             return await inner(request, context)
 
-        return handler._replace(unary_unary=unary)
+        return grpc.unary_unary_rpc_method_handler(
+            unary, handler.request_deserializer, handler.response_serializer
+        )
 
-    stream_inner: Callable[..., Any] = handler.stream_stream
+    stream_stream = handler.stream_stream
+    assert stream_stream is not None  # every Triton method is unary or a bidirectional stream
+    stream_inner: Callable[..., Any] = stream_stream
 
     async def stream(requests: Any, context: Any) -> Any:
         if not allowed(context):
@@ -180,7 +185,9 @@ def _guarded(handler: grpc.RpcMethodHandler, restriction: Restriction) -> grpc.R
         async for response in stream_inner(requests, context):
             yield response
 
-    return handler._replace(stream_stream=stream)
+    return grpc.stream_stream_rpc_method_handler(
+        stream, handler.request_deserializer, handler.response_serializer
+    )
 
 
 __all__ = [

@@ -9,7 +9,8 @@ Triton reports counters it never touched.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from google.protobuf import json_format
 from tritonclient.grpc import service_pb2 as pb

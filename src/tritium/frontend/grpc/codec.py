@@ -13,7 +13,8 @@ are at the end.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from tritonclient.grpc import service_pb2 as pb
@@ -25,8 +26,8 @@ from ...request import (
     RequestedOutput,
     apply_parameters,
     log_prefix,
+    parse_version,
 )
-from ...server import parse_version
 from ...tensor import (
     BYTE_SIZE_MISMATCH,
     DATATYPES,
@@ -35,9 +36,9 @@ from ...tensor import (
     dims_string,
     element_count,
     empty_input,
+    input_data_error,
     input_from_wire,
     numpy_dtype,
-    input_data_error,
     serialize_bytes,
 )
 from ..extensions.classification import classify, requested_classes
@@ -368,7 +369,7 @@ def encode_infer_response(
     final: bool | None = None,
     regions: dict[str, OutputRegion] | None = None,
     config: Any = None,
-    labels: Callable[[], dict[str, list[str]]] | None = None,
+    labels: dict[str, list[str]] | None = None,
 ) -> bytes:
     """InferenceResponse -> ModelInferResponse wire bytes, every output as raw contents.
 
@@ -377,8 +378,8 @@ def encode_infer_response(
     fields in any order, and repeated fields concatenate). `final` (ModelStreamInfer only) adds
     the `triton_final_response` parameter. Outputs in `regions` are written there and go out
     as an empty raw entry, as Triton sends them. An output requested with `classification: N`
-    goes out as its top N classes (BYTES), which reads the model's `config` and, only then, its
-    labels (`labels()`, the model's labels by output).
+    goes out as its top N classes (BYTES), which reads the model's `config` and its `labels`
+    (by output).
     """
     head = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
@@ -394,12 +395,12 @@ def encode_infer_response(
         outputs = [t for t in outputs if t.name in wanted]
         classified = requested_classes(request)
     parts: list[Any] = [b""]
-    model_labels = labels() if classified and labels is not None else {}
+    model_labels = labels if classified and labels is not None else {}
     for tensor in outputs:
         if classified and tensor.name in classified:
             datatype, shape, data = classify(tensor, classified[tensor.name], config,
                                              model_labels.get(tensor.name))
-            tensor = Tensor(tensor.name, datatype, shape, data, tensor.parameters)
+            tensor = Tensor(tensor.name, datatype, tuple(shape), data, tensor.parameters)
         entry = head.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
         if tensor.parameters:
             _set_parameters(entry.parameters, tensor.parameters)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol, cast
 
 import hpack
 
@@ -118,7 +119,7 @@ StreamStarter = Callable[["H2Connection", H2Stream, list[tuple[str, str]]], "Str
 class H2Connection(asyncio.Protocol):
     """The server side of one HTTP/2 connection."""
 
-    def __init__(self, start_stream: StreamStarter, on_close: Callable[["H2Connection"], None]
+    def __init__(self, start_stream: StreamStarter, on_close: Callable[[H2Connection], None]
                  ) -> None:
         self._start_stream = start_stream
         self._on_close = on_close
@@ -143,7 +144,7 @@ class H2Connection(asyncio.Protocol):
     # -- asyncio.Protocol ----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport = cast(asyncio.Transport, transport)  # a stream transport
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             host = peer[0]
@@ -172,7 +173,8 @@ class H2Connection(asyncio.Protocol):
                 return
             del buffer[:len(PREFACE)]
             self._preface_seen = True
-        self._out = out = []
+        out: list[bytes] = []
+        self._out = out
         position = 0
         size = len(buffer)
         unpack = _FRAME_HEAD.unpack_from
@@ -197,8 +199,8 @@ class H2Connection(asyncio.Protocol):
         finally:
             del buffer[:position]
             self._out = None
-            if out and not self.closed:
-                self.transport.write(b"".join(out))  # type: ignore[union-attr]
+            if out and not self.closed and self.transport is not None:
+                self.transport.write(b"".join(out))
         if self._received >= _WINDOW_REFILL:
             self._write(frame(WINDOW_UPDATE, 0, 0, _U32.pack(self._received)))
             self._received = 0
@@ -324,9 +326,9 @@ class H2Connection(asyncio.Protocol):
             self._send_window += increment
             if self._send_window > _MAX_WINDOW:
                 raise _ConnectionError(FLOW_CONTROL_ERROR)
-            for stream in list(self.streams.values()):
-                if stream.pending or stream.pending_end is not None:
-                    self._flush(stream)
+            for blocked in list(self.streams.values()):
+                if blocked.pending or blocked.pending_end is not None:
+                    self._flush(blocked)
             return
         stream = self.streams.get(stream_id)
         if stream is not None:

@@ -10,7 +10,8 @@ serving other RPCs meanwhile.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tritonclient.grpc import service_pb2 as pb
 

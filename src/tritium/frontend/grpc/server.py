@@ -22,7 +22,8 @@ import re
 import struct
 import zlib
 from collections import deque
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
 
 import grpc
 
@@ -91,7 +92,7 @@ class _Requests:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def __aiter__(self) -> "_Requests":
+    def __aiter__(self) -> _Requests:
         return self
 
     async def __anext__(self) -> Any:
@@ -104,11 +105,28 @@ class _Requests:
         return self._deserialize(message) if self._deserialize is not None else message
 
 
+class _AioMethodHandler(Protocol):
+    """What a call uses of a `grpc.RpcMethodHandler` made for grpc.aio: its behaviours are a
+    coroutine function (unary) or an async generator function (stream), which grpc's stubs,
+    written for the sync server, do not describe."""
+
+    @property
+    def request_streaming(self) -> bool: ...
+    @property
+    def request_deserializer(self) -> Callable[[bytes], Any] | None: ...
+    @property
+    def response_serializer(self) -> Callable[[Any], bytes] | None: ...
+    @property
+    def unary_unary(self) -> Callable[..., Any] | None: ...
+    @property
+    def stream_stream(self) -> Callable[..., Any] | None: ...
+
+
 class _Call:
     """One RPC on one stream (the `http2.StreamHandler` of that stream)."""
 
-    def __init__(self, server: "GrpcServer", connection: H2Connection, stream: H2Stream,
-                 handler: grpc.RpcMethodHandler, headers: list[tuple[str, str]]) -> None:
+    def __init__(self, server: GrpcServer, connection: H2Connection, stream: H2Stream,
+                 handler: _AioMethodHandler, headers: list[tuple[str, str]]) -> None:
         self.server = server
         self.connection = connection
         self.stream = stream
@@ -150,9 +168,10 @@ class _Call:
             message = bytes(buffer[5:5 + length])
             del buffer[:5 + length]
             if compressed:
-                message = self._decompress(message)
-                if message is None:
+                decompressed = self._decompress(message)
+                if decompressed is None:
                     return
+                message = decompressed
             if self.requests is not None:
                 self.requests.push(message)
             elif self.unary_request is None:
@@ -188,6 +207,7 @@ class _Call:
         try:
             deserialize = handler.request_deserializer
             request = deserialize(message) if deserialize is not None else message
+            assert handler.unary_unary is not None  # a unary call has a unary behaviour
             response = await handler.unary_unary(request, self.context)
             serialize = handler.response_serializer
             data = serialize(response) if serialize is not None else response
@@ -203,7 +223,7 @@ class _Call:
         serialize = handler.response_serializer
         connection, stream = self.connection, self.stream
         try:
-            assert self.requests is not None
+            assert self.requests is not None and handler.stream_stream is not None
             responses: AsyncIterator[Any] = handler.stream_stream(self.requests, self.context)
             async for response in responses:
                 data = serialize(response) if serialize is not None else response

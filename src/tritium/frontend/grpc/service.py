@@ -3,10 +3,11 @@
 The RPC bodies are grpcio method handlers run by Tritium's own HTTP/2 transport
 (`server`, `http2`) in the server's event loop: grpcio's server would cost more CPU per call
 than the rest of a request. Messages are Triton's own protobuf stubs from `tritonclient.grpc`, so
-the real `tritonclient` talks to it unmodified. A ModelInfer request is decoded into an
-`InferenceRequest` (`codec`), handed to `InferenceServer.infer`, and the response is encoded
-back the way Triton does. ModelStreamInfer
-(bidirectional streaming, the one way to decoupled models) lives in `stream`.
+the real `tritonclient` talks to it unmodified. A ModelInfer request's model is resolved once
+(`InferenceServer.resolve`), the request decoded into an `InferenceRequest` (`codec`), run
+on that model through the loop bridge (`frontend/loop_bridge.py`), and the response encoded
+back the way Triton does. ModelStreamInfer (bidirectional streaming, the one way to decoupled
+models) lives in `stream`.
 
 Errors carry Triton's status codes and messages (src/grpc/infer_handler.cc), and the status
 details are the message, as Triton sends them.
@@ -21,7 +22,12 @@ import grpc
 from tritonclient.grpc import service_pb2 as pb
 
 from ...errors import Code, TritonError
-from ...server import InferenceServer, parse_version
+from ...request import parse_version
+from ...server import InferenceServer
+from .. import loop_bridge
+from ..extensions import logging_api, trace_api
+from ..extensions.restricted_api import Restriction, restrict_grpc
+from ..extensions.statistics_api import statistics_proto
 from .codec import (
     ParsedInferRequest,
     decode_infer_request,
@@ -32,9 +38,6 @@ from .repository import RepositoryService
 from .server import GrpcServer
 from .shared_memory import handlers as shared_memory_handlers
 from .stream import StreamInferHandler
-from ..extensions import logging_api, trace_api
-from ..extensions.restricted_api import Restriction, restrict_grpc
-from ..extensions.statistics_api import statistics_proto
 
 log = logging.getLogger("tritium.frontend.grpc")
 
@@ -234,18 +237,16 @@ class _InferenceService:
         try:
             # Like Triton: the model (and whether ModelInfer may serve it) is settled before the
             # tensors are looked at, so an unknown model wins over anything wrong in the data.
-            config = self.server.model_config(message.model_name, message.model_version)
-            if config.model_transaction_policy.decoupled:
-                raise TritonError.unsupported(
-                    "ModelInfer RPC doesn't support models with decoupled transaction policy"
-                )
-            request, regions = decode_infer_request(message, raws, self.server.shared_memory)
-            response = await self.server.infer(request)
-            def labels() -> dict[str, list[str]]:  # looked up only if an output is classified
-                return self.server.model_labels(message.model_name, message.model_version)
-
-            return encode_infer_response(response, request, regions=regions, config=config,
-                                         labels=labels)
+            # It is looked up once: decode, inference and encode see the same version.
+            with self.server.resolve(message.model_name, message.model_version) as model:
+                if model.decoupled:
+                    raise TritonError.unsupported(
+                        "ModelInfer RPC doesn't support models with decoupled transaction policy"
+                    )
+                request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+                response = await loop_bridge.answer(model.submit, request)
+            return encode_infer_response(response, request, regions=regions, config=model.config,
+                                         labels=model.labels)
         except TritonError as err:
             await _abort(context, err)
         except Exception as exc:  # a bug, not the client's fault: keep serving, say INTERNAL

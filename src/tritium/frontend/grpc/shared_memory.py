@@ -6,7 +6,8 @@ with Triton's codes and messages; `service.py` wires them into the service.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tritonclient.grpc import service_pb2 as pb
 

@@ -19,7 +19,7 @@ as a ModelStreamInferResponse, as Triton's src/grpc/stream_infer_handler.cc writ
 - when the client half-closes, the stream ends with OK once every request has finished; a
   message that does not parse ends the reading the same way (Triton's failed Read);
 - when the client goes away or cancels, every request still running is cancelled
-  (`InferenceServer.infer_stream` marks it) and the server carries on;
+  (`loop_bridge.responses` marks it) and the server carries on;
 - with the header `triton_grpc_error: true`, the first error response a model sends ends the
   stream with that error's gRPC status instead (Triton 24.08+); errors before a request runs
   still arrive as error messages.
@@ -29,15 +29,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Any, AsyncIterator, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import grpc
 from tritonclient.grpc import service_pb2 as pb
 
 from ...errors import Code, TritonError
 from ...request import InferenceRequest, InferenceResponse
-from ...server import InferenceServer
+from ...server import InferenceServer, ResolvedModel
+from .. import loop_bridge
+from ..extensions.shared_memory import OutputRegion
 from .codec import (
     ParsedInferRequest,
     decode_infer_request,
@@ -46,7 +49,6 @@ from .codec import (
     encode_stream_head,
     encode_stream_response,
 )
-from ..extensions.shared_memory import OutputRegion
 
 log = logging.getLogger("tritium.frontend.grpc")
 
@@ -133,14 +135,15 @@ class _Stream:
         """Decode one request (in arrival order) and start the task that runs it."""
         message, raws = parsed
         decoupled = False
+        model: ResolvedModel | None = None
         request: InferenceRequest | None = None
         regions: dict[str, OutputRegion] | None = None
-        config: Any = None
         error: TritonError | None = None
         try:
-            # As in ModelInfer (and Triton), the model is settled before the tensors are read.
-            config = self.server.model_config(message.model_name, message.model_version)
-            decoupled = config.model_transaction_policy.decoupled
+            # As in ModelInfer (and Triton), the model is settled before the tensors are read,
+            # once: decode, inference and encode see the same version.
+            model = self.server.resolve(message.model_name, message.model_version)
+            decoupled = model.decoupled
             request, regions = decode_infer_request(message, raws, self.server.shared_memory)
         except TritonError as err:
             error = err
@@ -148,6 +151,9 @@ class _Stream:
             log.exception("ModelStreamInfer: decoding a request for '%s' failed",
                           message.model_name)
             error = TritonError.internal(str(exc) or type(exc).__name__)
+        if error is not None and model is not None:
+            model.close()
+            model = None
 
         previous: asyncio.Future[None] | None = None
         turn: asyncio.Future[None] | None = None
@@ -156,18 +162,20 @@ class _Stream:
             turn = asyncio.get_running_loop().create_future()
             self._last_turn = turn
 
-        def labels() -> dict[str, list[str]]:  # looked up only if an output is classified
-            return self.server.model_labels(message.model_name, message.model_version)
-
+        encoding = (_NO_ENCODING if model is None
+                    else _Encoding(regions, model.config, model.labels))
         task = asyncio.get_running_loop().create_task(self._run(
-            message, request, _Encoding(regions, config, labels), error, decoupled, previous, turn
+            message, model, request, encoding, error, decoupled, previous, turn
         ))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if model is not None:  # a task cancelled before it submitted gives the model back
+            task.add_done_callback(_closing(model))
 
     async def _run(
         self,
         message: pb.ModelInferRequest,
+        model: ResolvedModel | None,
         request: InferenceRequest | None,
         encoding: _Encoding,
         error: TritonError | None,
@@ -179,11 +187,11 @@ class _Stream:
         # Decoupled responses go out as they come; an in-order request's wait for its turn.
         emit = self.outbox.put_nowait if turn is None else held.append
         try:
-            if request is None:
+            if model is None or request is None:
                 assert error is not None
                 emit(encode_stream_head(message, None, error.message))
             else:
-                await self._infer(message, request, encoding, decoupled, emit)
+                await self._infer(message, model, request, encoding, decoupled, emit)
             if turn is not None:
                 if previous is not None:
                     await asyncio.wait([previous])
@@ -202,6 +210,7 @@ class _Stream:
     async def _infer(
         self,
         message: pb.ModelInferRequest,
+        model: ResolvedModel,
         request: InferenceRequest,
         encoding: _Encoding,
         decoupled: bool,
@@ -209,7 +218,7 @@ class _Stream:
     ) -> None:
         empty_final = decoupled and enable_empty_final_response(message)
         try:
-            async with aclosing(self.server.infer_stream(request)) as responses:
+            async with aclosing(loop_bridge.responses(model.submit, request)) as responses:
                 async for response, final in responses:
                     if response is None:
                         if final and empty_final:
@@ -234,7 +243,15 @@ class _Encoding(NamedTuple):
 
     regions: dict[str, OutputRegion] | None
     config: Any
-    labels: Callable[[], dict[str, list[str]]]
+    labels: dict[str, list[str]]
+
+
+# A request that failed before its model was known is answered with its error only.
+_NO_ENCODING = _Encoding(None, None, {})
+
+
+def _closing(model: ResolvedModel) -> Callable[[asyncio.Task[None]], None]:
+    return lambda _task: model.close()
 
 
 def _encode(response: InferenceResponse, request: InferenceRequest, encoding: _Encoding,

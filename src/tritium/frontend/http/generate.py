@@ -28,10 +28,11 @@ import logging
 from typing import Any
 
 from ...errors import TritonError
-from ...request import InferenceRequest, InferenceResponse, log_prefix
-from ...server import InferenceServer, parse_version
+from ...request import InferenceRequest, InferenceResponse, log_prefix, parse_version
+from ...server import InferenceServer
 from ...tensor import Tensor, element_count, wire_datatype
 from ..extensions.json_codec import NOT_STRING, dumps, load_json, parse_error
+from ..loop_bridge import each_on_loop
 from .json_data import array_from_json, json_from_array
 from .server import HttpConnection, Request
 
@@ -52,17 +53,18 @@ def handle_generate(server: InferenceServer, conn: HttpConnection, http_request:
     if http_request.method != b"POST":
         return _reply_error(conn, 405, "Method Not Allowed")
     try:
-        config = server.model_config(name, version)
-        for key, value in http_request.headers:
-            if key == b"content-encoding":  # the first one counts, as in Triton
-                if value != b"identity":
-                    raise TritonError.invalid_arg(
-                        "Unsupported content-encoding, only 'identity' is supported."
-                    )
-                break
-        request = _decode(name, parse_version(version), http_request.body, config)
-        answer = _Answer(conn, request, streaming)
-        server.infer_each(request, answer.on_response)
+        # One lookup: the body is read against the version the request then runs on.
+        with server.resolve(name, version) as model:
+            for key, value in http_request.headers:
+                if key == b"content-encoding":  # the first one counts, as in Triton
+                    if value != b"identity":
+                        raise TritonError.invalid_arg(
+                            "Unsupported content-encoding, only 'identity' is supported."
+                        )
+                    break
+            request = _decode(name, parse_version(version), http_request.body, model.config)
+            answer = _Answer(conn, request, streaming)
+            each_on_loop(model.submit, request, answer.on_response)
     except TritonError as exc:
         return _reply_error(conn, exc.http_status, exc.message)
     # If the client goes away before the answer is complete, the request is marked cancelled.

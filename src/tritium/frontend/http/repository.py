@@ -13,8 +13,9 @@ import base64
 import binascii
 import json
 import logging
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ...errors import TritonError

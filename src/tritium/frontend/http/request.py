@@ -11,8 +11,9 @@ without copying the body: `np.frombuffer` on slices of the received bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,13 +38,13 @@ from ..extensions.json_codec import (
     missing,
     parse_error,
 )
-from .json_data import array_from_json
 from ..extensions.limits import check_requested_outputs
 from ..extensions.shared_memory import (
     OutputRegion,
     SharedMemoryManager,
     region_view,
 )
+from .json_data import array_from_json
 
 _INT64_MAX = (1 << 63) - 1
 
@@ -377,7 +378,7 @@ def _decode_raw(
                 f"{prefix}For BYTE datatype raw input '{spec.name}', the model must have "
                 "input shape [1]"
             )
-        data = np.empty(1, dtype=np.object_)
+        data: np.ndarray = np.empty(1, dtype=np.object_)
         data[0] = body
         data = data.reshape(shape)
     else:

@@ -15,9 +15,9 @@ from ...request import InferenceRequest, InferenceResponse
 from ...tensor import numpy_dtype, serialize_bytes
 from ..extensions.classification import classify
 from ..extensions.json_codec import dumps, utf8
+from ..extensions.shared_memory import write_output
 from .json_data import json_from_array
 from .request import OutputPlan
-from ..extensions.shared_memory import write_output
 
 
 def encode_infer_response(
@@ -110,4 +110,4 @@ def _raw_bytes(datatype: str, array: np.ndarray) -> Any:
         array = array.astype(array.dtype.newbyteorder("<"))
     if array.size == 0:
         return b""
-    return memoryview(array).cast("B")
+    return array.data.cast("B")

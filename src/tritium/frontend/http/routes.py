@@ -16,15 +16,16 @@ from urllib.parse import unquote_to_bytes
 
 from ...errors import TritonError
 from ...server import InferenceServer
+from ..extensions.json_codec import dumps
+from ..extensions.restricted_api import HttpRestrictions, Restriction
+from ..loop_bridge import each_on_loop, final_only
 from .compression import accepted_encoding, compress, decompress
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
-from ..extensions.json_codec import dumps
 from .repository import Answer, repository_handler, run_later
 from .request import OutputPlan, decode_infer_request, parse_header_length
 from .response import encode_infer_response
 from .server import DEFAULT_MAX_INPUT_SIZE, HttpConnection, HttpEndpoint, Request
-from ..extensions.restricted_api import HttpRestrictions, Restriction
 from .shared_memory import PREFIXES as _SHM_PREFIXES
 from .shared_memory import handle as _shared_memory_call
 from .shared_memory import parse_path as _shared_memory_path
@@ -118,10 +119,7 @@ class HttpApp:
         if path == "/v2/health/live" or path == "/v2/health/ready":
             if method != b"GET":
                 return _method_not_allowed(conn)
-            if path.endswith("live"):
-                ok = self.server.is_live()
-            else:
-                ok = self.server.is_ready()
+            ok = self.server.is_live() if path.endswith("live") else self.server.is_ready()
             return _reply(conn, 200 if ok else 400)
         if path in PATHS:
             return self._extension(conn, self.extensions.server_route, path, method, request.body)
@@ -240,36 +238,42 @@ class HttpApp:
                 accept_encoding = value.decode("latin-1")
         # Like Triton: unknown and decoupled models are refused before the body is parsed, and
         # errors before parsing (and after inference) come as text/plain, the others as JSON.
+        # The model is looked up once: decode, inference and encode see the same version.
         try:
-            config = self.server.model_config(name, version)
-            if config.model_transaction_policy.decoupled:
-                raise TritonError.unsupported(
-                    "HTTP end point doesn't support models with decoupled transaction policy"
-                )
-            # Present but empty is as unknown as any other coding (Triton refuses it too).
-            if content_encoding is not None and content_encoding not in (
-                "identity", "gzip", "deflate"
-            ):
-                return _reply_error(
-                    conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
-                )
-            body = http_request.body
-            if content_encoding in ("gzip", "deflate"):
-                body = decompress(body, content_encoding, self.max_input_size)
-            header_length = parse_header_length(header_length_text, len(body))
+            model = self.server.resolve(name, version)
         except TritonError as exc:
             return _reply_error(conn, exc.http_status, exc.message, _TEXT)
+        with model:
+            config = model.config
+            try:
+                if model.decoupled:
+                    raise TritonError.unsupported(
+                        "HTTP end point doesn't support models with decoupled transaction policy"
+                    )
+                # Present but empty is as unknown as any other coding (Triton refuses it too).
+                if content_encoding is not None and content_encoding not in (
+                    "identity", "gzip", "deflate"
+                ):
+                    return _reply_error(
+                        conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
+                    )
+                body = http_request.body
+                if content_encoding in ("gzip", "deflate"):
+                    body = decompress(body, content_encoding, self.max_input_size)
+                header_length = parse_header_length(header_length_text, len(body))
+            except TritonError as exc:
+                return _reply_error(conn, exc.http_status, exc.message, _TEXT)
 
-        request, plan = decode_infer_request(
-            name, model_version, body, header_length, config, self.server.shared_memory
-        )
-        if plan.classifies:
-            plan.labels = self.server.model_labels(name, version)
-        # If the frontend stops before the answer, the request is marked cancelled.
-        conn.pending = request
-        self.server.infer_nowait(request, partial(
-            _answer, conn, http_request, request, plan, config, accept_encoding
-        ))
+            request, plan = decode_infer_request(
+                name, model_version, body, header_length, config, self.server.shared_memory
+            )
+            if plan.classifies:
+                plan.labels = model.labels
+            # If the frontend stops before the answer, the request is marked cancelled.
+            conn.pending = request
+            each_on_loop(model.submit, request, final_only(partial(
+                _answer, conn, http_request, request, plan, config, accept_encoding
+            )))
 
 
 def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:
@@ -333,5 +337,5 @@ class HttpFrontend(HttpEndpoint):
     def __init__(self, server: InferenceServer, address: str, port: int,
                  restrictions: dict[str, Restriction] | None = None,
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
-        super().__init__(HttpApp(server, restrictions, max_input_size), address, port, "HTTPService",
-                         max_input_size=max_input_size)
+        super().__init__(HttpApp(server, restrictions, max_input_size), address, port,
+                         "HTTPService", max_input_size=max_input_size)

@@ -25,7 +25,7 @@ import http
 import logging
 import socket
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import unquote
 
 import httptools
@@ -76,13 +76,13 @@ def _too_large_headers(limit: int) -> bytes:
 
 class Request:
     """One parsed request: the method (bytes), the path as sent (bytes, without the query) and
-    percent-decoded (str), lowercase header names with their values, the whole body (None
-    when it was larger than the endpoint accepts)."""
+    percent-decoded (str), lowercase header names with their values, the whole body (empty,
+    and `too_large` set, when it was larger than the endpoint accepts)."""
 
-    __slots__ = ("method", "raw_path", "path", "headers", "body")
+    __slots__ = ("method", "raw_path", "path", "headers", "body", "too_large")
 
     def __init__(self, method: bytes, raw_path: bytes, headers: list[tuple[bytes, bytes]],
-                 body: bytes | None) -> None:
+                 body: bytes, too_large: bool = False) -> None:
         self.method = method
         self.raw_path = raw_path
         # The percent-decoded path, for matching fixed routes (as an ASGI server's `path`).
@@ -90,17 +90,18 @@ class Request:
         self.path = unquote(path) if "%" in path else path
         self.headers = headers
         self.body = body
+        self.too_large = too_large
 
 
 class Handler(Protocol):
-    def __call__(self, connection: "HttpConnection", request: Request) -> None:
+    def __call__(self, connection: HttpConnection, request: Request, /) -> None:
         """Answer `request` through `connection.respond`, now or later (from the loop)."""
 
 
 class HttpConnection(asyncio.Protocol):
     """One client connection: parse requests, hand them to the handler one at a time."""
 
-    def __init__(self, endpoint: "HttpEndpoint") -> None:
+    def __init__(self, endpoint: HttpEndpoint) -> None:
         self._endpoint = endpoint
         self._handler = endpoint.handler
         self._loop = endpoint.loop
@@ -136,14 +137,14 @@ class HttpConnection(asyncio.Protocol):
     # -- asyncio.Protocol ----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream transport
         self._endpoint.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._endpoint.connections.discard(self)
         self._pipeline.clear()
-        self._parser = None  # type: ignore[assignment]
+        del self._parser  # it refers back to this connection
         # The client went away before its answer was complete: as Triton's request-fini hook
         # does, the request is cancelled (a model may stop early; its answers are dropped).
         pending, self.pending = self.pending, None
@@ -214,12 +215,13 @@ class HttpConnection(asyncio.Protocol):
         parser = self._parser
         body = self._body
         parsed = httptools.parse_url(self._url)
+        too_large = self._body_size > self._max_input_size
         request = Request(
             parser.get_method(),
             parsed.path,
             self._headers,
-            None if self._body_size > self._max_input_size
-            else body[0] if len(body) == 1 else b"".join(body),
+            b"" if too_large else body[0] if len(body) == 1 else b"".join(body),
+            too_large,
         )
         keep_alive = parser.get_http_version() != "1.0" and parser.should_keep_alive()
         if self._busy:
@@ -235,7 +237,7 @@ class HttpConnection(asyncio.Protocol):
         self._busy = True
         self._keep_alive = keep_alive and not self._endpoint.stopping
         self._head = request.method == b"HEAD"
-        if request.body is None:
+        if request.too_large:
             return self._refuse_too_large()
         try:
             self._handler(self, request)
@@ -380,7 +382,7 @@ class HttpEndpoint:
         self.description = f"{service} at {address}:{port}"
         self.connections: set[HttpConnection] = set()
         self.stopping = False
-        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self.loop: asyncio.AbstractEventLoop  # set by start()
         self._server: asyncio.AbstractServer | None = None
         self._sweeper: asyncio.TimerHandle | None = None
 
@@ -452,4 +454,6 @@ def bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-__all__ = ["DEFAULT_MAX_INPUT_SIZE", "HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"]
+__all__ = [
+    "DEFAULT_MAX_INPUT_SIZE", "HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"
+]

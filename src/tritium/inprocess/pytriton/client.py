@@ -84,7 +84,8 @@ class ModelClient:
         if inputs and named_inputs:
             raise ValueError("Use either positional or named inputs, not both")
         if inputs:
-            named_inputs = {spec["name"]: value for spec, value in zip(self._inputs, inputs)}
+            pairs = zip(self._inputs, inputs, strict=False)
+            named_inputs = {spec["name"]: value for spec, value in pairs}
         datatypes = {spec["name"]: spec["datatype"] for spec in self._inputs}
         tensors = []
         for name, value in named_inputs.items():

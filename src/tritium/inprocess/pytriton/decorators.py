@@ -67,7 +67,7 @@ def sample(wrapped: Callable[..., Outputs]) -> Callable[[list[Request]], Any]:
 
 
 def _zip_streams(streams: list[Iterator[Outputs]]) -> Iterator[list[Outputs]]:
-    for outputs in zip(*streams):
+    for outputs in zip(*streams, strict=False):  # the shortest stream ends them all
         yield list(outputs)
 
 

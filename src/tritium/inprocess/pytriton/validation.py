@@ -74,7 +74,7 @@ def _check_declared(model: str, name: str, value: np.ndarray, declared: dict[str
             f"{np.dtype(spec.dtype)}")
     shape = value.shape[1:] if batching else value.shape
     dims = tuple(spec.shape)
-    if len(shape) != len(dims) or any(d not in (-1, s) for d, s in zip(dims, shape)):
+    if len(shape) != len(dims) or any(d not in (-1, s) for d, s in zip(dims, shape, strict=True)):
         raise PyTritonValidationError(
             f"Output `{name}` of `{model}` has shape {list(shape)} (batch aside), declared "
             f"{list(dims)}")

@@ -15,15 +15,16 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tritium.backend import RESPONSE_COMPLETE_FINAL, TritonError
 
 from ..wire import messages
+from ..wire.shm_tensors import open_block
 from .custom_metrics import StubMetrics
 from .process_requests import response_from_wire
 from .request_executor import RequestExecutor
-from ..wire.shm_tensors import open_block
 
 if TYPE_CHECKING:
     from .stub_launcher import StubProcess

@@ -8,7 +8,7 @@ own arrives on the stub's async channel (`async_channel.py`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from tritium.backend import (
     Backend,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from tritium.backend import (
     RESPONSE_COMPLETE_FINAL,
@@ -53,7 +54,7 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         wire = []
         at = 0
         default_outputs = stub.output_names
-        for request, handle, count in zip(requests, handles, counts):
+        for request, handle, count in zip(requests, handles, counts, strict=True):
             outputs = request.requested_outputs
             wire.append((
                 handle, request.id, request.correlation_id, request.flags,
@@ -98,9 +99,11 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         response_block = (None if out_block is None
                           else open_block(out_block, stub.from_stub, conn.fds))
         try:
-            for request, wire_response in zip(requests, responses):
+            for request, wire_response in zip(requests, responses, strict=True):
                 if wire_response is not None:
-                    request.response_sender.send(
+                    sender = request.response_sender
+                    assert sender is not None  # every request the server hands over has one
+                    sender.send(
                         response_from_wire(wire_response, response_block),
                         RESPONSE_COMPLETE_FINAL,
                     )
@@ -108,7 +111,7 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
             if response_block is not None:
                 response_block.release()
     if stub.decoupled:
-        for handle, request in zip(handles, requests):
+        for handle, request in zip(handles, requests, strict=True):
             sender = request.response_sender
             if sender is None or sender.is_completed:
                 table.pop(handle, None)

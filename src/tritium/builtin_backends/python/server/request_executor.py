@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
 
 from tritium.backend import (
     RESPONSE_COMPLETE_FINAL,
@@ -49,9 +51,9 @@ class RequestExecutor:
             if block is not None:
                 block.release()
 
+        deliver: Callable[[InferenceResponse | None, int], None]
         if decoupled:
-            def deliver(response: InferenceResponse | None, response_flags: int) -> None:
-                self._send_response(bls_id, response, response_flags)
+            deliver = partial(self._send_response, bls_id)
         else:
             deliver = self._single_response_delivery(bls_id, model_name)
 

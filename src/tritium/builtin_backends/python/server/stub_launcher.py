@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from tritium.backend import InferenceRequest, TritonError
 
+from ..stub.main import BOOTSTRAP
 from ..wire import messages
-from .async_channel import AsyncChannel
 from ..wire.shm_ring import Ring
 from ..wire.shm_tensors import TensorWriter
-from ..stub.main import BOOTSTRAP
+from .async_channel import AsyncChannel
 
 if TYPE_CHECKING:
     from .instance_state import InstanceState
@@ -45,7 +45,9 @@ class StubProcess:
     """A stub process and the server's end of its sockets and rings. `owner` is the instance
     it serves (None for a short-lived auto-complete stub), told when the stub dies."""
 
-    def __init__(self, model_state: PythonModelState, name: str, owner: InstanceState | None) -> None:
+    def __init__(
+        self, model_state: PythonModelState, name: str, owner: InstanceState | None
+    ) -> None:
         self.model_state = model_state
         self.backend = model_state.backend
         self.server = model_state.model.server

@@ -20,8 +20,8 @@ import sys
 import threading
 
 from ..wire.messages import DONE, Connection
-from .pb_stub import Stub
 from ..wire.shm_ring import Ring
+from .pb_stub import Stub
 
 
 def main(argv: list[str]) -> None:

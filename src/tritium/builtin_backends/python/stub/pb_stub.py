@@ -23,9 +23,9 @@ import traceback
 from typing import Any
 
 from ..wire import messages
-from .pb_wire import WIRE_OF_CODE, wire_response
 from ..wire.shm_ring import Ring
 from ..wire.shm_tensors import TensorWriter, open_block
+from .pb_wire import WIRE_OF_CODE, wire_response
 from .runtime import StubRuntime
 
 _RELEASE_RESCHEDULE = 2
@@ -182,8 +182,11 @@ class Stub:
         requests = []
         try:
             for handle, rid, cid, flags, timeout, params, names, descriptors in wire_requests:
-                inputs = [Tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
-                          for name, datatype, shape, offset, nbytes in descriptors]
+                inputs = []
+                if descriptors:
+                    assert block is not None  # the inputs travel in the block
+                    inputs = [Tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
+                              for name, datatype, shape, offset, nbytes in descriptors]
                 requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
                                             params, decoupled))
             if decoupled and block is not None:
@@ -251,7 +254,7 @@ class Stub:
                 f"InferenceResponse(s) size is:{len(returned)}\n"
             )
         Response = pb.InferenceResponse
-        for request, response in zip(requests, returned):
+        for request, response in zip(requests, returned, strict=True):
             if response is None:
                 continue
             if request._release_flags == _RELEASE_RESCHEDULE:
@@ -271,7 +274,7 @@ class Stub:
         tensors: list = []
         counts: list[int] = []
         wire_of = WIRE_OF_CODE
-        for request, response in zip(requests, returned):
+        for request, response in zip(requests, returned, strict=True):
             if response is None:
                 counts.append(-1)
                 continue
@@ -287,7 +290,7 @@ class Stub:
         descriptors, block, fds = self.writer.pack(tensors)
         wire: list = []
         at = 0
-        for response, count in zip(returned, counts):
+        for response, count in zip(returned, counts, strict=True):
             if count < 0:
                 wire.append(None)
                 continue

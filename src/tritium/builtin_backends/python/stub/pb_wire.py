@@ -7,7 +7,8 @@ Runs in the stub process: standard library, numpy and the transport only.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..wire.shm_tensors import Block, read_tensors
 

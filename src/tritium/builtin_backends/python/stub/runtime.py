@@ -16,9 +16,9 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..wire import messages
+from ..wire.shm_tensors import open_block
 from .bls_call import BlsCall, ResponseIterator
 from .pb_wire import pb_response, wire_response, wire_tensors
-from ..wire.shm_tensors import open_block
 
 if TYPE_CHECKING:
     from .pb_stub import Stub

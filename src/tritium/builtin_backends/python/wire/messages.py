@@ -18,7 +18,7 @@ import socket
 import struct
 import threading
 from collections import deque
-from typing import Sequence
+from collections.abc import Sequence
 
 # -- message kinds ---------------------------------------------------------------------------
 # server -> stub, on the exec socket (each answered on the same socket, in order)

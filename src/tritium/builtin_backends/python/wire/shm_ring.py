@@ -71,7 +71,7 @@ class Ring:
         self._consume_lock = threading.Lock()
 
     @classmethod
-    def create(cls, capacity: int, name: str) -> tuple["Ring", int]:
+    def create(cls, capacity: int, name: str) -> tuple[Ring, int]:
         """A new ring, and its fd for the peer to map (the caller closes it once passed on)."""
         fd = create_shared_fd(cls.HEADER + capacity, name)
         return cls(fd, capacity), fd

@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import struct
 from collections import deque
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,10 +41,7 @@ def serialize_bytes(array: np.ndarray) -> bytes:
         if isinstance(item, str):
             item = item.encode("utf-8")
         elif not isinstance(item, (bytes, bytearray, memoryview)):
-            if isinstance(item, np.bytes_):
-                item = bytes(item)
-            else:
-                item = str(item).encode("utf-8")
+            item = bytes(item) if isinstance(item, np.bytes_) else str(item).encode("utf-8")
         append(pack(len(item)))
         append(bytes(item))
     return b"".join(parts)

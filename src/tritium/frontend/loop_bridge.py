@@ -1,0 +1,127 @@
+"""The loop bridge: the one place where the core's threads meet an asyncio event loop.
+
+The core answers from whatever thread runs the model (`Deliver(response, flags)`, called by
+`InferenceServer.infer_async` or a resolved model's `submit`); frontends live in the server's
+event loop. Each need has one entry here, used alike by HTTP, gRPC, generate and the
+in-process API:
+
+- `answer`: the request's final response, awaited (an error response raises);
+- `responses`: every response as it comes, as an async iterator (decoupled models, streams);
+- `each_on_loop`: every response handed to a callback on the loop, for frontends that answer
+  from callbacks rather than tasks (the HTTP/1.1 protocol; `final_only` when it answers once).
+
+`submit` is `InferenceServer.infer_async` (the server looks the model up) or the `submit` of a
+model the frontend resolved once for the request (`InferenceServer.resolve`), so that decode,
+inference and encode all see one version. A response that arrives after the loop closed (a
+backend thread finishing during shutdown) has nobody left to read it and is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable
+
+from ..errors import TritonError
+from ..request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
+
+# How a request reaches the core: InferenceServer.infer_async or ResolvedModel.submit.
+Submit = Callable[[InferenceRequest, Deliver], None]
+# A response (None: a decoupled model's flag-only final) and whether it is the last one.
+OnResponse = Callable[[InferenceResponse | None, bool], None]
+
+
+async def answer(submit: Submit, request: InferenceRequest) -> InferenceResponse:
+    """Run `request` and return its final response (a decoupled model's last one).
+
+    Raises TritonError at once for a request that cannot be routed or validated, and for an
+    error response. Cancelling the awaiting task marks the request cancelled. The backend's
+    thread wakes the loop once, for the final response.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[InferenceResponse] = loop.create_future()
+    kept: list[InferenceResponse] = []
+
+    def deliver(response: InferenceResponse | None, flags: int) -> None:
+        # On the backend's thread: keep the responses, wake the loop for the final one only.
+        if response is not None:
+            kept.append(response)
+        if flags & RESPONSE_COMPLETE_FINAL:
+            try:
+                loop.call_soon_threadsafe(_resolve, done, _last(kept))
+            except RuntimeError:
+                pass  # the loop has closed
+
+    submit(request, deliver)
+    try:
+        response = await done
+    except asyncio.CancelledError:
+        request.cancelled = True
+        raise
+    if response.error is not None:
+        raise response.error
+    return response
+
+
+async def responses(
+    submit: Submit, request: InferenceRequest
+) -> AsyncGenerator[tuple[InferenceResponse | None, bool], None]:
+    """Every response of `request` as it comes, with whether it is the final one.
+
+    For decoupled models (any number of responses, possibly an empty final) and ordinary
+    ones alike. Raises TritonError at the first step for a request that cannot be routed or
+    validated. Closing the iterator early marks the request cancelled.
+    """
+    queue: asyncio.Queue[tuple[InferenceResponse | None, bool]] = asyncio.Queue()
+    each_on_loop(submit, request, lambda response, final: queue.put_nowait((response, final)))
+    final = False
+    try:
+        while not final:
+            response, final = await queue.get()
+            yield response, final
+    finally:
+        if not final:
+            request.cancelled = True
+
+
+def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnResponse) -> None:
+    """Start `request`; `on_response(response, final)` runs on the running event loop for each
+    response as it comes, `final` true on the last (whose response may be None).
+
+    Raises TritonError at once for a request that cannot be routed or validated.
+    """
+    loop = asyncio.get_running_loop()
+
+    def deliver(response: InferenceResponse | None, flags: int) -> None:
+        try:
+            loop.call_soon_threadsafe(
+                on_response, response, bool(flags & RESPONSE_COMPLETE_FINAL)
+            )
+        except RuntimeError:
+            pass  # the loop has closed
+
+    submit(request, deliver)
+
+
+def final_only(on_final: Callable[[InferenceResponse], None]) -> OnResponse:
+    """For `each_on_loop`: hand only the final response (the last one sent, error set when the
+    request failed) to `on_final`, as a frontend that answers once wants it."""
+    kept: list[InferenceResponse] = []
+
+    def on_response(response: InferenceResponse | None, final: bool) -> None:
+        if response is not None:
+            kept.append(response)
+        if final:
+            on_final(_last(kept))
+
+    return on_response
+
+
+def _last(kept: list[InferenceResponse]) -> InferenceResponse:
+    return kept[-1] if kept else InferenceResponse(
+        error=TritonError.internal("model sent no response")
+    )
+
+
+def _resolve(done: asyncio.Future[InferenceResponse], response: InferenceResponse) -> None:
+    if not done.done():
+        done.set_result(response)

@@ -1,0 +1,230 @@
+"""LoadedModel: one loaded model version, whatever serves it (Triton core's Model).
+
+The base of TritonModel (a backend's model, model.py) and EnsembleModel (ensemble.py), as
+Triton's Model is the base of its TritonModel and EnsembleModel: the configuration, the
+scheduler, the statistics and the labels, and the way requests come in (`hold`, then the
+holder's `submit`: normalise, count in flight, hand to the scheduler or the response cache)
+and stop coming (`retire`, `unload` once those in flight are done).
+
+A request holds its model version from the moment it is resolved (ResolvedModel), as a Triton
+request holds a reference to its model: its decoding reads that version's configuration and
+labels, it runs on that version, and a reload meanwhile swaps the version out of the lookup
+but does not unload it until the request is done.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import threading
+from pathlib import Path
+from time import perf_counter_ns
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ..errors import Code, TritonError
+from ..request import (
+    RESPONSE_COMPLETE_FINAL,
+    Deliver,
+    InferenceRequest,
+    InferenceResponse,
+    ResponseSender,
+)
+from ..response_cache import ModelResponseCache
+from ..scheduler import Scheduler
+from ..statistics import ModelStatistics
+from .request_normalizer import RequestSpec, normalize_request
+
+log = logging.getLogger("tritium.model")
+
+
+class ModelRetired(TritonError):
+    """Raised by `LoadedModel.hold` once the version is being unloaded or replaced.
+
+    The server then resolves the request again, to the version that replaced it (a reload), so
+    a request that raced a swap is never lost.
+    """
+
+    def __init__(self, name: str, version: int) -> None:
+        super().__init__(
+            Code.UNAVAILABLE,
+            f"Request for unknown model: '{name}' version {version} is not at ready state",
+        )
+
+
+class LoadedModel(abc.ABC):
+    def __init__(
+        self, name: str, version: int, repository_path: Path, statistics: ModelStatistics
+    ) -> None:
+        self.name = name
+        self.version = version
+        # The model's directory (config.pbtxt and the version folders).
+        self.repository_path = repository_path
+        self.statistics = statistics
+        self.scheduler: Scheduler | None = None
+        # Output name -> labels (label_filename), for classification.
+        self.labels: dict[str, list[str]] = {}
+        self._version_text = str(version)
+        # What normalize_request reads from the configuration (built once it is final).
+        self._spec: RequestSpec | None = None
+        self._cache: ModelResponseCache | None = None
+        self._inflight = 0
+        self._waiters = 0
+        self._retired = False
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+
+    @property
+    @abc.abstractmethod
+    def config(self) -> mc.ModelConfig:
+        """The final configuration (after auto-complete and normalisation)."""
+
+    def is_ready(self) -> bool:
+        """Whether the version can serve; a backend's model asks its instances."""
+        return True
+
+    @property
+    def decoupled(self) -> bool:
+        return self.config.model_transaction_policy.decoupled
+
+    def hold(self) -> ResolvedModel:
+        """Take an in-flight slot for one request: the version stays loaded until the request
+        is done (or the holder closes unused). Raises ModelRetired once retired."""
+        # The slot is taken first, so that `retire` then `wait_idle` can never miss a request.
+        with self._lock:
+            if self._retired:
+                raise ModelRetired(self.name, self.version)
+            self._inflight += 1
+        return ResolvedModel(self)
+
+    def _run(self, request: InferenceRequest, deliver: Deliver) -> None:
+        """ResolvedModel.submit, on the slot `hold` took: validate and queue `request`."""
+        spec = self._spec
+        if spec is None:
+            spec = self._spec = RequestSpec(self.config)
+        try:
+            normalize_request(request, spec)
+        except BaseException:
+            self._finish_one()
+            raise
+        scheduler = self.scheduler
+        assert scheduler is not None
+        name = self.name
+        version = self._version_text
+        record_request = self.statistics.record_request
+        finish_one = self._finish_one
+        failed = False
+
+        def on_response(response: InferenceResponse | None, flags: int) -> None:
+            nonlocal failed
+            if response is not None:
+                response.model_name = name
+                response.model_version = version
+                response.id = request.id
+                if response.error is not None:
+                    failed = True
+            if flags & RESPONSE_COMPLETE_FINAL:
+                record_request(request, not failed)
+                finish_one()
+            deliver(response, flags)
+
+        request.response_sender = ResponseSender(on_response)
+        request.queue_start_ns = perf_counter_ns()
+        if self._cache is not None and self._cache.serve(request):
+            return
+        try:
+            scheduler.enqueue(request)
+        except BaseException:
+            # Refused by the scheduler (e.g. a sequence never started): no response will come.
+            request.response_sender = None
+            finish_one()
+            raise
+
+    def _finish_one(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            if self._inflight == 0 and self._waiters:
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no request is in flight; False if `timeout` passed first."""
+        with self._idle:
+            self._waiters += 1
+            try:
+                return self._idle.wait_for(lambda: self._inflight == 0, timeout)
+            finally:
+                self._waiters -= 1
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    def retire(self) -> None:
+        """Take no new request (they get ModelRetired); those already in flight go on."""
+        with self._lock:
+            self._retired = True
+
+    def unload(self, timeout: float | None = None) -> None:
+        """Finish in-flight requests (up to `timeout`), then tear the version down."""
+        self.retire()
+        if not self.wait_idle(timeout):
+            log.warning(
+                "model '%s' version %d unloading with %d request(s) still in flight",
+                self.name,
+                self.version,
+                self._inflight,
+            )
+        self._teardown()
+
+    def _teardown(self) -> None:
+        """Stop the scheduler; a backend's model then finalizes its instances and itself."""
+        if self.scheduler is not None:
+            self.scheduler.stop()
+            self.scheduler = None
+
+
+class ResolvedModel:
+    """The model version one request was resolved to (`LoadedModel.hold`), until it is
+    submitted: what the frontend reads to decode and encode (config, labels), and where the
+    request runs. Closing it unsubmitted (a request that failed to decode) gives the slot back;
+    use it as a context manager around decode and submit."""
+
+    __slots__ = ("model", "_held")
+
+    def __init__(self, model: LoadedModel) -> None:
+        self.model = model
+        self._held = True
+
+    @property
+    def config(self) -> mc.ModelConfig:
+        return self.model.config
+
+    @property
+    def labels(self) -> dict[str, list[str]]:
+        return self.model.labels
+
+    @property
+    def decoupled(self) -> bool:
+        return self.model.decoupled
+
+    def submit(self, request: InferenceRequest, deliver: Deliver) -> None:
+        """Validate `request` against this version's configuration and queue it on it.
+
+        Raises TritonError for a request the model cannot take; otherwise every response,
+        including the final one, reaches `deliver` (from an instance thread). Once only.
+        """
+        if not self._held:
+            raise TritonError.internal("a resolved model takes one request")
+        self._held = False  # the request owns the slot now, and gives it back when done
+        self.model._run(request, deliver)
+
+    def close(self) -> None:
+        if self._held:
+            self._held = False
+            self.model._finish_one()
+
+    def __enter__(self) -> ResolvedModel:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

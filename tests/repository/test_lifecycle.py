@@ -1,0 +1,223 @@
+"""Start-up, model life cycle, backend plugins and graceful shutdown, seen from outside."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from support import ROOT
+from support.models import identity_config, write_model
+from support.server_process import ServerProcess
+
+ORDER_BACKEND = """
+import os
+from tritium.backend import ModelInstanceState, ModelState
+
+LOG = os.environ["ORDER_LOG"]
+
+def record(event):
+    with open(LOG, "a") as f:
+        f.write(event + "\\n")
+
+def initialize(backend):
+    record("initialize " + backend.config.get("greeting", "-"))
+
+def finalize(backend):
+    record("finalize")
+
+def model_initialize(model):
+    ModelState.create(model)
+    record("model_initialize " + model.name)
+
+def model_finalize(model):
+    record("model_finalize " + model.name)
+
+class Echo(ModelInstanceState):
+    def execute(self, inputs):
+        return {"OUTPUT0": inputs["INPUT0"]}
+
+def model_instance_initialize(instance):
+    Echo.create(instance)
+    record("model_instance_initialize " + instance.name)
+
+def model_instance_finalize(instance):
+    record("model_instance_finalize " + instance.name)
+
+def model_instance_execute(instance, requests):
+    instance.state.process_requests(requests)
+"""
+
+
+def infer_fp32(client: httpclient.InferenceServerClient, model: str, values: list[float]):
+    data = np.array([values], dtype=np.float32)
+    inp = httpclient.InferInput("INPUT0", list(data.shape), "FP32")
+    inp.set_data_from_numpy(data)
+    return client.infer(model, [inp]).as_numpy("OUTPUT0")
+
+
+def test_failed_model_does_not_stop_the_others(tmp_path: Path) -> None:
+    write_model(tmp_path, "good", identity_config("good"))
+    write_model(tmp_path, "bad", 'name: "bad"\nbackend: "identity"\nmax_batch_size: -3\n')
+    with ServerProcess([tmp_path], "--exit-on-error=false", "--strict-readiness=false") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("good")
+        assert not client.is_model_ready("bad")
+        assert client.is_server_ready()
+        np.testing.assert_array_equal(infer_fp32(client, "good", [1.5, 2.5]), [[1.5, 2.5]])
+        with pytest.raises(InferenceServerException) as info:
+            infer_fp32(client, "bad", [1.0])
+        assert "bad" in str(info.value)
+        table = server.log()
+        assert "| good " in table and "READY" in table
+        assert "| bad " in table and "UNAVAILABLE" in table and "max_batch_size" in table
+
+
+def test_strict_readiness_reports_not_ready_when_a_model_failed(tmp_path: Path) -> None:
+    write_model(tmp_path, "good", identity_config("good"))
+    write_model(tmp_path, "bad", 'name: "bad"\nbackend: "nosuchbackend"\n')
+    with ServerProcess([tmp_path], "--exit-on-error=false") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_server_live()
+        assert not client.is_server_ready()
+        assert "unable to find backend 'nosuchbackend'" in server.log()
+
+
+def test_exit_on_error_is_the_default(tmp_path: Path) -> None:
+    write_model(tmp_path, "good", identity_config("good"))
+    write_model(tmp_path, "bad", 'name: "bad"\nbackend: "nosuchbackend"\n')
+    server = ServerProcess([tmp_path]).start(wait_ready=False)
+    assert server.wait_exit(60) != 0
+    log = server.log()
+    assert "failed to load all models" in log
+    assert "| bad " in log
+
+
+def test_duplicate_model_name_fails_only_that_model(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    write_model(first, "twice", identity_config("twice"))
+    write_model(second, "twice", identity_config("twice"))
+    write_model(second, "once", identity_config("once"))
+    with ServerProcess([first, second], "--exit-on-error=false") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("once")
+        assert not client.is_model_ready("twice")
+        assert "multiple model repositories" in server.log()
+
+
+def test_explicit_mode_loads_only_named_models(tmp_path: Path) -> None:
+    for name in ("one", "two", "three"):
+        write_model(tmp_path, name, identity_config(name))
+    with ServerProcess([tmp_path], "--model-control-mode=explicit", "--load-model", "one",
+                       "--load-model=three") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("one") and client.is_model_ready("three")
+        assert not client.is_model_ready("two")
+
+
+def test_explicit_mode_star_loads_everything(tmp_path: Path) -> None:
+    for name in ("one", "two"):
+        write_model(tmp_path, name, identity_config(name))
+    with ServerProcess([tmp_path], "--model-control-mode", "explicit", "--load-model=*") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("one") and client.is_model_ready("two")
+
+
+def test_version_policy_latest_two(tmp_path: Path) -> None:
+    policy = "version_policy: { latest: { num_versions: 2 } }"
+    write_model(tmp_path, "m", identity_config("m", extra=policy), versions=(1, 2, 3))
+    (tmp_path / "m" / "notaversion").mkdir()
+    (tmp_path / "m" / "007").mkdir()
+    with ServerProcess([tmp_path]) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("m", "3") and client.is_model_ready("m", "2")
+        assert not client.is_model_ready("m", "1")
+        assert client.get_model_metadata("m")["versions"] == ["2", "3"]
+
+
+def test_custom_backend_lifecycle_and_graceful_shutdown_order(tmp_path: Path) -> None:
+    backends, repo = tmp_path / "backends", tmp_path / "repo"
+    (backends / "order").mkdir(parents=True)
+    (backends / "order" / "backend.py").write_text(ORDER_BACKEND)
+    write_model(repo, "echo", identity_config(
+        "echo", extra='backend: "order"\ninstance_group [ { kind: KIND_CPU count: 2 } ]'
+    ).replace('backend: "identity"\n', ""))
+    log = tmp_path / "order.log"
+    server = ServerProcess([repo], f"--backend-directory={backends}",
+                           "--backend-config=order,greeting=hello", env={"ORDER_LOG": str(log)})
+    with server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        np.testing.assert_array_equal(infer_fp32(client, "echo", [7.0]), [[7.0]])
+        assert server.stop(signal.SIGTERM) == 0
+    events = log.read_text().splitlines()
+    assert events[0] == "initialize hello"
+    assert events[1] == "model_initialize echo"
+    assert sorted(events[2:4]) == ["model_instance_initialize echo_0_0",
+                                   "model_instance_initialize echo_0_1"]
+    assert sorted(events[4:6]) == ["model_instance_finalize echo_0_0",
+                                   "model_instance_finalize echo_0_1"]
+    assert events[6:] == ["model_finalize echo", "finalize"]
+
+
+def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path) -> None:
+    write_model(tmp_path, "slow", identity_config(
+        "slow", extra='parameters { key: "execute_delay_ms" value: { string_value: "1500" } }'))
+    server = ServerProcess([tmp_path]).start()
+    client = httpclient.InferenceServerClient(server.http_url, network_timeout=30)
+    outcome: dict = {}
+
+    def call() -> None:
+        try:
+            outcome["value"] = infer_fp32(client, "slow", [3.0])
+        except Exception as exc:  # reported below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    # Wait until the request is executing: the pending gauge shows it.
+    import time
+    import urllib.request
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        text = urllib.request.urlopen(server.metrics_url).read().decode()
+        if 'nv_inference_pending_request_count{model="slow",version="1"} 1.0' in text:
+            break
+        time.sleep(0.02)
+    assert server.stop(signal.SIGTERM) == 0
+    thread.join()
+    assert "error" not in outcome, outcome.get("error")
+    np.testing.assert_array_equal(outcome["value"], [[3.0]])
+
+
+def run_check(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tritium", "check", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+
+
+def test_check_prints_completed_config_and_succeeds(tmp_path: Path) -> None:
+    write_model(tmp_path, "fine", 'backend: "identity"\nmax_batch_size: 4\n'
+                'input { name: "INPUT0" data_type: TYPE_FP32 dims: [ 2 ] }\n'
+                'output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 2 ] }\n')
+    result = run_check(str(tmp_path), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "fine: OK" in result.stdout
+    assert '"name": "fine"' in result.stdout
+    assert '"kind": "KIND_CPU"' in result.stdout  # the completed instance group
+
+
+def test_check_reports_syntax_error_with_file_and_line(tmp_path: Path) -> None:
+    write_model(tmp_path, "fine", identity_config("fine"))
+    write_model(tmp_path, "broken", 'name: "broken"\nbackend: "identity"\nmax_batch_size: [\n')
+    result = run_check(str(tmp_path))
+    assert result.returncode == 1
+    assert "fine: OK" in result.stdout
+    line = next(text for text in result.stdout.splitlines() if text.startswith("broken"))
+    assert "config.pbtxt" in line and ":3:" in line

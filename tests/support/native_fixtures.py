@@ -1,0 +1,47 @@
+"""Test backends in C++ (tests/support/native_backends/*.cc), compiled while the tests run against
+Tritium's own API header and libtritonserver.so, exactly as a Triton backend is built."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import shutil
+import subprocess
+from pathlib import Path
+
+from tritium.backend.native import build
+
+SOURCES = Path(__file__).resolve().parent / "native_backends"
+
+
+def compile_backends(directory: Path, names: dict[str, str]) -> Path:
+    """Compile `{backend name: source stem}` into `directory/<name>/libtriton_<name>.so`."""
+    library = build.library_path()
+    cxx = build.compiler()
+
+    def one(name: str, stem: str) -> None:
+        target = directory / name / f"libtriton_{name}.so"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(
+            [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{build.INCLUDE_DIR}",
+             f"-I{SOURCES}", str(SOURCES / f"{stem}.cc"), f"-L{library.parent}",
+             "-ltritonserver", "-lpthread", "-o", str(target)],
+            capture_output=True, text=True, check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"compiling {stem}.cc failed:\n{result.stderr}")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda item: one(*item), names.items()))
+    return directory
+
+
+def write_model(
+    repository: Path, name: str, config: str, files: dict[str, Path] | None = None
+) -> None:
+    folder = repository / name
+    (folder / "1").mkdir(parents=True, exist_ok=True)
+    (folder / "config.pbtxt").write_text(f'name: "{name}"\n{config}')
+    for relative, source in (files or {}).items():
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)

@@ -1,0 +1,106 @@
+"""The `probe` Python model and client helpers shared by the scheduling tests.
+
+`probe` reports, per request, how many requests shared its execute (REQUESTS), how many
+distinct INPUT0 shapes were among them (SHAPES) and when its execute ended (DONE, time.time()
+on the same machine as the client); it sleeps for the largest first element of INPUT0 among
+its requests, in milliseconds, so each test sets how long an execute takes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from support.server_process import ServerProcess
+
+PROBE = '''
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        inputs = [pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() for r in requests]
+        time.sleep(max(float(x.flat[0]) for x in inputs) / 1000.0)
+        shapes = len({x.shape[1:] for x in inputs})
+        done = time.time()
+        responses = []
+        for x in inputs:
+            rows = x.shape[0]
+            responses.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUTPUT0", x),
+                pb_utils.Tensor("REQUESTS", np.full((rows, 1), len(requests), np.int32)),
+                pb_utils.Tensor("SHAPES", np.full((rows, 1), shapes, np.int32)),
+                pb_utils.Tensor("DONE", np.full((rows, 1), done, np.float64)),
+            ]))
+        return responses
+'''
+
+
+def probe_config(name: str, batching: str, *, max_batch_size: int = 8, instances: int = 1,
+                 ragged: bool = False) -> str:
+    return f"""
+        name: "{name}"
+        backend: "python"
+        max_batch_size: {max_batch_size}
+        input {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ]
+                 allow_ragged_batch: {str(ragged).lower()} }}
+        output {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }}
+        output {{ name: "REQUESTS" data_type: TYPE_INT32 dims: [ 1 ] }}
+        output {{ name: "SHAPES" data_type: TYPE_INT32 dims: [ 1 ] }}
+        output {{ name: "DONE" data_type: TYPE_FP64 dims: [ 1 ] }}
+        instance_group {{ count: {instances} kind: KIND_CPU }}
+        dynamic_batching {{ {batching} }}
+        """
+
+
+class Outcome:
+    """One request's result (or error) and when it completed, in the client's order of events."""
+
+    _sequence = iter(range(1 << 62))
+    _lock = threading.Lock()
+
+    def __init__(self, result: Any, error: InferenceServerException | None) -> None:
+        self.result = result
+        self.error = error
+        self.received = time.time()
+        with Outcome._lock:
+            self.finished = next(Outcome._sequence)
+
+    def column(self, name: str) -> list[int]:
+        assert self.error is None, self.error
+        return [int(v) for v in self.result.as_numpy(name).reshape(-1)]
+
+
+def infer(server: ServerProcess, model: str, data: np.ndarray, **options: Any) -> Outcome:
+    client = httpclient.InferenceServerClient(server.http_url, network_timeout=60)
+    tensor = httpclient.InferInput("INPUT0", list(data.shape), "FP32")
+    tensor.set_data_from_numpy(data)
+    try:
+        result = client.infer(model, [tensor], **options)
+    except InferenceServerException as error:
+        return Outcome(None, error)
+    finally:
+        client.close()
+    return Outcome(result, None)
+
+
+def rows(*values: float, width: int = 1) -> np.ndarray:
+    """A [len(values), width] FP32 batch whose rows start with `values` (the probe's sleep)."""
+    data = np.zeros((len(values), width), np.float32)
+    data[:, 0] = values
+    return data
+
+
+def concurrently(server: ServerProcess, model: str, arrays: list[np.ndarray],
+                 **options: Any) -> list[Outcome]:
+    with ThreadPoolExecutor(len(arrays)) as pool:
+        futures = [pool.submit(infer, server, model, a, **options) for a in arrays]
+        return [f.result() for f in futures]

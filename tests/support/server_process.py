@@ -1,0 +1,153 @@
+"""Start `tritium serve` as a real process on free loopback ports, for tests and the benchmark."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+from support import ROOT
+
+
+def free_ports(count: int) -> list[int]:
+    sockets, ports = [], []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        sockets.append(s)
+        ports.append(s.getsockname()[1])
+    for s in sockets:
+        s.close()
+    return ports
+
+
+class ServerProcess:
+    """One `python -m tritium serve` process; `start()` returns once HTTP answers
+    /v2/health/live."""
+
+    def __init__(self, repositories: Sequence[Path | str], *args: str, env: dict | None = None,
+                 prefix: Sequence[str] = ()):
+        self.repositories = [str(r) for r in repositories]
+        self.args = list(args)
+        self.env = env
+        # Run the server under another command, e.g. ("taskset", "-c", "0") in the benchmark.
+        self.prefix = list(prefix)
+        self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
+        self.process: subprocess.Popen | None = None
+        # Open for the process's whole life; the file stays for `output` after it ends.
+        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115
+            prefix="tritium-", suffix=".log", delete=False
+        )
+
+    @property
+    def http_url(self) -> str:
+        return f"127.0.0.1:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    def command(self) -> list[str]:
+        cmd = [*self.prefix, sys.executable, "-m", "tritium", "serve"]
+        for repo in self.repositories:
+            cmd.append(f"--model-repository={repo}")
+        cmd += [
+            f"--http-port={self.http_port}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-port={self.metrics_port}",
+            "--http-address=127.0.0.1",
+            "--grpc-address=127.0.0.1",
+            *self.args,
+        ]
+        return cmd
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+        env.update(self.env or {})
+        return env
+
+    def start(self, timeout: float = 60.0, wait_ready: bool = True) -> ServerProcess:
+        env = self.environment()
+        self.process = subprocess.Popen(
+            self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env
+        )
+        if wait_ready:
+            self.wait_live(timeout)
+        return self
+
+    def wait_live(self, timeout: float = 60.0, endpoint: str = "live") -> None:
+        deadline = time.monotonic() + timeout
+        url = f"http://{self.http_url}/v2/health/{endpoint}"
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"server did not become live in {timeout}s:\n{self.log()}")
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        assert self.process is not None
+        return self.process.wait(timeout)
+
+    def log(self) -> str:
+        return Path(self._log.name).read_text(errors="replace")
+
+    def metric(self, name: str, model: str) -> float:
+        """One of the model's Prometheus figures, as a scraper reads it from --metrics-port."""
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as response:
+            text = response.read().decode()
+        for line in text.splitlines():
+            if line.startswith(name + "{") and f'model="{model}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"no {name} for {model}:\n{text}")
+
+    def wait_metric(self, name: str, model: str, value: float, timeout: float = 10.0) -> None:
+        """Wait until the figure reaches `value`: an instance records its execute only after
+        the backend returned, which can be just after the client got its answer."""
+        deadline = time.monotonic() + timeout
+        while (current := self.metric(name, model)) < value:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} of {model} is {current}, never {value}")
+            time.sleep(0.01)
+
+    def wait_pending(self, model: str, count: int, timeout: float = 30.0) -> None:
+        """Wait until the server holds `count` accepted, unanswered requests for `model`: the
+        synchronisation point for tests that act while requests are in flight (no sleeps)."""
+        deadline = time.monotonic() + timeout
+        while (pending := self.metric("nv_inference_pending_request_count", model)) != count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{model}: {pending} requests pending, never {count}")
+            time.sleep(0.01)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,62 @@
+"""Tiny TorchScript models for the pytorch backend tests, scripted with torch.jit.script (which
+needs their source, hence a module of their own) and saved as `model.pt`."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import torch
+
+
+class AddSub(torch.nn.Module):
+    """Inputs by the <name>__<index> convention: OUTPUT__0 = a + b, OUTPUT__1 = a - b."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        return a + b, a - b
+
+
+class Difference(torch.nn.Module):
+    """Inputs by forward argument name: the configuration may list them in any order."""
+
+    def forward(self, minuend: torch.Tensor, subtrahend: torch.Tensor) -> torch.Tensor:
+        return minuend - subtrahend
+
+
+class Doubler(torch.nn.Module):
+    """One Dict[str, Tensor] argument: every configured input arrives by name."""
+
+    def forward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return inputs["x"] * 2 + inputs["y"]
+
+
+class Accumulator(torch.nn.Module):
+    """The stateful accumulator of onnx_models.accumulator, arguments by position: the sum of
+    `value` restarts when `start` is 1, the controls are echoed, the new state comes last."""
+
+    def forward(self, value: torch.Tensor, start: torch.Tensor, end: torch.Tensor,
+                ready: torch.Tensor, corrid: torch.Tensor, state: torch.Tensor):
+        total = value + state * (1 - start)
+        return total, start, end, ready, corrid, total
+
+
+class Shout(torch.nn.Module):
+    """Strings: a List[str] in, a List[str] out."""
+
+    def forward(self, words: list[str]) -> list[str]:
+        return [w.upper() for w in words]
+
+
+def mlp(features: int = 64, hidden: int = 128, classes: int = 16) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, classes)
+    ).eval()
+
+
+def save(module: torch.nn.Module, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():  # TorchScript is deprecated, and what Triton serves
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.script(module).save(str(path))
+    return path
