@@ -1,8 +1,8 @@
 """The `ray` suite: model instances placed on a Ray cluster (`--ray-address`).
 
 A simulated cluster on this machine: a head node with no CPUs for actors, and two worker nodes
-of 4 logical CPUs each, node A's processes pinned to core 0 and node B's to core 1, so "one node" and
-"two nodes" really mean one core and two. Measured:
+of 4 logical CPUs each, node A's processes pinned to core 0 and node B's to core 1, so "one
+node" and "two nodes" really mean one core and two. Measured:
 
 - scale-out: a CPU-bound Python model (about 20 ms of single-threaded numpy work per request),
   two instances on node A versus one on node A and one on node B, the same closed-loop load
@@ -16,7 +16,6 @@ of 4 logical CPUs each, node A's processes pinned to core 0 and node B's to core
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -27,11 +26,13 @@ from pathlib import Path
 
 import numpy as np
 from loadgen import Result, run_load
-from models import write_model
-from server_process import ServerProcess
 
-ROOT = Path(__file__).resolve().parent.parent
-ADD_SUB = ROOT / "tests" / "python_models" / "repo" / "add_sub"
+from support import PYTHON_MODELS
+from support.models import write_model
+from support.ray_placement import ray_parameter
+from support.server_process import ServerProcess
+
+ADD_SUB = PYTHON_MODELS / "repo" / "add_sub"
 SINGLE_THREAD = {"env_vars": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}
 
 CPU20 = '''
@@ -58,10 +59,6 @@ class TritonPythonModel:
 '''
 
 
-def _ray(options: dict, key: str = "ray") -> str:
-    return f'parameters {{ key: "{key}" value: {{ string_value: {json.dumps(json.dumps(options))} }} }}\n'
-
-
 def _node(name: str) -> dict:
     return {"num_cpus": 1, "resources": {name: 1}, "runtime_env": SINGLE_THREAD}
 
@@ -72,7 +69,7 @@ def _cpu20(name: str, groups: list[tuple[str, str]]) -> str:
             'input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
             'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
             f"instance_group [ {group_text} ]\n"
-            + "".join(_ray(_node(node), f"ray:{g}") for g, node in groups))
+            + "".join(ray_parameter(_node(node), f"ray:{g}") for g, node in groups))
 
 
 def _repository(repo: Path) -> None:
@@ -83,7 +80,7 @@ def _repository(repo: Path) -> None:
                                                                     ("b0", "node_b")]),
                 files={"1/model.py": CPU20})
     light = {"num_cpus": 0.01, "resources": {"node_a": 0.01}}
-    for name, extra in (("add_sub_local", ""), ("add_sub_ray", _ray(light))):
+    for name, extra in (("add_sub_local", ""), ("add_sub_ray", ray_parameter(light))):
         shutil.copytree(ADD_SUB, repo / name)
         config = repo / name / "config.pbtxt"
         config.write_text(config.read_text().replace('"add_sub"', f'"{name}"') + extra)

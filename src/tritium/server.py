@@ -111,12 +111,14 @@ class InferenceServer:
                           if options.rate_limit == "execution_count" else None),
             server=self,
         )
-        self.instance_placement: Any = None  # a RayPlacement with --ray-address
         if options.ray_address:
             # Only here: a server without --ray-address never imports Ray.
             from .ray.placement import RayPlacement
 
-            self.instance_placement = RayPlacement(options.ray_address, self)
+            self.backends.placement = RayPlacement(
+                options.ray_address, self, self.id, options.backend_directories,
+                options.backend_config,
+            )
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)
         self.control = ModelRepositoryManager(
@@ -164,8 +166,8 @@ class InferenceServer:
         self.lifecycle.unload_all(self.options.exit_timeout_secs)
         self.control.remove_overrides()
         self.backends.finalize_all()
-        if self.instance_placement is not None:
-            self.instance_placement.close()
+        if self.backends.placement is not None:
+            self.backends.placement.close()
         self.shared_memory.close()
         self._live = False
 

@@ -7,7 +7,8 @@ actors (by the names Tritium gives them), never to serve.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

@@ -14,9 +14,10 @@ import pytest
 import ray
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from models import infer_arrays
-from ray_helpers import actor_nodes, copy_python_model, server_actors
-from server_process import ServerProcess
+
+from support.models import infer_arrays
+from support.ray_placement import actor_nodes, copy_python_model, server_actors
+from support.server_process import ServerProcess
 
 SMALL = {"num_cpus": 0.05}
 SERVER_ID = "ray-recovery"

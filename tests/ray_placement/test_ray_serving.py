@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-import onnx_models
-from ray_helpers import actor_nodes, copy_python_model, ray_parameter, server_actors
-from models import infer_arrays, write_model
-from server_process import ServerProcess
+
+from support import onnx_models
+from support.models import infer_arrays, write_model
+from support.ray_placement import actor_nodes, copy_python_model, ray_parameter, server_actors
+from support.server_process import ServerProcess
 
 # add_sub's two instances cannot share a 1-CPU node; the other models' eight fit anywhere.
 SPREAD = {"num_cpus": 0.55, "scheduling_strategy": "SPREAD"}

@@ -65,7 +65,10 @@ class Model:
         core_request, allocator = request._to_core()
         responses = AsyncResponseIterator(self, core_request, allocator, raise_on_error,
                                           request.response_queue)
-        self._send(core_request, responses._deliver)
+        try:
+            responses._start(self._core.infer_async)
+        except CoreError as exc:
+            raise api_error(exc) from None
         return responses
 
     def _send(self, request: Any, deliver: Any) -> None:

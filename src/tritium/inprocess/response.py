@@ -7,20 +7,21 @@ them: one for an ordinary model, any number for a decoupled one, the last with `
 an error response raises its error (Triton's class, the response appended to `args`).
 `cancel()` asks the model to stop (TRITONSERVER_InferenceRequestCancel).
 
-Responses are converted on the thread that delivers them, so a caller's response queue fills
-without anyone iterating, as in Triton.
+Responses are queued as they come, so a caller's response queue fills without anyone iterating,
+as in Triton: converted on the thread that delivers them for `infer`, on the caller's event loop
+(through the frontends' loop bridge) for `async_infer`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import queue
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import request as core
 from ..errors import TritonError as CoreError
+from ..frontend import loop_bridge
 from .allocators import ResponseAllocator
 from .errors import InternalError, TritonError, api_error
 from .tensor import Tensor
@@ -130,7 +131,14 @@ class AsyncResponseIterator(_Responses):
         super().__init__(model, request, allocator, raise_on_error)
         self._queue: asyncio.Queue = asyncio.Queue()
         self._user_queue = user_queue
-        self._deliver = _deliver_on_loop(asyncio.get_running_loop(), self._convert, self._put)
+
+    def _start(self, submit: loop_bridge.Submit) -> None:
+        """Send the request; each response comes back through the loop bridge, converted
+        and queued on this loop (so the caller's queue fills without anyone iterating)."""
+        loop_bridge.each_on_loop(submit, self._request, self._on_response)
+
+    def _on_response(self, response: core.InferenceResponse | None, final: bool) -> None:
+        self._put(self._convert(response, core.RESPONSE_COMPLETE_FINAL if final else 0))
 
     def _put(self, item: _Item) -> None:
         self._queue.put_nowait(item)
@@ -144,22 +152,3 @@ class AsyncResponseIterator(_Responses):
         if self._complete:
             raise StopAsyncIteration
         return self._take(await self._queue.get())
-
-
-def _deliver_on_loop(loop: asyncio.AbstractEventLoop, convert: Callable[..., _Item],
-                     put: Callable[[_Item], None]) -> core.Deliver:
-    """The core's deliver for an asyncio caller: convert on the delivering thread, hand over
-    on `loop` (dropped when the loop has closed: nobody is left to read it).
-
-    The one place the API meets asyncio; the frontends' loop bridge takes its place once the
-    core offers one.
-    """
-
-    def deliver(response: core.InferenceResponse | None, flags: int) -> None:
-        item = convert(response, flags)
-        try:
-            loop.call_soon_threadsafe(put, item)
-        except RuntimeError:
-            pass
-
-    return deliver

@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import ray
 from tritonclient.grpc import model_config_pb2 as mc
@@ -185,13 +186,16 @@ class InstanceActor:
             loaded, self._loaded = self._loaded, None
         log = logging.getLogger("tritium.ray")
         if loaded is not None:
-            for step, target in ((loaded.library.model_instance_finalize, instance),
-                                 (loaded.library.model_finalize, model)):
-                if target is not None:
-                    try:
-                        step(target)  # type: ignore[operator]
-                    except Exception:
-                        log.exception("finalizing '%s' failed", self._spec.instance_name)
+            try:
+                if instance is not None:
+                    loaded.library.model_instance_finalize(instance)
+            except Exception:
+                log.exception("finalizing instance '%s' failed", self._spec.instance_name)
+            try:
+                if model is not None:
+                    loaded.library.model_finalize(model)
+            except Exception:
+                log.exception("finalizing model '%s' failed", self._spec.model)
             assert self._backends is not None
             self._backends.release(loaded)
 

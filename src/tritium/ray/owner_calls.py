@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..custom_metrics import Metric, MetricFamily, MetricKind, MetricRegistry
 from ..errors import TritonError
@@ -20,7 +21,7 @@ from ..request import InferenceRequest, InferenceResponse
 from . import wire
 
 if TYPE_CHECKING:
-    from ..backend.api import ServerApi
+    from ..backend.server_api import ServerApi
 
 log = logging.getLogger("tritium.ray")
 

@@ -16,7 +16,8 @@ import itertools
 import logging
 import queue
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..custom_metrics import Metric, MetricFamily, MetricKind
 from ..request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest
@@ -117,11 +118,11 @@ class RemoteMetricRegistry:
     def __init__(self, link: OwnerLink) -> None:
         self._link = link
 
-    def family(self, name: str, description: str, kind: MetricKind) -> "RemoteFamily":
+    def family(self, name: str, description: str, kind: MetricKind) -> RemoteFamily:
         family_id = self._link.call("metric_family", name, description, kind.value)
         return RemoteFamily(self, self._link, family_id, name, description, kind)
 
-    def remove(self, family: "RemoteFamily") -> None:
+    def remove(self, family: RemoteFamily) -> None:
         self._link.post("metric_family_remove", family.id)
 
 
@@ -134,14 +135,14 @@ class RemoteFamily(MetricFamily):
         self._metric_ids = itertools.count(1)
 
     def metric(self, labels: dict[str, str],  # type: ignore[override]
-               buckets: Sequence[float] | None = None) -> "RemoteMetric":
+               buckets: Sequence[float] | None = None) -> RemoteMetric:
         local = super().metric(labels, buckets)
         metric = RemoteMetric(local, self._link, (self.id, next(self._metric_ids)))
         self._link.post("metric_new", metric.id, dict(labels),
                         None if buckets is None else list(buckets))
         return metric
 
-    def remove(self, metric: "RemoteMetric") -> None:  # type: ignore[override]
+    def remove(self, metric: RemoteMetric) -> None:  # type: ignore[override]
         super().remove(metric.local)
         self._link.post("metric_remove", metric.id)
 
@@ -180,7 +181,7 @@ class RemoteRequest(InferenceRequest):
         self._link = link
         self._key = key
 
-    @property  # type: ignore[override]
+    @property
     def cancelled(self) -> bool:
         link = getattr(self, "_link", None)
         return bool(link is not None and link.call("is_cancelled", self._key))

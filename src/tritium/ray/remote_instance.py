@@ -17,7 +17,8 @@ import itertools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayError
@@ -29,8 +30,8 @@ from .owner_calls import OwnerCalls
 
 if TYPE_CHECKING:
     from ..backend.handles import ModelInstance as InstanceHandle
+    from .cluster import RayCluster
     from .instance_actor import InstanceSpec
-    from .placement import RayPlacement
 
 log = logging.getLogger("tritium.ray")
 
@@ -40,9 +41,9 @@ _RETRY_MAX_S = 30.0
 
 
 class RayInstance:
-    def __init__(self, placement: RayPlacement, handle: InstanceHandle,
+    def __init__(self, cluster: RayCluster, handle: InstanceHandle,
                  options: dict[str, Any], spec: InstanceSpec) -> None:
-        self._placement = placement
+        self._cluster = cluster
         self.name = handle.name
         self.model = handle.model.name
         self._decoupled = handle.model.config.model_transaction_policy.decoupled
@@ -64,16 +65,16 @@ class RayInstance:
 
     def start(self) -> None:
         """Place the first actor; raises TritonError when it cannot be placed or started."""
-        self._install(*self._place(self._placement.timeout_s))
+        self._install(*self._place(self._cluster.timeout_s))
 
     def _place(self, timeout: float | None) -> tuple[Any, int, str, int]:
         """A started actor, its generation and where it runs; waits for room up to `timeout`
         (None: until the instance closes). Its stream is read from the start: the model may
         call its server while it initializes (BLS, metric families, logs)."""
         generation = next(self._generations)
-        actor = self._placement.new_actor(self._options, self._spec)
-        calls = OwnerCalls(self._placement.server, self._placement.families,
-                           self._placement.pool, actor, self._lookup, self._respond)
+        actor = self._cluster.new_actor(self._options, self._spec)
+        calls = OwnerCalls(self._cluster.server, self._cluster.families,
+                           self._cluster.pool, actor, self._lookup, self._respond)
         reader = threading.Thread(target=self._read_events, args=(actor, calls, generation),
                                   name=f"{self.name}-ray-events", daemon=True)
         self._threads.append(reader)
@@ -175,7 +176,7 @@ class RayInstance:
 
     def _live_actor(self) -> tuple[Any, int]:
         """The current actor; while one is being placed again, wait for it (bounded)."""
-        timeout = self._placement.timeout_s
+        timeout = self._cluster.timeout_s
         with self._cond:
             if not self._cond.wait_for(
                 lambda: self._closing or (self._actor is not None and not self._lost_reason),
@@ -198,7 +199,8 @@ class RayInstance:
                 key = next(self._keys)
                 self._inflight[key] = request
                 keys.append(key)
-        batch = [wire.request_to_wire(key, request) for key, request in zip(keys, requests)]
+        batch = [wire.request_to_wire(key, request)
+                 for key, request in zip(keys, requests, strict=True)]
         try:
             error, answered = ray.get(actor.execute.remote(batch))
         except RayError as exc:

@@ -8,7 +8,7 @@ exception itself does not pickle).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import Code, TritonError, as_triton_error
 from ..request import InferenceRequest, InferenceResponse, RequestedOutput

@@ -62,7 +62,8 @@ def server_library_names(path: Path) -> list[str]:
         needed: list[str] = []
         for section in elf.iter_sections():
             if isinstance(section, DynamicSection):
-                needed += [tag.needed for tag in section.iter_tags()
+                needed += [tag.needed  # type: ignore[attr-defined]  # set per tag kind
+                           for tag in section.iter_tags()
                            if tag.entry.d_tag == "DT_NEEDED"]
     return [name for name in needed if name.startswith("libtritonserver")]
 

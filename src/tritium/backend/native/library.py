@@ -25,7 +25,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import Code, TritonError
 from . import build
@@ -168,6 +168,10 @@ class Library:
             setattr(self, name, function)
         self._aliases: dict[str, ctypes.CDLL] = {}
         self._host: _Host | None = None
+
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any:
+            """The ctypes functions of `_PROTOTYPES`, set as attributes in __init__."""
 
     def install_host(self, callbacks: dict[str, Callable[..., Any]]) -> None:
         host = _Host(**{name: kind(callbacks[name]) for name, kind in HOST_FIELDS})

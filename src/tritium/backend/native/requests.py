@@ -121,8 +121,8 @@ def build_request(lib: Library, instance: int, token: int, pending: PendingReque
         lib.tritium_request_add_input(creq, name.encode(), DATATYPE_NUMBERS[tensor.datatype],
                                       shape, len(tensor.shape), address, size)
     wanted = [n.encode() for n in request.requested_output_names] or all_outputs
-    for name in wanted:
-        lib.tritium_request_add_output(creq, name)
+    for output_name in wanted:
+        lib.tritium_request_add_output(creq, output_name)
     for key, value in request.parameters.items():
         add_parameter(lib.tritium_request_add_parameter, creq, key, value)
     return creq

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -20,16 +19,18 @@ import pytest
 import yaml
 from kubernetes.client import ApiClient
 
+from support import ROOT
 from tritium.cli import build_parser, check_serve_args
 
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "kserve"
+DEPLOY = ROOT / "deploy" / "kserve"
 API = ApiClient()
 
 _QUANTITY = {"type": "object", "additionalProperties": {"type": "string"}}
 _RESOURCES = {"type": "object", "additionalProperties": False,
               "properties": {"requests": _QUANTITY, "limits": _QUANTITY}}
+_DNS_LABEL = {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}
 _METADATA = {"type": "object", "required": ["name"],
-             "properties": {"name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
+             "properties": {"name": _DNS_LABEL,
                             "namespace": {"type": "string"},
                             "labels": _QUANTITY, "annotations": _QUANTITY}}
 # KServe's ServingRuntimeSpec (serving.kserve.io/v1alpha1), the fields this runtime uses.
@@ -148,8 +149,9 @@ def test_plain_deployment_and_service():
     round_trip(deployment, "V1Deployment")
     round_trip(service, "V1Service")
     pod = deployment["spec"]["template"]
-    assert deployment["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
-    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    labels = pod["metadata"]["labels"].items()
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= labels
+    assert service["spec"]["selector"].items() <= labels
     (container,) = pod["spec"]["containers"]
     args = serve_args(container["command"] + container["args"])
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-PYTHON_MODELS = Path(__file__).resolve().parent.parent / "python_models" / "repo"
+from support import PYTHON_MODELS
 
 
 def ray_parameter(options: dict[str, Any], key: str = "ray") -> str:
@@ -17,10 +17,10 @@ def ray_parameter(options: dict[str, Any], key: str = "ray") -> str:
 
 def copy_python_model(repo: Path, source: str, name: str, *, ray: dict[str, Any] | None,
                       count: int = 1) -> Path:
-    """tests/python_models/repo/<source> as `name`, its instance group replaced by `count`
+    """tests/support/python_models/repo/<source> as `name`, its instance group replaced by `count`
     CPU instances, placed on Ray with the actor options `ray` (None: local)."""
     target = repo / name
-    shutil.copytree(PYTHON_MODELS / source, target)
+    shutil.copytree(PYTHON_MODELS / "repo" / source, target)
     config = target / "config.pbtxt"
     lines = [line for line in config.read_text().splitlines()
              if not line.startswith("instance_group")]
