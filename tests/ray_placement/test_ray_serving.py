@@ -19,7 +19,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from support import onnx_models
+from support import onnx_models, torch_models
 from support.models import infer_arrays, write_model
 from support.ray_placement import actor_nodes, copy_python_model, ray_parameter, server_actors
 from support.server_process import ServerProcess
@@ -31,7 +31,7 @@ SERVER_ID = "ray-serving"
 PROTOCOLS = {"http": httpclient, "grpc": grpcclient}
 
 ENSEMBLE = """
-name: "add_sub_ensemble"
+name: "{name}"
 platform: "ensemble"
 max_batch_size: 0
 input [ { name: "A" data_type: TYPE_FP32 dims: [ 4 ] },
@@ -39,10 +39,19 @@ input [ { name: "A" data_type: TYPE_FP32 dims: [ 4 ] },
 output [ { name: "SUM" data_type: TYPE_FP32 dims: [ 4 ] },
          { name: "DIFF" data_type: TYPE_FP32 dims: [ 4 ] } ]
 ensemble_scheduling { step [ {
-  model_name: "add_sub" model_version: -1
+  model_name: "{step}" model_version: -1
   input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" }
   output_map { key: "OUTPUT0" value: "SUM" } output_map { key: "OUTPUT1" value: "DIFF" }
 } ] }
+"""
+
+TORCH_ADD_SUB = """
+platform: "pytorch_libtorch"
+max_batch_size: 8
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] },
+        { name: "INPUT__1" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] },
+         { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 4 ] } ]
 """
 
 
@@ -55,13 +64,18 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         copy_python_model(repo, source, source, ray=SPREAD if spread else SMALL,
                           count=2 if spread else 1)
         copy_python_model(repo, source, f"{source}_local", ray=None)
-    write_model(repo, "add_sub_ensemble", ENSEMBLE)
+    for step in ("add_sub", "add_sub_local"):
+        name = step.replace("add_sub", "add_sub_ensemble")
+        write_model(repo, name, ENSEMBLE.replace("{name}", name).replace("{step}", step))
     # A framework backend on Ray (its configuration auto-completed from the file), batching in
     # front as for a local instance.
     for name, extra in (("onnx_add_sub", ray_parameter(SMALL)), ("onnx_add_sub_local", "")):
         write_model(repo, name, f'backend: "onnxruntime"\nmax_batch_size: 8\n'
                                 f"dynamic_batching {{ }}\n{extra}")
         onnx_models.save(onnx_models.add_sub(), repo / name / "1" / "model.onnx")
+    for name, extra in (("torch_add_sub", ray_parameter(SMALL)), ("torch_add_sub_local", "")):
+        write_model(repo, name, TORCH_ADD_SUB + extra)
+        torch_models.save(torch_models.AddSub(), repo / name / "1" / "model.pt")
     # A misspelt Ray option is refused at load, not silently run locally.
     copy_python_model(repo, "add_sub", "bad_ray", ray={"num_cpu": 1})
     return repo
@@ -101,6 +115,9 @@ def test_instances_are_actors_spread_over_the_nodes(server, ray_cluster):
     ("add_sub", add_sub_inputs(), ["OUTPUT0", "OUTPUT1"]),
     ("onnx_add_sub", {"INPUT0": np.array([[1, 2, 3, 4]], np.float32),
                       "INPUT1": np.array([[4, 3, 2, 1]], np.float32)}, ["OUTPUT0", "OUTPUT1"]),
+    ("torch_add_sub", {"INPUT__0": np.array([[1, 2, 3, 4]], np.float32),
+                       "INPUT__1": np.array([[4, 3, 2, 1]], np.float32)},
+     ["OUTPUT__0", "OUTPUT__1"]),
     ("bytes_model", {"TEXT": np.array([b"ray", b"", "n\u00e4he".encode()], np.object_)},
      ["UPPER", "LENGTH"]),
 ])
@@ -197,8 +214,11 @@ def test_ensemble_step_on_ray(server, protocol):
     module = PROTOCOLS[protocol]
     url = server.http_url if protocol == "http" else server.grpc_url
     arrays = add_sub_inputs()
-    result = infer_arrays(module, url, "add_sub_ensemble",
-                          {"A": arrays["INPUT0"], "B": arrays["INPUT1"]})
+    inputs = {"A": arrays["INPUT0"], "B": arrays["INPUT1"]}
+    result = infer_arrays(module, url, "add_sub_ensemble", inputs)
+    local = infer_arrays(module, url, "add_sub_ensemble_local", inputs)
+    for name in ("SUM", "DIFF"):
+        np.testing.assert_array_equal(result.as_numpy(name), local.as_numpy(name))
     np.testing.assert_array_equal(result.as_numpy("SUM"), arrays["INPUT0"] + arrays["INPUT1"])
     np.testing.assert_array_equal(result.as_numpy("DIFF"), arrays["INPUT0"] - arrays["INPUT1"])
 
