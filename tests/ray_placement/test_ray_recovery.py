@@ -114,6 +114,7 @@ def test_removed_node_is_replaced_by_any_node_with_room(server, ray_cluster):
 
 
 def test_reload_changes_the_instance_count_under_load(server):
+    """Up from one actor to three, then down to two, while four clients keep asking."""
     client = httpclient.InferenceServerClient(server.http_url)
     assert len(server_actors(SERVER_ID, "add_sub")) == 1
     stop = threading.Event()
@@ -135,19 +136,25 @@ def test_reload_changes_the_instance_count_under_load(server):
     workers = [threading.Thread(target=load, daemon=True) for _ in range(4)]
     for worker in workers:
         worker.start()
-    config = client.get_model_config("add_sub")
-    config["instance_group"][0]["count"] = 3
-    during_reload.set()
-    client.load_model("add_sub", config=json.dumps(config))
-    during_reload.clear()
-    stop.set()
-    for worker in workers:
-        worker.join(60)
+    try:
+        for count in (3, 2):
+            config = client.get_model_config("add_sub")
+            config["instance_group"][0]["count"] = count
+            before = outcomes.count("during")
+            during_reload.set()
+            client.load_model("add_sub", config=json.dumps(config))
+            during_reload.clear()
+            assert outcomes.count("during") > before, "no request answered during the reload"
+            deadline = time.monotonic() + 30
+            while (len(server_actors(SERVER_ID, "add_sub")) != count
+                   and time.monotonic() < deadline):
+                time.sleep(0.1)  # the old version's actors end once their requests are done
+            assert len(server_actors(SERVER_ID, "add_sub")) == count
+            assert client.get_model_config("add_sub")["instance_group"][0]["count"] == count
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(60)
     failures = [o for o in outcomes if o not in ("ok", "during")]
     assert not failures, failures[:5]
-    assert outcomes.count("during") > 0 and outcomes.count("ok") > 0
-    deadline = time.monotonic() + 30
-    while len(server_actors(SERVER_ID, "add_sub")) != 3 and time.monotonic() < deadline:
-        time.sleep(0.1)  # the old version's actor ends once its requests are done
-    assert len(server_actors(SERVER_ID, "add_sub")) == 3
-    assert client.get_model_config("add_sub")["instance_group"][0]["count"] == 3
+    assert outcomes.count("ok") > 0
