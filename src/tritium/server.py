@@ -301,6 +301,16 @@ class InferenceServer:
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         self.control.unload(name, unload_dependents)
 
+    def register_model_repository(self, repository: str | Path,
+                                  name_mapping: dict[str, str] | None = None) -> None:
+        """TRITONSERVER_ServerRegisterModelRepository: another repository (EXPLICIT mode), its
+        directories optionally under other names ({directory: model name})."""
+        self.control.register_repository(Path(repository), dict(name_mapping or {}))
+
+    def unregister_model_repository(self, repository: str | Path) -> None:
+        """TRITONSERVER_ServerUnregisterModelRepository (loaded models stay loaded)."""
+        self.control.unregister_repository(Path(repository))
+
     def _model(self, name: str, version: str | int) -> LoadedModel:
         return self.lifecycle.get(name, parse_version(version))
 

@@ -15,9 +15,11 @@ from tritonclient.utils import InferenceServerException
 
 import tritonserver
 from tritium.inprocess.pytriton import (
+    ConstantPadder,
     DynamicBatcher,
     ModelClient,
     ModelConfig,
+    PyTritonRuntimeError,
     Tensor,
     Triton,
     TritonConfig,
@@ -69,6 +71,11 @@ def triton():
         return {"y": x * scale, "seen": np.full((len(x), 1), scale, np.float32)}
 
     @batch
+    @group_by_values("n", pad_fn=ConstantPadder(-1))
+    def ranges(n):  # each group's rows get 0..n-1: the groups' widths differ
+        return {"r": np.tile(np.arange(int(n[0][0]), dtype=np.int32), (len(n), 1))}
+
+    @batch
     def fail(x):
         raise ValueError("bad input, sorry")
 
@@ -87,6 +94,9 @@ def triton():
         triton.bind("scaled", scaled, inputs=[vector("x"), Tensor(name="scale", dtype=np.float32,
                                                                   shape=(1,))],
                     outputs=[vector("y"), Tensor(name="seen", dtype=np.float32, shape=(1,))],
+                    config=ModelConfig(max_batch_size=8))
+        triton.bind("ranges", ranges, inputs=[Tensor(name="n", dtype=np.int32, shape=(1,))],
+                    outputs=[Tensor(name="r", dtype=np.int32, shape=(-1,))],
                     config=ModelConfig(max_batch_size=8))
         triton.bind("fail", fail, inputs=[vector("x")], outputs=[vector("y")])
         triton.bind("count_up", count_up, inputs=[Tensor(name="n", dtype=np.int32, shape=(1,))],
@@ -171,6 +181,20 @@ def test_group_by_values_and_first_value(triton):
         out = client.infer_batch(x=x, scale=scale)
     np.testing.assert_array_equal(out["y"], x * scale)  # each row by its own group's scale
     assert out["seen"].reshape(-1).tolist() == [2, 10, 2, 10]
+
+
+def test_group_by_values_pads_groups_of_different_output_shapes(triton):
+    n = np.array([[2], [3], [2]], np.int32)
+    with ModelClient(triton.http_url, "ranges") as client:
+        out = client.infer_batch(n=n)
+    assert out["r"].tolist() == [[0, 1, -1], [0, 1, 2], [0, 1, -1]]
+
+
+def test_constant_padder_refuses_outputs_it_cannot_stack():
+    with pytest.raises(PyTritonRuntimeError, match="must have the same dtype"):
+        ConstantPadder()(({"y": np.zeros((1, 2), np.int32)}, {"y": np.zeros((1, 3), np.float32)}))
+    padded = ConstantPadder(b"")(({"t": np.array([[b"a"]])}, {"t": np.array([[b"abc", b"d"]])}))
+    assert [p["t"].tolist() for p in padded] == [[[b"a", b""]], [[b"abc", b"d"]]]
 
 
 def test_function_error_reaches_the_client_and_the_server_keeps_serving(triton):

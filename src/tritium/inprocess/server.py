@@ -338,6 +338,22 @@ class Server:
         except CoreError as exc:
             raise api_error(exc) from None
 
+    def register_model_repository(self, repository_path: str,
+                                  name_mapping: dict[str, str] | None = None) -> None:
+        """Add a model repository (ModelControlMode.EXPLICIT); `name_mapping` gives some of
+        its model directories other names ({directory: model name})."""
+        try:
+            self._started().register_model_repository(repository_path, name_mapping)
+        except CoreError as exc:
+            raise api_error(exc) from None
+
+    def unregister_model_repository(self, repository_path: str) -> None:
+        """Remove a model repository; the models it loaded stay loaded."""
+        try:
+            self._started().unregister_model_repository(repository_path)
+        except CoreError as exc:
+            raise api_error(exc) from None
+
     def unload(self, model: str | Model, unload_dependents: bool = False,
                wait_until_unloaded: bool = False, polling_interval: float = 0.1,
                timeout: float | None = None) -> None:

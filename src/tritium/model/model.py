@@ -109,7 +109,9 @@ class TritonModel(LoadedModel):
         """After the backend's model_initialize (which may have auto-completed the
         configuration), normalise and validate what instances will be built from."""
         config = _copy(self.handle.config)
-        normalize_model_config(config, self.handle.repository_path)
+        # The repository's name for the model (a registered name mapping may differ from the
+        # directory's name).
+        normalize_model_config(config, self.handle.repository_path, model_name=self.name)
         validate_model_config(config)
         normalize_instance_groups(config, loaded.attributes.preferred_groups, gpu_count)
         validate_instance_groups(config, gpu_count=gpu_count)

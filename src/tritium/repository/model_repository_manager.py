@@ -149,6 +149,25 @@ class ModelRepositoryManager:
             raise
         self._keep_override(name, override)
 
+    def register_repository(self, repository: Path, mapping: dict[str, str]) -> None:
+        """Add a model repository (EXPLICIT mode); `mapping` {directory: model name}."""
+        if self.mode != "explicit":
+            raise TritonError.unsupported(
+                "repository registration is not allowed if model control mode is not EXPLICIT")
+        with self._lock:
+            self.repository.register(repository, mapping)
+        log.info("Model repository registered: %s", repository)
+
+    def unregister_repository(self, repository: Path) -> None:
+        """Remove a model repository (EXPLICIT mode); what it loaded stays loaded."""
+        if self.mode != "explicit":
+            raise TritonError.unsupported(
+                "repository unregistration is not allowed if model control mode is not "
+                "EXPLICIT")
+        with self._lock:
+            self.repository.unregister(repository)
+        log.info("Model repository unregistered: %s", repository)
+
     def unload(self, name: str, unload_dependents: bool) -> None:
         """An unload request: `name`, the loaded ensembles that use it and, with
         `unload_dependents`, the composing models no other loaded ensemble uses."""

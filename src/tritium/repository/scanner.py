@@ -1,9 +1,13 @@
 """RepositoryScanner: what the model repositories hold.
 
-It scans every `--model-repository` for model directories, reports a name found in two
+It scans every `--model-repository` (and those registered later, Triton's
+TRITONSERVER_ServerRegisterModelRepository) for model directories, reports a name found in two
 repositories as an error for that model alone, reads and normalises each model's configuration,
-and picks the versions its version policy serves. Loading is ModelLifeCycle's job; deciding what
-to load (Triton's ModelRepositoryManager) is `model_repository_manager`'s.
+and picks the versions its version policy serves. A registration may give directories other
+names (its name mapping): a mapped directory is known only by its mapped names, and a mapped
+name wins over a directory of that name found by the scan, as in Triton. Loading is
+ModelLifeCycle's job; deciding what to load (Triton's ModelRepositoryManager) is
+`model_repository_manager`'s.
 """
 
 from __future__ import annotations
@@ -43,6 +47,39 @@ class RepositoryScanner:
         self.repositories = [Path(r) for r in repositories]
         self.auto_complete = auto_complete
         self.gpu_count = gpu_count
+        # Registered name mappings: model name -> where it lives.
+        self.mappings: dict[str, ModelSource] = {}
+
+    def register(self, repository: Path, mapping: dict[str, str]) -> None:
+        """Add `repository`; `mapping` is {directory: model name} (Triton's name_mapping)."""
+        if not repository.is_dir():
+            raise TritonError.invalid_arg(
+                f"failed to register '{repository}', repository not found")
+        names = list(mapping.values())
+        for name in names:
+            if names.count(name) > 1:
+                raise TritonError.invalid_arg(
+                    f"failed to register '{repository}', there is a conflicting mapping for "
+                    f"'{name}'")
+        if repository in self.repositories:
+            raise TritonError.already_exists(
+                f"model repository '{repository}' has already been registered")
+        for name in names:
+            if name in self.mappings:
+                raise TritonError.already_exists(
+                    f"failed to register '{name}', there is a conflicting mapping for '{name}'")
+        self.repositories.append(repository)
+        for directory, name in mapping.items():
+            self.mappings[name] = ModelSource(name, repository / directory, repository)
+
+    def unregister(self, repository: Path) -> None:
+        """Forget `repository` and its mappings (models loaded from it stay loaded)."""
+        if repository not in self.repositories:
+            raise TritonError.invalid_arg(
+                f"failed to unregister '{repository}', repository not found")
+        self.repositories.remove(repository)
+        self.mappings = {name: source for name, source in self.mappings.items()
+                         if source.repository != repository}
 
     def check_repositories(self) -> None:
         for repository in self.repositories:
@@ -53,11 +90,12 @@ class RepositoryScanner:
 
     def scan(self) -> RepositoryScan:
         found: dict[str, list[ModelSource]] = {}
+        mapped = {source.path for source in self.mappings.values()}
         for repository in self.repositories:
             if not repository.is_dir():
                 continue
             for entry in sorted(repository.iterdir()):
-                if entry.name.startswith(".") or not entry.is_dir():
+                if entry.name.startswith(".") or not entry.is_dir() or entry in mapped:
                     continue
                 found.setdefault(entry.name, []).append(
                     ModelSource(entry.name, entry, repository)
@@ -70,6 +108,9 @@ class RepositoryScanner:
                 errors[name] = f"model '{name}' appears in multiple model repositories: {where}"
             else:
                 models[name] = sources[0]
+        for name, source in self.mappings.items():
+            errors.pop(name, None)
+            models[name] = source
         return RepositoryScan(models, errors)
 
     def model_config(

@@ -8,17 +8,19 @@ A PyTriton script needs only its imports changed:
 """
 
 from .client import ModelClient, PyTritonClientTimeoutError
-from .decorators import batch, first_value, group_by_values, sample
+from .decorators import ConstantPadder, batch, first_value, group_by_values, sample
 from .model_config import DynamicBatcher, ModelConfig, QueuePolicy, Tensor, TimeoutAction
 from .proxy import Request
 from .triton import Triton, TritonConfig
-from .validation import PyTritonValidationError
+from .validation import PyTritonRuntimeError, PyTritonValidationError
 
 __all__ = [
+    "ConstantPadder",
     "DynamicBatcher",
     "ModelClient",
     "ModelConfig",
     "PyTritonClientTimeoutError",
+    "PyTritonRuntimeError",
     "PyTritonValidationError",
     "QueuePolicy",
     "Request",

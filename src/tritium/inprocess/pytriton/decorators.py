@@ -9,8 +9,10 @@ adapt simpler functions to that:
 * `@sample`: the function is called once per request with that request's inputs.
 * `@first_value(*keys)` (under @batch): those inputs become their first value (a scalar when it
   has one element), after checking every value of the batch is the same.
-* `@group_by_values(*keys)` (under @batch): the batch is split into groups with equal values of
-  those inputs, the function called per group, the outputs put back in the batch's order.
+* `@group_by_values(*keys, pad_fn=None)` (under @batch): the batch is split into groups with
+  equal values of those inputs, the function called per group, the outputs (padded to one shape
+  by `pad_fn`, e.g. `ConstantPadder()`, when the groups' shapes differ) put back in the batch's
+  order.
 
 Decoupled models: a function may yield outputs instead of returning them; each yield is one
 response per request.
@@ -20,13 +22,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import numpy as np
 
 from .proxy import Request
-from .validation import PyTritonValidationError
+from .validation import PyTritonRuntimeError, PyTritonValidationError
 
 Outputs = dict[str, np.ndarray]
 
@@ -96,7 +98,14 @@ def first_value(*keys: str, squeeze_single_values: bool = True,
     return decorate
 
 
-def group_by_values(*keys: str) -> Callable[[Callable[..., Outputs]], Callable[..., Outputs]]:
+Padder = Callable[[tuple[Outputs, ...]], Sequence[Outputs]]
+
+
+def group_by_values(*keys: str, pad_fn: Padder | None = None
+                    ) -> Callable[[Callable[..., Outputs]], Callable[..., Outputs]]:
+    """`pad_fn` gets the groups' outputs (in the groups' order) and returns them padded to
+    shapes that stack back into one batch (e.g. `ConstantPadder`), for functions whose output
+    shape depends on the group's parameters."""
     def decorate(wrapped: Callable[..., Outputs]) -> Callable[..., Outputs]:
         @functools.wraps(wrapped)
         def infer(**inputs: np.ndarray) -> Outputs:
@@ -113,6 +122,8 @@ def group_by_values(*keys: str) -> Callable[[Callable[..., Outputs]], Callable[.
                 parts.append(wrapped(**{name: np.asarray(v)[indices]
                                         for name, v in inputs.items()}))
                 order.extend(indices)
+            if pad_fn is not None:
+                parts = list(pad_fn(tuple(parts)))
             back = np.argsort(np.asarray(order), kind="stable")
             return {name: np.concatenate([np.asarray(p[name]) for p in parts])[back]
                     for name in parts[0]}
@@ -120,6 +131,45 @@ def group_by_values(*keys: str) -> Callable[[Callable[..., Outputs]], Callable[.
         return infer
 
     return decorate
+
+
+class ConstantPadder:
+    """A `pad_fn` for `@group_by_values`: each output of every group padded at the end of each
+    non-batch axis with `pad_value` to the largest group's shape; bytes and text arrays widened
+    to the longest item's width. Groups whose output dtypes differ in kind (or, for numbers,
+    at all) cannot be stacked: PyTritonRuntimeError."""
+
+    def __init__(self, pad_value: Any = 0) -> None:
+        self.pad_value = pad_value
+
+    def __call__(self, groups: tuple[Outputs, ...]) -> list[Outputs]:
+        names = list(dict.fromkeys(name for group in groups for name in group))
+        padded: list[Outputs] = [dict(group) for group in groups]
+        for name in names:
+            arrays = [np.asarray(group[name]) for group in groups if name in group]
+            dtype = _common_dtype(arrays)
+            shape = tuple(int(n) for n in np.max([a.shape[1:] for a in arrays], axis=0))
+            for group in padded:
+                if name in group:
+                    array = np.asarray(group[name]).astype(dtype, copy=False)
+                    widths = [(0, 0)] + [(0, want - have)
+                                         for want, have in zip(shape, array.shape[1:],
+                                                               strict=True)]
+                    group[name] = np.pad(array, widths, constant_values=self.pad_value)
+        return padded
+
+
+def _common_dtype(arrays: list[np.ndarray]) -> np.dtype:
+    first = arrays[0].dtype
+    if any(a.dtype.kind != first.kind for a in arrays):
+        raise PyTritonRuntimeError(
+            "All input arrays for given input name must have the same dtype.")
+    if first.kind in "SU":  # fixed-width bytes or text: the widest of them
+        return max((a.dtype for a in arrays), key=lambda d: d.itemsize)
+    if any(a.dtype != first for a in arrays):
+        raise PyTritonRuntimeError(
+            "All input arrays for given input name must have the same dtype.")
+    return first
 
 
 def _key(value: Any) -> Any:

@@ -21,6 +21,10 @@ class PyTritonValidationError(ValueError):
     to the client)."""
 
 
+class PyTritonRuntimeError(RuntimeError):
+    """A decorator that cannot do its work on what the function gave it (PyTriton's class)."""
+
+
 def check_results(model: str, results: Any, count: int, outputs: Sequence[Tensor],
                   batching: bool, strict: bool) -> Any:
     if not isinstance(results, list):
