@@ -22,6 +22,7 @@ import tritonclient.http as httpclient
 from support import onnx_models, torch_models
 from support.models import infer_arrays, write_model
 from support.ray_placement import actor_nodes, copy_python_model, ray_parameter, server_actors
+from support.sequence_models import accumulator_config, add_accumulator
 from support.server_process import ServerProcess
 
 # add_sub's two instances cannot share a 1-CPU node; the other models' eight fit anywhere.
@@ -76,6 +77,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, extra in (("torch_add_sub", ray_parameter(SMALL)), ("torch_add_sub_local", "")):
         write_model(repo, name, TORCH_ADD_SUB + extra)
         torch_models.save(torch_models.AddSub(), repo / name / "1" / "model.pt")
+    # Sequence batching in front of an instance on Ray: the direct strategy, two slots.
+    for name, extra in (("accumulator", ray_parameter(SMALL)), ("accumulator_local", "")):
+        add_accumulator(repo, name, accumulator_config(name, 2) + extra)
     # A misspelt Ray option is refused at load, not silently run locally.
     copy_python_model(repo, "add_sub", "bad_ray", ray={"num_cpu": 1})
     return repo
@@ -221,6 +225,30 @@ def test_ensemble_step_on_ray(server, protocol):
         np.testing.assert_array_equal(result.as_numpy(name), local.as_numpy(name))
     np.testing.assert_array_equal(result.as_numpy("SUM"), arrays["INPUT0"] + arrays["INPUT1"])
     np.testing.assert_array_equal(result.as_numpy("DIFF"), arrays["INPUT0"] - arrays["INPUT1"])
+
+
+def running_sums(server, protocol: str, model: str) -> list[tuple[int, int]]:
+    """Two sequences sent interleaved, one request at a time: (sequence id, OUTPUT) each."""
+    module = PROTOCOLS[protocol]
+    url = server.http_url if protocol == "http" else server.grpc_url
+    client = module.InferenceServerClient(url)
+    steps = [(101, 1), (102, 10), (101, 2), (102, 20), (101, 3), (102, 30)]
+    answers = []
+    for index, (sequence, value) in enumerate(steps):
+        tensor = module.InferInput("INPUT", [1, 1], "INT32")
+        tensor.set_data_from_numpy(np.array([[value]], np.int32))
+        result = client.infer(model, [tensor], sequence_id=sequence,
+                              sequence_start=index < 2, sequence_end=index >= 4)
+        answers.append((sequence, int(result.as_numpy("OUTPUT")[0][0])))
+    client.close()
+    return answers
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_sequence_batching_in_front_of_ray_as_locally(server, protocol):
+    on_ray = running_sums(server, protocol, "accumulator")
+    assert on_ray == running_sums(server, protocol, "accumulator_local")
+    assert on_ray == [(101, 1), (102, 10), (101, 3), (102, 30), (101, 6), (102, 60)]
 
 
 def requests_counted(server) -> float:
