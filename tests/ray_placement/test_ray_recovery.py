@@ -1,5 +1,5 @@
 """Instances on Ray survive their actor and their node: the requests the lost actor held fail
-with UNAVAILABLE naming the instance, readiness says so, the instance is placed again, later
+with an error naming the instance, readiness says so, the instance is placed again, later
 requests succeed. And a reload changes the instance count under load without losing a request.
 """
 
@@ -57,6 +57,18 @@ class InFlight(threading.Thread):
             self.error = exc
 
 
+def assert_lost(error: grpcclient.InferenceServerException | None, instance: str,
+                model: str) -> None:
+    """The error of a request the lost actor held. Ray ends the actor and its child processes
+    in no set order: the actor first (UNAVAILABLE, the lost instance), or its stub first (the
+    python backend's INTERNAL, as for a local stub that dies)."""
+    assert error is not None, "the request of the lost actor succeeded"
+    assert (error.status(), error.message().split(":")[0]) in {
+        ("StatusCode.UNAVAILABLE", f"instance '{instance}' of model '{model}' was lost"),
+        ("StatusCode.INTERNAL", f"Stub process '{instance}' is not healthy."),
+    }, (error.status(), error.message())
+
+
 def busy_pid(server: ServerProcess, model: str) -> int:
     result = infer_arrays(httpclient, server.http_url, model,
                           {"SECONDS": np.array([0], np.float32)})
@@ -72,9 +84,7 @@ def test_killed_actor_fails_its_requests_and_is_placed_again(server):
     server.wait_pending("busy", 1)
     ray.kill(actor)
     held.join(60)
-    assert held.error is not None
-    assert held.error.status() == "StatusCode.UNAVAILABLE"
-    assert "instance 'busy_0_0' of model 'busy' was lost" in held.error.message()
+    assert_lost(held.error, "busy_0_0", "busy")
     # The next request waits for the new actor and succeeds, in a new stub process.
     assert busy_pid(server, "busy") != old_pid
     actors = server_actors(SERVER_ID, "busy")
@@ -95,13 +105,7 @@ def test_removed_node_is_replaced_by_any_node_with_room(server, ray_cluster):
         server.wait_pending("pinned", 1)
         ray_cluster.remove_node(node)
         held.join(120)
-        # The node's processes die in no set order: the actor first (UNAVAILABLE, the lost
-        # instance), or its stub first (the python backend's INTERNAL, as for a local stub).
-        assert held.error is not None
-        assert (held.error.status(), held.error.message().split(":")[0]) in {
-            ("StatusCode.UNAVAILABLE", "instance 'pinned_0_0' of model 'pinned' was lost"),
-            ("StatusCode.INTERNAL", "Stub process 'pinned_0_0' is not healthy."),
-        }, (held.error.status(), held.error.message())
+        assert_lost(held.error, "pinned_0_0", "pinned")
         # No node has the resource the instance needs: not ready until one joins.
         assert not client.is_model_ready("pinned")
         replacement = ray_cluster.add_node(num_cpus=1, resources={"tritium_pin": 1})
