@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from .frontend.extensions.restricted_api import build_restrictions
+from .frontend.grpc.options import GrpcOptions
+from .frontend.grpc.server import DEFAULT_MAX_MESSAGE_SIZE
 from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
@@ -64,6 +66,16 @@ def _positive(convert: Callable[[str], float], what: str) -> Callable[[str], flo
 
 _positive_int = _positive(int, "a whole number")
 _positive_seconds = _positive(float, "a number of seconds")
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got '{text}'")
+    return value
 
 
 def _rate_limit_resource(text: str) -> tuple[str, int, int]:
@@ -147,6 +159,26 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http-max-input-size", type=_positive_int,
                        default=DEFAULT_MAX_INPUT_SIZE,
                        help="largest HTTP request body, in bytes (default 64 MB)")
+    # gRPC transport: TLS, keepalive and HTTP/2 limits as tritonserver spells and defaults them
+    # (milliseconds), and Tritium's largest request message (frontend/grpc/options.py).
+    _flag(serve, "--grpc-use-ssl", default=False)
+    _flag(serve, "--grpc-use-ssl-mutual", default=False)
+    serve.add_argument("--grpc-server-cert", default="")
+    serve.add_argument("--grpc-server-key", default="")
+    serve.add_argument("--grpc-root-cert", default="")
+    serve.add_argument("--grpc-keepalive-time", type=_positive_int, default=7_200_000)
+    serve.add_argument("--grpc-keepalive-timeout", type=_positive_int, default=20_000)
+    _flag(serve, "--grpc-keepalive-permit-without-calls", default=False)
+    serve.add_argument("--grpc-http2-max-pings-without-data", type=_non_negative_int, default=2)
+    serve.add_argument("--grpc-http2-min-recv-ping-interval-without-data",
+                       type=_non_negative_int, default=300_000)
+    serve.add_argument("--grpc-http2-max-ping-strikes", type=_non_negative_int, default=2)
+    serve.add_argument("--grpc-max-connection-age", type=_positive_int, default=None)
+    serve.add_argument("--grpc-max-connection-age-grace", type=_non_negative_int, default=None)
+    serve.add_argument("--grpc-max-message-size", type=_positive_int,
+                       default=DEFAULT_MAX_MESSAGE_SIZE,
+                       help="largest gRPC request message, in bytes, also after decompression "
+                            "(default 64 MB; Tritium's own flag)")
     serve.add_argument("--id", default="triton")
     serve.add_argument("--ray-address", default="",
                        help="auto | ray://HOST:PORT | HOST:PORT: the Ray cluster that models "
@@ -185,11 +217,21 @@ def check_serve_args(args: argparse.Namespace) -> None:
          lambda: build_restrictions("--http-restricted-api", args.http_restricted_api)),
         ("--grpc-restricted-protocol", "grpc_restrictions",
          lambda: build_restrictions("--grpc-restricted-protocol", args.grpc_restricted_protocol)),
+        ("--grpc-use-ssl", "grpc_options", lambda: _grpc_options(args)),
     ):
         try:
             setattr(args, attribute, action())
         except ValueError as exc:
             raise ValueError(f'Bad option: "{flag}".\n{exc}') from None
+
+
+def _grpc_options(args: argparse.Namespace) -> GrpcOptions:
+    if (args.grpc_use_ssl or args.grpc_use_ssl_mutual) and not (
+            args.grpc_server_cert and args.grpc_server_key):
+        raise ValueError("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key")
+    if args.grpc_use_ssl_mutual and not args.grpc_root_cert:
+        raise ValueError("--grpc-use-ssl-mutual needs --grpc-root-cert")
+    return GrpcOptions.from_args(args)
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:

@@ -69,7 +69,7 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     frontends: list[Frontend] = []
     if args.allow_grpc:
         frontends.append(GrpcFrontend(server, args.grpc_address, args.grpc_port,
-                                      args.grpc_restrictions))
+                                      args.grpc_restrictions, args.grpc_options))
     if args.allow_http:
         frontends.append(HttpFrontend(server, args.http_address, args.http_port,
                                       args.http_restrictions, args.http_max_input_size))

@@ -1,8 +1,9 @@
 """The gRPC frontend: Triton's GRPCInferenceService, as Triton's src/grpc.
 
-`http2` is the HTTP/2 transport (frames, streams, flow control); `server` runs grpcio method
-handlers over it; `service` holds the RPC bodies (`GrpcFrontend` is the endpoint `tritium
-serve` starts); `codec` is the ModelInfer wire format; `stream` is ModelStreamInfer;
+`http2` is the HTTP/2 transport (frames, streams, flow control), `http2_limits` what a client
+may ask of it; `options` is the endpoint's configuration (TLS, keepalive, limits); `server` runs
+grpcio method handlers over it; `service` holds the RPC bodies (`GrpcFrontend` is the endpoint
+`tritium serve` starts); `codec` is the ModelInfer wire format; `stream` is ModelStreamInfer;
 `repository` and `shared_memory` answer the repository and shared-memory RPCs.
 """
 

@@ -11,14 +11,23 @@ The wire is gRPC over HTTP/2 as the gRPC protocol document puts it: length-prefi
 (gzip or deflate compressed when the client says `grpc-encoding`), `grpc-status` and a
 percent-encoded `grpc-message` in the trailers, `grpc-timeout` deadlines (DEADLINE_EXCEEDED,
 the body cancelled), and a reset stream or a closed connection cancels the body.
+
+What one call may cost is bounded as gRPC core bounds it: a message larger than the maximum
+message size (before or after decompression) fails with RESOURCE_EXHAUSTED and grpc's own
+wording; metadata larger than the advertised header-list size fails the call the same way; an
+illegal header name or a `-bin` value that is not base64 fails that call alone (INTERNAL), the
+connection and its other calls go on. Request bytes are given back to the client's window as
+the call takes them, so a slow streaming body slows its client down instead of piling up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import logging
 import re
+import ssl
 import struct
 import zlib
 from collections import deque
@@ -28,6 +37,7 @@ from typing import Any, Protocol
 import grpc
 
 from .http2 import H2Connection, H2Stream, encode_headers
+from .http2_limits import H2Limits
 
 log = logging.getLogger("tritium.frontend.grpc")
 
@@ -40,10 +50,22 @@ _TRANSPORT_HEADERS = frozenset((
 ))
 _TIMEOUT = re.compile(r"^(\d{1,8})([HMSmun])$")
 _TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
-_DECOMPRESS = {
-    "gzip": lambda data: zlib.decompress(data, 16 + zlib.MAX_WBITS),
-    "deflate": zlib.decompress,
-}
+# zlib window bits per grpc-encoding.
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+# Characters an HTTP/2 header name may hold (RFC 9113 8.2.1: lowercase tokens).
+_HEADER_NAME = re.compile(r"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")
+# The default largest request message (after decompression too): Tritium's own, as big as the
+# HTTP frontend's default body limit (Triton's gRPC takes up to 2 GiB).
+DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+
+
+class CallError(Exception):
+    """A request that cannot become a call: it is answered with this status alone."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
 
 
 class AbortError(Exception):
@@ -71,13 +93,19 @@ class _Context:
 
 
 class _Requests:
-    """A streaming call's request messages, as the async iterator its body reads."""
+    """A streaming call's request messages, as the async iterator its body reads;
+    `on_taken(size)` when the body takes one."""
 
-    def __init__(self, deserialize: Any) -> None:
+    def __init__(self, deserialize: Any, on_taken: Callable[[int], None]) -> None:
         self._deserialize = deserialize
+        self._on_taken = on_taken
         self._messages: deque[bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._ended = False
+
+    @property
+    def waiting(self) -> int:
+        return len(self._messages)
 
     def push(self, message: bytes) -> None:
         self._messages.append(message)
@@ -102,6 +130,7 @@ class _Requests:
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         message = self._messages.popleft()
+        self._on_taken(len(message))
         return self._deserialize(message) if self._deserialize is not None else message
 
 
@@ -137,6 +166,9 @@ class _Call:
         self.deadline: asyncio.TimerHandle | None = None
         self.deadline_passed = False
         self.encoding = "identity"
+        self.held = 0  # request bytes counted in connection.buffered_input
+        self.unreleased = 0  # DATA bytes not yet given back to the client's window
+        self.failed = False
         metadata: list[tuple[str, Any]] = []
         timeout = None
         for name, value in headers:
@@ -146,25 +178,46 @@ class _Call:
                 elif name == "grpc-encoding":
                     self.encoding = value
                 continue
-            metadata.append((name, _binary(value) if name.endswith("-bin") else value))
+            metadata.append((name, _binary(name, value) if name.endswith("-bin") else value))
         self.context = _Context(tuple(metadata))
         self.requests: _Requests | None = None
         if handler.request_streaming:
-            self.requests = _Requests(handler.request_deserializer)
-            self.task = asyncio.get_running_loop().create_task(self._stream())
-            server._track(self.task)
+            self.requests = _Requests(handler.request_deserializer, self._taken)
+            self._run(self._stream())
         if timeout is not None:
             self._set_deadline(timeout)
+
+    def _run(self, body: Any) -> None:
+        """Run the call's body; it counts against the connection's concurrent streams until it
+        has finished, even if the client resets the stream first (`H2Connection.running`)."""
+        connection = self.connection
+        connection.handler_started()
+        self.task = task = asyncio.get_running_loop().create_task(body)
+        self.server._track(task)
+        task.add_done_callback(lambda _: connection.handler_finished())
 
     # -- from the connection -------------------------------------------------------------------
 
     def on_data(self, data: bytes) -> None:
+        self.unreleased += len(data)
+        if not self.failed:
+            self._read(data)
+        if self.requests is None or not self.requests.waiting or self.failed:
+            self._release()
+
+    def _read(self, data: bytes) -> None:
         buffer = self.buffer
         buffer += data
+        self._hold(len(data))
+        limit = self.server.max_message_size
         while len(buffer) >= 5:
             compressed, length = _PREFIX.unpack_from(buffer)
-            if len(buffer) < 5 + length:
+            if length > limit:
+                self._fail(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                           f"Received message larger than max ({length} vs. {limit})")
                 return
+            if len(buffer) < 5 + length:
+                break
             message = bytes(buffer[5:5 + length])
             del buffer[:5 + length]
             if compressed:
@@ -173,25 +226,60 @@ class _Call:
                     return
                 message = decompressed
             if self.requests is not None:
+                self._hold(len(message) - 5 - length)  # held until the body takes it
                 self.requests.push(message)
             elif self.unary_request is None:
                 self.unary_request = message
             else:
-                self._finish(grpc.StatusCode.UNIMPLEMENTED,
-                             "Received a second request message for a unary RPC")
-                self.connection.reset(self.stream)
+                self._fail(grpc.StatusCode.UNIMPLEMENTED,
+                           "Received a second request message for a unary RPC")
+                return
+        if self.connection.buffered_input > self.connection.limits.max_buffered_input:
+            self._fail(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                       "The connection holds too many unread request bytes "
+                       f"(more than {self.connection.limits.max_buffered_input})")
+
+    def _hold(self, size: int) -> None:
+        self.held += size
+        self.connection.buffered_input += size
+
+    def _taken(self, size: int) -> None:
+        """The streaming body took a message: its bytes are the client's again (none once the
+        call has dropped what it held)."""
+        self._hold(-min(size, self.held))
+        if self.requests is not None and not self.requests.waiting:
+            self._release()
+
+    def _release(self) -> None:
+        if self.unreleased:
+            size, self.unreleased = self.unreleased, 0
+            self.connection.release(self.stream, size)
+
+    def _fail(self, code: grpc.StatusCode, details: str) -> None:
+        """The call cannot go on for something its client sent: its status now, its body (if
+        running) cancelled, anything more it sends dropped."""
+        self.failed = True
+        self._drop()
+        self._finish(code, details)
+        self.on_reset()
+
+    def _drop(self) -> None:
+        self.buffer = bytearray()
+        self.unary_request = None
+        self._hold(-self.held)
 
     def on_end(self) -> None:
         if self.requests is not None:
             self.requests.end()
             return
-        if self.stream.closed:
+        if self.stream.closed or self.failed:
             return
         if self.unary_request is None:
             self._finish(grpc.StatusCode.INTERNAL, "Missing request message for a unary RPC")
             return
-        self.task = asyncio.get_running_loop().create_task(self._unary(self.unary_request))
-        self.server._track(self.task)
+        message, self.unary_request = self.unary_request, None
+        self._drop()
+        self._run(self._unary(message))
 
     def on_reset(self) -> None:
         if self.requests is not None:
@@ -199,6 +287,7 @@ class _Call:
         if self.task is not None and not self.task.done():
             self.task.cancel()
         self._clear_deadline()
+        self._drop()
 
     # -- running the body ----------------------------------------------------------------------
 
@@ -273,18 +362,27 @@ class _Call:
     # -- helpers -------------------------------------------------------------------------------
 
     def _decompress(self, message: bytes) -> bytes | None:
-        decompress = _DECOMPRESS.get(self.encoding)
+        """The message inflated, never past the maximum message size (a gzip bomb stops
+        there); None once the call has failed."""
+        wbits = _WBITS.get(self.encoding)
+        if wbits is None:
+            self._fail(grpc.StatusCode.UNIMPLEMENTED,
+                       f"Compression algorithm '{self.encoding}' is not supported")
+            return None
+        limit = self.server.max_message_size
         try:
-            if decompress is None:
-                raise ValueError(f"Compression algorithm '{self.encoding}' is not supported")
-            return decompress(message)
-        except Exception as exc:
-            code = (grpc.StatusCode.UNIMPLEMENTED if decompress is None
-                    else grpc.StatusCode.INTERNAL)
-            self._finish(code, str(exc) if decompress is None
-                         else "Failed to decompress the request message")
-            self.connection.reset(self.stream)
-            self.on_reset()
+            inflater = zlib.decompressobj(wbits)
+            data = inflater.decompress(message, limit + 1)
+            if len(data) > limit:
+                self._fail(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                           f"Received message larger than max (more than {limit} bytes "
+                           f"after decompression vs. {limit})")
+                return None
+            if not inflater.eof:
+                raise zlib.error("incomplete or truncated stream")
+            return data
+        except zlib.error:
+            self._fail(grpc.StatusCode.INTERNAL, "Failed to decompress the request message")
             return None
 
     def _set_deadline(self, text: str) -> None:
@@ -311,35 +409,46 @@ class _Call:
 class GrpcServer:
     """Serves `handlers` ({"/package.Service/Method": grpc.RpcMethodHandler}) on one port."""
 
-    def __init__(self, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+    def __init__(self, handlers: dict[str, grpc.RpcMethodHandler],
+                 limits: H2Limits | None = None,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         self._handlers = handlers
+        self.limits = limits or H2Limits()
+        self.max_message_size = max_message_size
         self._connections: set[H2Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.base_events.Server | None = None
 
-    async def start(self, host: str, port: int) -> int:
-        """Bind and serve; the bound port (port 0 picks one). OSError if it cannot bind."""
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None
+                    ) -> int:
+        """Bind and serve (over TLS with `ssl_context`); the bound port (port 0 picks one).
+        OSError if it cannot bind."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._connection, host, port, reuse_address=True)
+        self._server = await loop.create_server(self._connection, host, port, reuse_address=True,
+                                                ssl=ssl_context)
         return self._server.sockets[0].getsockname()[1]
 
     def _connection(self) -> H2Connection:
-        connection = H2Connection(self._start_call, self._connections.discard)
+        connection = H2Connection(self._start_call, self._connections.discard, self.limits)
         self._connections.add(connection)
         return connection
 
     def _start_call(self, connection: H2Connection, stream: H2Stream,
                     headers: list[tuple[str, str]]) -> _Call | None:
-        path = next((value for name, value in headers if name == ":path"), "")
-        handler = self._handlers.get(path)
-        if handler is None:
+        try:
+            _check_headers(headers, self.limits.max_header_list_size)
+            path = next((value for name, value in headers if name == ":path"), "")
+            handler = self._handlers.get(path)
+            if handler is None:
+                raise CallError(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+            return _Call(self, connection, stream, handler, headers)
+        except CallError as err:
             block = _RESPONSE_HEADERS + encode_headers([
-                ("grpc-status", str(grpc.StatusCode.UNIMPLEMENTED.value[0])),
-                ("grpc-message", "Method not found!"),
+                ("grpc-status", str(err.code.value[0])),
+                ("grpc-message", _percent_encode(err.details)),
             ])
             connection.send_headers(stream, block, end_stream=True)
             return None
-        return _Call(self, connection, stream, handler, headers)
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)
@@ -366,9 +475,25 @@ class GrpcServer:
             self._server = None
 
 
-def _binary(value: str) -> bytes:
-    padded = value + "=" * (-len(value) % 4)
-    return base64.b64decode(padded)
+def _check_headers(headers: list[tuple[str, str]], max_list_size: int) -> None:
+    """Refuse, for this call alone, metadata larger than advertised or an illegal name."""
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value) + 32
+        if not _HEADER_NAME.match(name):
+            raise CallError(grpc.StatusCode.INTERNAL, f"Illegal header key: {name!r}")
+    if size > max_list_size:
+        raise CallError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"received metadata size exceeds limit ({size} vs. {max_list_size})")
+
+
+def _binary(name: str, value: str) -> bytes:
+    """A `-bin` metadata value: base64, padded or not (gRPC's wire form)."""
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise CallError(grpc.StatusCode.INTERNAL,
+                        f"Error parsing '{name}' metadata: invalid base64 value") from None
 
 
 def _percent_encode(text: str) -> str:

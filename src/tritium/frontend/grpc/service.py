@@ -34,6 +34,7 @@ from .codec import (
     encode_infer_response,
     parse_infer_request,
 )
+from .options import GrpcOptions
 from .repository import RepositoryService
 from .server import GrpcServer
 from .shared_memory import handlers as shared_memory_handlers
@@ -56,9 +57,11 @@ class GrpcFrontend:
     """Serves Triton's gRPC API for `server` on `address:port` (port 0 picks a free port)."""
 
     def __init__(self, server: InferenceServer, address: str, port: int,
-                 restrictions: dict[str, Restriction] | None = None) -> None:
+                 restrictions: dict[str, Restriction] | None = None,
+                 options: GrpcOptions | None = None) -> None:
         self.server = server
         self.restrictions = restrictions or {}
+        self.options = options or GrpcOptions()
         self.address = address
         self.port = port
         self.description = f"GRPCInferenceService at {address}:{port}"
@@ -74,10 +77,12 @@ class GrpcFrontend:
         )
         routes = {f"/{SERVICE}/{name}": handler for name, handler in handlers.items()}
         routes.update({f"/{HEALTH_SERVICE}/{name}": handler for name, handler in health.items()})
-        grpc_server = GrpcServer(routes)
+        options = self.options
+        grpc_server = GrpcServer(routes, options.limits, options.max_message_size)
         host = self.address.strip("[]")
+        ssl_context = options.ssl.context() if options.ssl is not None else None
         try:
-            bound = await grpc_server.start(host, self.port)
+            bound = await grpc_server.start(host, self.port, ssl_context)
         except OSError:
             target = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
             raise OSError(

@@ -1,10 +1,13 @@
 """One model instance (Triton's ModelInstanceState): its current stub process, restarted in the
-background when it dies, and the requests it serves meanwhile failed as Triton fails them."""
+background when it dies. The requests the dead stub held fail as Triton fails them; requests
+that arrive while it restarts wait for the new stub (up to their timeout, at most
+`RESTART_HOLD_SECONDS`) instead of failing too."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +20,10 @@ if TYPE_CHECKING:
     from .model_state import PythonModelState
 
 log = logging.getLogger("tritium.backends.python")
+
+# The longest a request waits for a restarting stub (a stub that cannot start in this time
+# is not coming back soon).
+RESTART_HOLD_SECONDS = 30.0
 
 
 class InstanceState:
@@ -31,6 +38,7 @@ class InstanceState:
         self.output_names = [output.name for output in config.output]
         self.stub: StubProcess | None = None
         self._lock = threading.Lock()
+        self._restarted = threading.Condition(self._lock)  # a restart ended, either way
         self._restarting = False
         self._restarter: threading.Thread | None = None
         self._closing = False
@@ -65,6 +73,8 @@ class InstanceState:
         stub = self.stub
         if stub is None or stub.dead:
             self._restart_soon()
+            stub = self._wait_for_restart(_hold(requests))
+        if stub is None:
             error = not_healthy(self.name)
             for request in requests:
                 sender = request.response_sender
@@ -72,6 +82,18 @@ class InstanceState:
                     request.respond_error(error)
             return
         process_requests(stub, requests)
+
+    def _wait_for_restart(self, timeout: float) -> StubProcess | None:
+        """The restarted stub, once it is up (None if it is not within `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._restarting and not self._closing:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._restarted.wait(remaining)
+            stub = self.stub
+        return stub if stub is not None and not stub.dead else None
 
     def is_ready(self) -> bool:
         stub = self.stub
@@ -102,9 +124,11 @@ class InstanceState:
             log.error("failed to restart the stub of '%s': %s", self.name, exc)
             with self._lock:
                 self._restarting = False
+                self._restarted.notify_all()
             return
         with self._lock:
             self._restarting = False
+            self._restarted.notify_all()
             if self._closing:
                 stub.stop()
                 return
@@ -115,6 +139,7 @@ class InstanceState:
         """Finalize the model in its stub and end it (waiting out a restart under way)."""
         with self._lock:
             self._closing = True
+            self._restarted.notify_all()
             restarter = self._restarter
         if restarter is not None and restarter is not threading.current_thread():
             restarter.join()  # a stub being started is stopped by the restart thread itself
@@ -122,3 +147,9 @@ class InstanceState:
             stub, self.stub = self.stub, None
         if stub is not None:
             stub.finalize()
+
+
+def _hold(requests: Sequence[InferenceRequest]) -> float:
+    """How long these requests may wait for a restart: the shortest timeout among them."""
+    timeouts = [r.timeout_us / 1e6 for r in requests if r.timeout_us > 0]
+    return min([RESTART_HOLD_SECONDS, *timeouts])
