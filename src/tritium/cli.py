@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="largest gRPC request message, in bytes, also after decompression "
                             "(default 64 MB; Tritium's own flag)")
     serve.add_argument("--id", default="triton")
+    serve.add_argument("--ray-address", default="",
+                       help="auto | ray://HOST:PORT | HOST:PORT: the Ray cluster that models "
+                            "whose config has a 'ray' parameter place their instances on")
     _flag(serve, "--allow-client-shm", default=False,
           help="let clients register system shared memory regions (off by default)")
 
@@ -254,6 +257,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         log_settings=args.log_settings,
         trace_default=args.trace_default,
         allow_client_shm=args.allow_client_shm,
+        ray_address=args.ray_address,
     )
 
 

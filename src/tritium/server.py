@@ -87,6 +87,8 @@ class ServerOptions:
     # --rate-limit (off | execution_count) and --rate-limit-resource (name, count, device).
     rate_limit: str = "off"
     rate_limit_resources: list[tuple[str, int, int]] = field(default_factory=list)
+    # --ray-address: the Ray cluster that models asking for it place their instances on.
+    ray_address: str = ""
 
 
 class InferenceServer:
@@ -109,6 +111,14 @@ class InferenceServer:
                           if options.rate_limit == "execution_count" else None),
             server=self,
         )
+        if options.ray_address:
+            # Only here: a server without --ray-address never imports Ray.
+            from .ray.placement import RayPlacement
+
+            self.backends.placement = RayPlacement(
+                options.ray_address, self, self.id, options.backend_directories,
+                options.backend_config,
+            )
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)
         self.control = ModelRepositoryManager(
@@ -156,6 +166,8 @@ class InferenceServer:
         self.lifecycle.unload_all(self.options.exit_timeout_secs)
         self.control.remove_overrides()
         self.backends.finalize_all()
+        if self.backends.placement is not None:
+            self.backends.placement.close()
         self.shared_memory.close()
         self._live = False
 
