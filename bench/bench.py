@@ -13,6 +13,8 @@ Suites:
 - python-batching: add_sub with `dynamic_batching { }`, Tritium vs Triton 2.51.
 - inprocess: Triton's in-process API (`Model.infer`, 1 and 8 callers) on add_sub and on the
   identity backend, next to the same models over HTTP and gRPC (inprocess_bench.py).
+- ray: instances on a simulated Ray cluster: a 20 ms CPU-bound Python model on one node vs
+  two, add_sub local vs on Ray, start-up time and memory per actor (ray_bench.py).
 - native: a compiled identity backend through Tritium's C API vs the Python identity backend
   (native_bench.py), with the server's CPU time per inference.
 
@@ -38,6 +40,7 @@ import inprocess_bench  # noqa: E402
 import native_bench  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx_bench  # noqa: E402
+import ray_bench  # noqa: E402
 import reference_triton  # noqa: E402
 from loadgen import Inputs, Result, missing_tools, run_load  # noqa: E402
 
@@ -199,7 +202,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["identity", "python", "onnx", "batching",
-                                            "python-batching", "inprocess", "native", "all"],
+                                            "python-batching", "inprocess", "native", "ray",
+                                            "all"],
                         default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
@@ -233,6 +237,8 @@ def main() -> int:
         tables.append(python_suite(args, pin, client_pin, batched=True))
     if args.suite in ("inprocess", "all"):
         tables.append(inprocess_bench.inprocess_suite(args.seconds, pin, client_pin))
+    if args.suite in ("ray", "all"):
+        tables.append(ray_bench.ray_suite(args.seconds))
     if args.suite in ("native", "all"):
         tables.append(native_bench.native_suite(args, pin, client_pin))
     text = "\n\n".join(tables)

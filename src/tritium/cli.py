@@ -189,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="largest gRPC request message, in bytes, also after decompression "
                             "(default 64 MB; Tritium's own flag)")
     serve.add_argument("--id", default="triton")
+    serve.add_argument("--ray-address", default="",
+                       help="auto | ray://HOST:PORT | HOST:PORT: the Ray cluster that models "
+                            "whose config has a 'ray' parameter place their instances on")
     _flag(serve, "--allow-client-shm", default=False,
           help="let clients register system shared memory regions (off by default)")
     # The rest of tritonserver 2.51's flags, and help for every flag.
@@ -275,6 +278,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         allow_client_shm=args.allow_client_shm,
         model_config_name=args.model_config_name,
         model_load_retry_count=args.model_load_retry_count,
+        ray_address=args.ray_address,
     )
 
 

@@ -91,6 +91,8 @@ class ServerOptions:
     model_config_name: str = ""
     # --model-load-retry-count: further tries for a model version that fails to load.
     model_load_retry_count: int = 0
+    # --ray-address: the Ray cluster that models asking for it place their instances on.
+    ray_address: str = ""
 
 
 class InferenceServer:
@@ -115,6 +117,14 @@ class InferenceServer:
             server=self,
             load_retry_count=options.model_load_retry_count,
         )
+        if options.ray_address:
+            # Only here: a server without --ray-address never imports Ray.
+            from .ray.placement import RayPlacement
+
+            self.backends.placement = RayPlacement(
+                options.ray_address, self, self.id, options.backend_directories,
+                options.backend_config,
+            )
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)
         self.control = ModelRepositoryManager(
@@ -162,6 +172,8 @@ class InferenceServer:
         self.lifecycle.unload_all(self.options.exit_timeout_secs)
         self.control.remove_overrides()
         self.backends.finalize_all()
+        if self.backends.placement is not None:
+            self.backends.placement.close()
         self.shared_memory.close()
         self._live = False
 
