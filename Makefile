@@ -1,4 +1,5 @@
 # The README's quick start: `make serve` and `make test` on a fresh machine.
+# `make serve ARGS="--http-port 9000 --log-verbose 1"` passes more tritonserver flags.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -26,7 +27,7 @@ native: $(STAMP)
 
 serve: $(STAMP) native
 	$(BIN)/tritium serve --model-repository examples/model_repository \
-		--backend-directory examples/backends
+		--backend-directory examples/backends $(ARGS)
 
 # ruff (style, import order) over the code, mypy (types) and lint-imports (the layering of
 # DESIGN.md, contracts in pyproject.toml) over src/. PYTHONPATH: the checks read this tree's src/

@@ -15,6 +15,8 @@ Suites:
   identity backend, next to the same models over HTTP and gRPC (inprocess_bench.py).
 - llm: the llm backend's continuous batching on a tiny Llama against transformers' generate one
   request at a time and in static batches of 16 (llm_bench.py).
+- ray: instances on a simulated Ray cluster: a 20 ms CPU-bound Python model on one node vs
+  two, add_sub local vs on Ray, start-up time and memory per actor (ray_bench.py).
 - native: a compiled identity backend through Tritium's C API vs the Python identity backend
   (native_bench.py), with the server's CPU time per inference.
 
@@ -41,6 +43,7 @@ import llm_bench  # noqa: E402
 import native_bench  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx_bench  # noqa: E402
+import ray_bench  # noqa: E402
 import reference_triton  # noqa: E402
 from loadgen import Inputs, Result, missing_tools, run_load  # noqa: E402
 
@@ -203,7 +206,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["identity", "python", "onnx", "batching",
                                             "python-batching", "inprocess", "llm", "native",
-                                            "all"],
+                                            "ray", "all"],
                         default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
@@ -239,6 +242,8 @@ def main() -> int:
         tables.append(inprocess_bench.inprocess_suite(args.seconds, pin, client_pin))
     if args.suite in ("llm", "all"):
         tables.append(llm_bench.llm_suite(pin))
+    if args.suite in ("ray", "all"):
+        tables.append(ray_bench.ray_suite(args.seconds))
     if args.suite in ("native", "all"):
         tables.append(native_bench.native_suite(args, pin, client_pin))
     text = "\n\n".join(tables)

@@ -22,6 +22,12 @@ from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .server import ServerOptions
 from .trace_settings import parse_trace_config
+from .tritonserver_flags import (
+    add_tritonserver_flags,
+    check_tritonserver_flags,
+    describe_flags,
+    warn_ignored_flags,
+)
 
 log = logging.getLogger("tritium")
 
@@ -108,10 +114,13 @@ def _trace_dest(setting: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
+    parser = argparse.ArgumentParser(prog="tritium", description=__doc__, allow_abbrev=False)
+    parser.add_argument("--version", action="version", version=_version_text())
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="serve model repositories (tritonserver's flags)")
+    serve = commands.add_parser("serve", help="serve model repositories (tritonserver's flags)",
+                                allow_abbrev=False)
+    serve.add_argument("--version", action="version", version=_version_text())
     serve.add_argument("--model-repository", "--model-store", action="append", default=[],
                        dest="model_repository", required=True, help="repeatable")
     serve.add_argument("--backend-directory", action="append", default=[])
@@ -183,10 +192,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="largest gRPC request message, in bytes, also after decompression "
                             "(default 64 MB; Tritium's own flag)")
     serve.add_argument("--id", default="triton")
+    serve.add_argument("--ray-address", default="",
+                       help="auto | ray://HOST:PORT | HOST:PORT: the Ray cluster that models "
+                            "whose config has a 'ray' parameter place their instances on")
     _flag(serve, "--allow-client-shm", default=False,
           help="let clients register system shared memory regions (off by default)")
+    # The rest of tritonserver 2.51's flags, and help for every flag.
+    add_tritonserver_flags(serve, _flag)
+    describe_flags(serve)
 
-    check = commands.add_parser("check", help="load and complete model configurations")
+    check = commands.add_parser("check", help="load and complete model configurations",
+                                allow_abbrev=False)
     check.add_argument("repositories", nargs="+", type=Path)
     check.add_argument("--json", action="store_true", help="print each completed config as JSON")
     check.add_argument("--backend-directory", action="append", default=[], type=Path)
@@ -197,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_infer_parser(commands)
     return parser
+
+
+def _version_text() -> str:
+    from . import __version__
+
+    return f"tritium {__version__} (serves as Triton Inference Server 2.51)"
 
 
 def check_serve_args(args: argparse.Namespace) -> None:
@@ -257,6 +279,9 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         log_settings=args.log_settings,
         trace_default=args.trace_default,
         allow_client_shm=args.allow_client_shm,
+        model_config_name=args.model_config_name,
+        model_load_retry_count=args.model_load_retry_count,
+        ray_address=args.ray_address,
     )
 
 
@@ -272,11 +297,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_check(args.repositories, args.backend_directory, as_json=args.json,
                          auto_complete=not args.disable_auto_complete_config)
     try:
+        check_tritonserver_flags(args)
         check_serve_args(args)
         args.log_settings.install()
     except (ValueError, OSError) as exc:
         print(exc, file=sys.stderr)
         return 1
+    warn_ignored_flags(args, list(sys.argv[1:] if argv is None else argv))
     return serve(args)
 
 

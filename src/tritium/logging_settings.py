@@ -51,6 +51,9 @@ class TritonFormatter(logging.Formatter):
         return line
 
 
+# The loggers whose debug records --log-verbose shows.
+_OWN_LOGGERS = ("tritium", "triton_python_backend_utils")
+
 # Triton writes its verbose lines with the info severity.
 _SEVERITY = {logging.DEBUG: "I", logging.INFO: "I", logging.WARNING: "W", logging.ERROR: "E",
              logging.CRITICAL: "E"}
@@ -97,7 +100,9 @@ class LogSettings(logging.Filter):
             return self.log_warning
         if level >= logging.INFO:
             return self.log_info
-        return self.log_verbose_level > 0
+        # Verbose lines are Tritium's own (and models'): libraries' debug chatter (hpack logs
+        # each header of each gRPC call) stays out, as Triton's verbose log has none of it.
+        return self.log_verbose_level > 0 and record.name.startswith(_OWN_LOGGERS)
 
     def _apply_level(self) -> None:
         # Debug records are only built when verbose logging is on (they cost nothing otherwise).

@@ -21,6 +21,9 @@ RESPONSE_COMPLETE_FINAL = 1
 # TRITONSERVER_REQUEST_FLAG_SEQUENCE_START / _END.
 SEQUENCE_START = 1
 SEQUENCE_END = 2
+# TRITONSERVER_REQUEST_RELEASE_ALL / _RESCHEDULE: how a backend hands a request back.
+REQUEST_RELEASE_ALL = 1
+REQUEST_RELEASE_RESCHEDULE = 2
 
 
 @dataclass(slots=True)
@@ -113,6 +116,9 @@ class InferenceRequest:
         "cache_hit_start_ns",
         "cache_hit_ns",
         "cancelled",
+        "answered_later",
+        "reschedulable",
+        "rescheduled",
     )
 
     def __init__(
@@ -153,6 +159,13 @@ class InferenceRequest:
         self.cache_hit_ns = 0
         # Set when the client went away or cancelled; backends may stop early (is_cancelled).
         self.cancelled = False
+        # Set by a backend that keeps the request past execute and answers it later (Triton:
+        # a backend that releases the request after TRITONBACKEND_ModelInstanceExecute).
+        self.answered_later = False
+        # Set by a scheduler that can run the request again (an iterative sequence's);
+        # `rescheduled`: the backend asked for that during this execution (`release`).
+        self.reschedulable = False
+        self.rescheduled = False
 
     @property
     def requested_output_names(self) -> list[str]:
@@ -168,6 +181,20 @@ class InferenceRequest:
 
     def respond_error(self, error: TritonError) -> None:
         self.respond(InferenceResponse(error=error))
+
+    def release(self, flags: int = REQUEST_RELEASE_ALL) -> None:
+        """TRITONBACKEND_RequestRelease, for a backend that wants the request run again:
+        with REQUEST_RELEASE_RESCHEDULE the scheduler queues it anew once execute returns (the
+        next step of an iterative sequence), without a response for this execution. Any other
+        release needs no call: the server releases a request when execute returns. Raises
+        INVALID_ARG, with Triton's message, if the model's scheduler cannot run it again."""
+        if flags & REQUEST_RELEASE_RESCHEDULE:
+            if not self.reschedulable:
+                raise TritonError.invalid_arg(
+                    "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while "
+                    "the model is not configured to handle such a flag."
+                )
+            self.rescheduled = True
 
 
 _NO_ID_PREFIX = "[request id: <id_unknown>] "

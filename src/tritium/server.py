@@ -87,6 +87,12 @@ class ServerOptions:
     # --rate-limit (off | execution_count) and --rate-limit-resource (name, count, device).
     rate_limit: str = "off"
     rate_limit_resources: list[tuple[str, int, int]] = field(default_factory=list)
+    # --model-config-name: read configs/<name>.pbtxt instead of config.pbtxt where it exists.
+    model_config_name: str = ""
+    # --model-load-retry-count: further tries for a model version that fails to load.
+    model_load_retry_count: int = 0
+    # --ray-address: the Ray cluster that models asking for it place their instances on.
+    ray_address: str = ""
 
 
 class InferenceServer:
@@ -99,7 +105,8 @@ class InferenceServer:
             options.backend_directories, options.backend_config, server=self
         )
         self.repository = RepositoryScanner(
-            options.model_repositories, auto_complete=options.auto_complete
+            options.model_repositories, auto_complete=options.auto_complete,
+            config_name=options.model_config_name,
         )
         self.response_cache = ResponseCache.from_config(options.cache_config)
         self.lifecycle = ModelLifeCycle(
@@ -108,7 +115,16 @@ class InferenceServer:
             rate_limiter=(RateLimiter(options.rate_limit_resources)
                           if options.rate_limit == "execution_count" else None),
             server=self,
+            load_retry_count=options.model_load_retry_count,
         )
+        if options.ray_address:
+            # Only here: a server without --ray-address never imports Ray.
+            from .ray.placement import RayPlacement
+
+            self.backends.placement = RayPlacement(
+                options.ray_address, self, self.id, options.backend_directories,
+                options.backend_config,
+            )
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)
         self.control = ModelRepositoryManager(
@@ -156,6 +172,8 @@ class InferenceServer:
         self.lifecycle.unload_all(self.options.exit_timeout_secs)
         self.control.remove_overrides()
         self.backends.finalize_all()
+        if self.backends.placement is not None:
+            self.backends.placement.close()
         self.shared_memory.close()
         self._live = False
 

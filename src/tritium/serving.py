@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import signal
 import sys
@@ -16,8 +17,11 @@ from typing import Protocol
 from .errors import TritonError
 from .frontend.grpc import GrpcFrontend
 from .frontend.http import HttpFrontend
+from .frontend.http.server import bind
 from .frontend.metrics import MetricsFrontend
 from .server import InferenceServer, ServerOptions
+from .startup_tables import backend_table, options_table, table
+from .tritonserver_flags import metrics_settings
 
 log = logging.getLogger("tritium")
 
@@ -39,15 +43,7 @@ def model_table(server: InferenceServer) -> str:
             if status.reason and status.state.value == "UNAVAILABLE":
                 text = f"UNAVAILABLE: {status.reason}"
             rows.append((name, str(version) if version >= 0 else "-", text))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    lines = [rule]
-    for index, row in enumerate(rows):
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
-        if index == 0:
-            lines.append(rule)
-    lines.append(rule)
-    return "\n".join(lines)
+    return table(rows)
 
 
 async def run(options: ServerOptions, args: argparse.Namespace) -> int:
@@ -57,6 +53,12 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     except TritonError as exc:
         print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
         return 1
+    frontends = build_frontends(server, args)
+    try:
+        check_ports(args)  # a port in use is reported before anything starts
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
     try:
         await loop.run_in_executor(None, server.start)
     except TritonError as exc:
@@ -64,31 +66,19 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
         print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
         await loop.run_in_executor(None, server.shutdown)
         return 1
+    print(backend_table(server), file=sys.stderr, flush=True)
     print(model_table(server), file=sys.stderr, flush=True)
+    print(options_table(server), file=sys.stderr, flush=True)
 
-    frontends: list[Frontend] = []
-    if args.allow_grpc:
-        frontends.append(GrpcFrontend(server, args.grpc_address, args.grpc_port,
-                                      args.grpc_restrictions, args.grpc_options))
-    if args.allow_http:
-        frontends.append(HttpFrontend(server, args.http_address, args.http_port,
-                                      args.http_restrictions, args.http_max_input_size))
-    if args.openai_port is not None:
-        from .frontend.openai import OpenAiFrontend
-
-        frontends.append(OpenAiFrontend(server, args.openai_address or args.http_address,
-                                        args.openai_port))
-    if args.allow_metrics:
-        address = args.metrics_address or args.http_address
-        frontends.append(MetricsFrontend(server, address, args.metrics_port))
     try:
         for frontend in frontends:
             await frontend.start()
-            log.info("Started %s", frontend.description)
     except OSError as exc:
-        print(f"error: creating server: {exc}", file=sys.stderr, flush=True)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         await _stop(server, frontends, 0.0)
         return 1
+    for frontend in frontends:
+        log.info("Started %s", frontend.description)
 
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -98,6 +88,61 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
              options.exit_timeout_secs)
     await _stop(server, frontends, options.exit_timeout_secs)
     return 0
+
+
+def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[Frontend]:
+    """The endpoints the flags ask for, in the order Triton starts them."""
+    frontends: list[Frontend] = []
+    if args.allow_grpc:
+        frontends.append(GrpcFrontend(
+            server, args.grpc_address, args.grpc_port, args.grpc_restrictions, args.grpc_options,
+            header_forward=args.grpc_header_forward_pattern,
+            compression_level=args.grpc_infer_response_compression_level,
+            reuse_port=args.reuse_grpc_port))
+    if args.allow_http:
+        http = HttpFrontend(server, args.http_address, args.http_port,
+                            args.http_restrictions, args.http_max_input_size)
+        http.reuse_port = args.reuse_http_port
+        if args.http_header_forward_pattern is not None:
+            http.forward_headers(args.http_header_forward_pattern)
+        frontends.append(http)
+    if args.openai_port is not None:
+        from .frontend.openai import OpenAiFrontend
+
+        frontends.append(OpenAiFrontend(server, args.openai_address or args.http_address,
+                                        args.openai_port))
+    if args.allow_metrics:
+        address = args.metrics_address or args.http_address
+        settings = metrics_settings(args)
+        frontends.append(MetricsFrontend(
+            server, address, args.metrics_port, interval_ms=args.metrics_interval_ms,
+            allow_cpu_metrics=args.allow_cpu_metrics,
+            counter_latencies=settings.get("counter_latencies", True)))
+    return frontends
+
+
+def check_ports(args: argparse.Namespace) -> None:
+    """OSError naming the service and the socket, in Triton's words, if a port is taken."""
+    endpoints = []
+    if args.allow_grpc:
+        endpoints.append(("GRPC", args.grpc_address, args.grpc_port, args.reuse_grpc_port))
+    if args.allow_http:
+        endpoints.append(("HTTP", args.http_address, args.http_port, args.reuse_http_port))
+    if args.openai_port is not None:
+        endpoints.append(("OpenAI", args.openai_address or args.http_address, args.openai_port,
+                          False))
+    if args.allow_metrics:
+        endpoints.append(("Metrics", args.metrics_address or args.http_address,
+                          args.metrics_port, False))
+    for service, address, port, reuse in endpoints:
+        if port == 0:
+            continue
+        try:
+            bind(address, port, reuse).close()
+        except OSError as exc:
+            reason = "already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise OSError(f"failed to start {service} service: Unavailable - Socket "
+                          f"'{address}:{port}' {reason}") from None
 
 
 async def _stop(server: InferenceServer, frontends: list[Frontend], grace: float) -> None:

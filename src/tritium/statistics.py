@@ -11,7 +11,23 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .errors import Code, TritonError
 from .request import InferenceRequest
+
+# Triton 2.51's `reason` label of nv_inference_request_failure, in the order it lists them.
+FAILURE_REASONS = ("OTHER", "BACKEND", "CANCELED", "REJECTED")
+
+
+def failure_reason(request: InferenceRequest, error: TritonError | None) -> str:
+    """Why a request failed, as Triton's FailureReason: cancelled; refused by the scheduler
+    before it ran (queue full, timeout: REJECTED); failed once it reached the backend; other."""
+    if request.cancelled or (error is not None and error.code is Code.CANCELLED):
+        return "CANCELED"
+    if request.exec_start_ns:
+        return "BACKEND"
+    if error is not None and error.code is Code.UNAVAILABLE:
+        return "REJECTED"
+    return "OTHER"
 
 
 @dataclass
@@ -51,6 +67,8 @@ class StatisticsSnapshot:
     cache_miss: Duration = field(default_factory=Duration)
     # The model uses the response cache (Triton reports nv_cache_*_per_model only then).
     cache_enabled: bool = False
+    # Failed requests by FAILURE_REASONS entry.
+    fail_reasons: dict[str, int] = field(default_factory=dict)
 
 
 class ModelStatistics:
@@ -66,6 +84,7 @@ class ModelStatistics:
         self._execution_count = 0
         self._success_count = self._success_ns = 0
         self._fail_count = self._fail_ns = 0
+        self._fail_reasons = dict.fromkeys(FAILURE_REASONS, 0)
         # Queue and compute durations count the successful requests (Triton's rule).
         self._queue_ns = 0
         self._compute_input_ns = 0
@@ -79,8 +98,10 @@ class ModelStatistics:
         self._cache_miss_count = self._cache_miss_ns = 0
         self.cache_enabled = False
 
-    def record_request(self, request: InferenceRequest, success: bool) -> None:
-        """Called once per request, when its final response is sent."""
+    def record_request(self, request: InferenceRequest, success: bool,
+                       reason: str = "OTHER") -> None:
+        """Called once per request, when its final response is sent (`reason`: why it
+        failed, one of FAILURE_REASONS)."""
         end = time.perf_counter_ns()
         now_ms = int(time.time() * 1000)
         queued = request.queue_start_ns
@@ -94,6 +115,7 @@ class ModelStatistics:
                 self._last_inference_ms = now_ms
                 self._fail_count += 1
                 self._fail_ns += total if total > 0 else 0
+                self._fail_reasons[reason] += 1
             return
         exec_end = request.exec_end_ns or end
         input_end = request.compute_input_end_ns or exec_start
@@ -181,4 +203,5 @@ class ModelStatistics:
                 cache_hit=Duration(self._cache_hit_count, self._cache_hit_ns),
                 cache_miss=Duration(self._cache_miss_count, self._cache_miss_ns),
                 cache_enabled=self.cache_enabled,
+                fail_reasons=dict(self._fail_reasons),
             )

@@ -100,10 +100,13 @@ __all__ = [
     "using_decoupled_model_transaction_policy",
 ]
 
-# The classes show as `triton_python_backend_utils.X` (in reprs, and in the type names Triton's
-# error messages quote), wherever in the package they are defined.
+# The classes show under the module Triton defines them in (in reprs, and in the type names
+# Triton's error messages quote, e.g. "found type '<class 'c_python_backend_utils.Tensor'>'"),
+# wherever in the package they are defined: the stub's pybind11 module `c_python_backend_utils`
+# for the classes the stub provides, this package for its own ModelConfig.
 for _class in (InferenceRequest, InferenceResponse, InferenceResponseSender, InferenceTrace,
-               Logger, Metric, MetricFamily, ModelConfig, PreferredMemory, Tensor, TritonError,
+               Logger, Metric, MetricFamily, PreferredMemory, Tensor, TritonError,
                TritonModelException):
-    _class.__module__ = __name__
+    _class.__module__ = "c_python_backend_utils"
 del _class
+ModelConfig.__module__ = __name__

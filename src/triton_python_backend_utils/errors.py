@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from .pybind_args import IncompatibleArguments, as_str, pybind_constructor
+
 
 class TritonModelException(Exception):
     """Raised by the model (or by this module) for an error Triton reports to the client."""
@@ -33,11 +35,14 @@ class TritonError:
     ALREADY_EXISTS = _ErrorCode.ALREADY_EXISTS
     CANCELLED = _ErrorCode.CANCELLED
 
+    @pybind_constructor(
+        "c_python_backend_utils.TritonError(message: str, code: "
+        "c_python_backend_utils.TritonError.__ErrorCode = <__ErrorCode.INTERNAL: 1>)"
+    )
     def __init__(self, message: str, code: int = _ErrorCode.INTERNAL) -> None:
-        if not isinstance(message, str):
-            raise TypeError(f"TritonError(): message must be a str, got {type(message)}")
+        message = as_str(message)
         if code not in _ErrorCode.__members__.values():
-            raise TypeError(f"TritonError(): code must be a TritonError code, got {code!r}")
+            raise IncompatibleArguments()
         self._message = message
         self._code = _ErrorCode(code)
 

@@ -10,6 +10,7 @@ from typing import Any
 from .constants import TRITONSERVER_REQUEST_RELEASE_ALL, _MemoryType
 from .errors import TritonModelException
 from .parameters import _parameters_json
+from .pybind_args import IncompatibleArguments, as_int, as_str, pybind_constructor
 from .response_sender import InferenceResponseSender
 from .runtime import _require_runtime
 from .tensor import Tensor, _tensor_list
@@ -34,6 +35,17 @@ class InferenceTrace:
         return self._context
 
 
+_REQUEST_SIGNATURE = (
+    "c_python_backend_utils.InferenceRequest(request_id: str = '', correlation_id: object = 0, "
+    "inputs: List[triton::backend::python::PbTensor], requested_output_names: List[str], "
+    "model_name: str, model_version: int = -1, flags: int = 0, timeout: int = 0, "
+    "preferred_memory: c_python_backend_utils.PreferredMemory = "
+    "<c_python_backend_utils.PreferredMemory object>, trace: "
+    "c_python_backend_utils.InferenceTrace = <c_python_backend_utils.InferenceTrace object>, "
+    "parameters: object = None)"
+)
+
+
 class InferenceRequest:
     """An inference request.
 
@@ -42,6 +54,7 @@ class InferenceRequest:
     requests handed to ``execute`` are built by the stub with ``_from_server``.
     """
 
+    @pybind_constructor(_REQUEST_SIGNATURE)
     def __init__(
         self,
         request_id: str = "",
@@ -66,14 +79,20 @@ class InferenceRequest:
             if value is None
         ]
         if missing:
-            raise TypeError(f"InferenceRequest(): missing required argument(s) {missing}")
+            raise IncompatibleArguments()
+        # pybind11's casters: the model name may come as bytes or numpy scalars (Triton's BLS
+        # examples pass them straight from input tensors), the version as a numpy integer.
+        model_name = as_str(model_name)
+        model_version = as_int(model_version)
+        request_id = as_str(request_id)
+        flags, timeout = as_int(flags), as_int(timeout)
         parameters_json = _parameters_json(parameters)
         if not isinstance(correlation_id, (int, str)):
             raise TritonModelException("Correlation ID must be integer or string")
         if not isinstance(requested_output_names, (list, tuple)) or not all(
             isinstance(n, str) for n in requested_output_names
         ):
-            raise TypeError("InferenceRequest(): requested_output_names must be a list of str")
+            raise IncompatibleArguments()
         inputs = _tensor_list(
             inputs,
             "InferenceRequest()",

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from .errors import TritonError
 from .parameters import _parameters_json
+from .pybind_args import IncompatibleArguments, pybind_constructor
 from .tensor import Tensor, _tensor_list
 
 
 class InferenceResponse:
     """The response to one request: output tensors, or an error, and parameters."""
 
+    @pybind_constructor(
+        "c_python_backend_utils.InferenceResponse(output_tensors: "
+        "List[c_python_backend_utils.Tensor] = [], error: c_python_backend_utils.TritonError "
+        "= None)"
+    )
     def __init__(
         self,
         output_tensors: list[Tensor] | tuple[Tensor, ...] = (),
@@ -23,9 +29,7 @@ class InferenceResponse:
             "Output tensor for inference response should not be empty.",
         )
         if error is not None and not isinstance(error, TritonError):
-            raise TypeError(
-                f"InferenceResponse(): error must be a TritonError, got {type(error).__name__}"
-            )
+            raise IncompatibleArguments()
         self._output_tensors = tensors
         self._error = error
         self._parameters = _parameters_json(parameters)

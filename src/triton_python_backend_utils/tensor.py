@@ -9,6 +9,7 @@ import numpy as np
 
 from .dtypes import _NUMPY_OF_TRITON, _TYPE_BYTES
 from .errors import TritonModelException
+from .pybind_args import IncompatibleArguments, as_str, pybind_constructor
 
 _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
 
@@ -36,12 +37,11 @@ def _is_capsule(obj: object) -> bool:
 class Tensor:
     """A named tensor held as a numpy array; BYTES tensors are object arrays of bytes."""
 
+    @pybind_constructor("c_python_backend_utils.Tensor(arg0: str, arg1: numpy.ndarray)")
     def __init__(self, name: str, numpy_array: np.ndarray, /) -> None:
-        if not isinstance(name, str) or not isinstance(numpy_array, np.ndarray):
-            raise TypeError(
-                "Tensor(): expected (name: str, numpy_array: numpy.ndarray), got "
-                f"({type(name).__name__}, {type(numpy_array).__name__})"
-            )
+        name = as_str(name)
+        if not isinstance(numpy_array, np.ndarray):
+            raise IncompatibleArguments()
         if name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
         dtype = _TRITON_OF_DTYPE.get(numpy_array.dtype)
@@ -126,10 +126,10 @@ class Tensor:
 def _tensor_list(values: Any, owner: str, none_message: str) -> list[Tensor]:
     """Check a list of Tensors as pybind does; a None element gets Triton's message."""
     if not isinstance(values, (list, tuple)):
-        raise TypeError(f"{owner}: expected a list of Tensor, got {type(values).__name__}")
+        raise IncompatibleArguments()
     for value in values:
         if value is None:
             raise TritonModelException(none_message)
         if not isinstance(value, Tensor):
-            raise TypeError(f"{owner}: expected a list of Tensor, found {type(value).__name__}")
+            raise IncompatibleArguments()
     return list(values)

@@ -120,8 +120,10 @@ def test_backend_errors_reach_the_client_and_server_keeps_serving(autofill_setup
         import urllib.request
 
         metrics = urllib.request.urlopen(server.metrics_url).read().decode()
-        assert 'nv_inference_request_failure{model="doubler",version="1"} 3.0' in metrics
-        assert 'nv_inference_request_success{model="doubler",version="1"} 1.0' in metrics
+        # Triton's exposition: failures by reason (all three reached the backend), integers.
+        assert 'nv_inference_request_failure{model="doubler",reason="BACKEND",version="1"} 3' \
+            in metrics.splitlines()
+        assert 'nv_inference_request_success{model="doubler",version="1"} 1' in metrics.splitlines()
 
 
 def test_check_shows_backend_completion(autofill_setup) -> None:

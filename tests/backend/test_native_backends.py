@@ -7,6 +7,7 @@ real tritonclient drives both over HTTP and gRPC (streams for the decoupled one)
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import json
 import queue
@@ -52,6 +53,7 @@ def repository(tmp_path_factory):
     backends = compile_backends(base / "backends", {
         "native_identity": "identity", "native_repeat": "repeat", "native_errors": "errors",
         "native_bls": "bls", "native_accumulate": "accumulate", "native_queries": "queries",
+        "native_iterate": "iterate",
     })
     repo = base / "models"
     all_io = _io(len(DTYPES))
@@ -81,6 +83,9 @@ def repository(tmp_path_factory):
                 'sequence_batching { state [ { input_name: "STATE_IN" output_name: "STATE_OUT"'
                 ' data_type: TYPE_FP32 dims: [ 1 ] } ] }\n'
                 'instance_group [ { kind: KIND_CPU count: 2 } ]\n')  # a slot per sequence
+    write_model(repo, "iterate", 'backend: "native_iterate"\n' + errors_io +
+                'sequence_batching { iterative_sequence: true }\n')
+    write_model(repo, "iterate_plain", 'backend: "native_iterate"\n' + errors_io)
     write_model(repo, "queries", 'backend: "native_queries"\n'
                 'input [ { name: "MODEL" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
                 'output [ { name: "ANSWER" data_type: TYPE_STRING dims: [ 1 ] } ]\n')
@@ -349,6 +354,37 @@ def test_implicit_state_with_the_sequence_batcher(grpc):
     assert step(202, 5.0) == 15.0
     assert step(101, 4.0, end=True) == 7.0
     assert step(101, 1.0, start=True, end=True) == 1.0
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_rescheduled_requests_run_again_in_an_iterative_sequence(http, grpc, protocol):
+    client, module = (http, httpclient) if protocol == "http" else (grpc, grpcclient)
+
+    def tensors(wanted: int) -> list:
+        tensor = module.InferInput("INPUT0", [1], "INT32")
+        tensor.set_data_from_numpy(np.array([wanted], np.int32))
+        return [tensor]
+
+    def runs(model: str, wanted: int) -> int:
+        return int(client.infer(model, tensors(wanted)).as_numpy("OUTPUT0")[0])
+
+    wanted = [3, 1, 5, 2]  # interleaved iterative sequences, one per request
+    if protocol == "http":
+        pending = [http.async_infer("iterate", tensors(n)) for n in wanted]
+        answers = [int(p.get_result().as_numpy("OUTPUT0")[0]) for p in pending]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda n: runs("iterate", n), wanted))
+    assert answers == wanted
+    before = client.get_inference_statistics("iterate")
+    stats = before["model_stats"][0] if protocol == "http" else before.model_stats[0]
+    count = stats["inference_count"] if protocol == "http" else stats.inference_count
+    assert int(count) >= 11  # every run counts, as in Triton
+    with pytest.raises(InferenceServerException,
+                       match="not configured to handle such a flag") as refused:
+        runs("iterate_plain", 2)
+    assert refused.value.status() in ("400", "StatusCode.INVALID_ARGUMENT")
+    assert runs("iterate_plain", 1) == 1  # the server keeps serving
 
 
 def test_unimplemented_functions_answer_unsupported_by_name():

@@ -187,7 +187,7 @@ def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         text = urllib.request.urlopen(server.metrics_url).read().decode()
-        if 'nv_inference_pending_request_count{model="slow",version="1"} 1.0' in text:
+        if 'nv_inference_pending_request_count{model="slow",version="1"} 1\n' in text:
             break
         time.sleep(0.02)
     assert server.stop(signal.SIGTERM) == 0

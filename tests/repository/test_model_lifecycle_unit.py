@@ -54,7 +54,7 @@ def test_model_is_unavailable_while_loading_then_ready(tmp_path: Path) -> None:
     assert lifecycle.status()["slowload"][1].state is ModelReadyState.LOADING
     with pytest.raises(TritonError) as info:
         lifecycle.get("slowload")
-    assert info.value.code is Code.UNAVAILABLE
+    assert info.value.code is Code.NOT_FOUND  # Triton's GetModel: no READY version
     assert "has no available versions" in str(info.value)
     with pytest.raises(TritonError) as info:
         lifecycle.get("slowload", 1)

@@ -109,14 +109,24 @@ class ServerProcess:
     def log(self) -> str:
         return Path(self._log.name).read_text(errors="replace")
 
+    def wait_log(self, text: str, timeout: float = 30.0) -> None:
+        """Wait until the server has logged `text` (lines a stub sends travel on their own,
+        and may come after the answer a client already has)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            assert time.monotonic() < deadline, f"not logged within {timeout}s: {text!r}"
+            time.sleep(0.05)
+
     def metric(self, name: str, model: str) -> float:
         """One of the model's Prometheus figures, as a scraper reads it from --metrics-port."""
         with urllib.request.urlopen(self.metrics_url, timeout=10) as response:
             text = response.read().decode()
-        for line in text.splitlines():
-            if line.startswith(name + "{") and f'model="{model}"' in line:
-                return float(line.rsplit(" ", 1)[1])
-        raise AssertionError(f"no {name} for {model}:\n{text}")
+        # A family with more labels (nv_inference_request_failure's `reason`) sums its series.
+        values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line.startswith(name + "{") and f'model="{model}"' in line]
+        if not values:
+            raise AssertionError(f"no {name} for {model}:\n{text}")
+        return sum(values)
 
     def wait_metric(self, name: str, model: str, value: float, timeout: float = 10.0) -> None:
         """Wait until the figure reaches `value`: an instance records its execute only after

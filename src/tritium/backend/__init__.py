@@ -13,6 +13,8 @@ backends; the server's side, not for backends).
 from ..custom_metrics import MetricKind
 from ..errors import Code, TritonError
 from ..request import (
+    REQUEST_RELEASE_ALL,
+    REQUEST_RELEASE_RESCHEDULE,
     RESPONSE_COMPLETE_FINAL,
     InferenceRequest,
     InferenceResponse,
@@ -30,6 +32,8 @@ Response = InferenceResponse
 
 __all__ = [
     "ENTRY_POINTS",
+    "REQUEST_RELEASE_ALL",
+    "REQUEST_RELEASE_RESCHEDULE",
     "RESPONSE_COMPLETE_FINAL",
     "Backend",
     "BackendAttributes",

@@ -27,6 +27,7 @@ from types import ModuleType
 from ..errors import TritonError
 from .api import BackendAttributes, BackendLibrary
 from .handles import Backend
+from .instance_placement import InstancePlacement
 from .server_api import NoServer, ServerApi
 
 log = logging.getLogger("tritium.backend")
@@ -58,6 +59,8 @@ class BackendManager:
     ) -> None:
         # Handed to every model (`model.server`); unit tests without a server get NoServer.
         self.server: ServerApi = server if server is not None else NoServer()
+        # Where instances run when not here (a Ray cluster with --ray-address); None: here.
+        self.placement: InstancePlacement | None = None
         self._directories = [Path(d) for d in backend_directories or []]
         # {backend name: {key: value}}; the "" entry applies to every backend.
         self._config = backend_config or {}
@@ -99,6 +102,12 @@ class BackendManager:
     def loaded_names(self) -> list[str]:
         with self._lock:
             return sorted(loaded.handle.name for loaded in self._loaded.values())
+
+    def loaded_backends(self) -> list[tuple[str, str, dict[str, str]]]:
+        """(name, where it was loaded from, its configuration) of each loaded backend."""
+        with self._lock:
+            return [(name, loaded.library.origin, dict(loaded.handle.config))
+                    for name, loaded in sorted(self._loaded.items())]
 
     def config_for(self, name: str) -> dict[str, str]:
         merged = dict(DEFAULT_BACKEND_CONFIG)

@@ -43,7 +43,15 @@ def model_config_to_json(config: mc.ModelConfig) -> dict[str, Any]:
             preserving_proto_field_name=True,
             including_default_value_fields=True,  # type: ignore[call-arg]
         )
-    return _walk(obj, config.DESCRIPTOR, _int64_as_number)
+    obj = _walk(obj, config.DESCRIPTOR, _int64_as_number)
+    for member, names in _NEWER_THAN_2_51.items():
+        for name in names:
+            obj.get(member, {}).pop(name, None)
+    return obj
+
+
+# Members tritonclient's schema has and Triton 2.51's does not: 2.51 never lists them.
+_NEWER_THAN_2_51 = {"ensemble_scheduling": ("max_inflight_requests",)}
 
 
 def model_config_from_json(obj: dict[str, Any] | str | bytes) -> mc.ModelConfig:

@@ -38,13 +38,19 @@ def parse_config_text(text: str, path: str) -> mc.ModelConfig:
     return config
 
 
-def read_model_config(model_path: Path, *, auto_complete: bool) -> mc.ModelConfig:
+def read_model_config(model_path: Path, *, auto_complete: bool,
+                      config_name: str = "") -> mc.ModelConfig:
     """Read `model_path/config.pbtxt`, as Triton's ModelRepositoryManager does.
 
     With auto-complete on, a missing file is an empty config (the server and the backend fill
-    it in); without it the model cannot load, with Triton's message.
+    it in); without it the model cannot load, with Triton's message. A `config_name`
+    (--model-config-name) reads `configs/<config_name>.pbtxt` instead where the model has it.
     """
     config_path = Path(model_path) / CONFIG_FILENAME
+    if config_name:
+        custom = Path(model_path) / "configs" / f"{config_name}.pbtxt"
+        if custom.is_file():
+            config_path = custom
     if not config_path.exists():
         if auto_complete:
             return mc.ModelConfig()

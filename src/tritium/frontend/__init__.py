@@ -4,10 +4,11 @@
   HTTP/1.1 server;
 - `grpc/`: the gRPC frontend (GRPCInferenceService) on its own HTTP/2 transport;
 - `extensions/`: what both frontends share (statistics, logging, trace, restricted APIs,
-  shared memory, classification, request limits, Triton's JSON reading);
+  shared memory, classification, request limits, Triton's JSON reading, header forwarding);
 - `loop_bridge.py`: the one bridge between the core's threads and the event loop (a request's
   final answer as an awaitable, its responses as an async iterator or as callbacks);
-- `metrics.py` (with `asgi_endpoint.py`): Prometheus text on --metrics-port.
+- `metrics.py` (with `prometheus_text.py` and `cpu_metrics.py`): Prometheus text on
+  --metrics-port, served by `http/`'s HTTP/1.1 server.
 
 Frontends import only the core (`server`, `request`, `errors`, `tensor`, `config`).
 """

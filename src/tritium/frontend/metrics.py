@@ -1,39 +1,37 @@
-"""The metrics endpoint: Prometheus text on --metrics-port with Triton's metric names.
+"""The metrics endpoint: Prometheus text on --metrics-port with Triton's metric names and types.
 
-Counts are not kept twice: a collector reads the server's per model-version statistics at scrape
-time. Families are exposed "untyped" because prometheus-client renames counters to `*_total`,
-and dashboards built for Triton query the bare names (`nv_inference_count`, ...).
+Counterpart: Triton's HTTPMetricsServer and Metrics. Counts are not kept twice: the families
+are built from the server's per model-version statistics at scrape time, and written by
+`prometheus_text` under Triton's exact names and `# TYPE`s (counters, gauges, custom
+`pb_utils.MetricFamily` kinds as declared). The endpoint is the HTTP/REST frontend's own
+httptools server (`http.server`), answering GET /metrics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import make_asgi_app
-from prometheus_client.core import (
-    CollectorRegistry,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-    UntypedMetricFamily,
-)
-
 from ..server import InferenceServer
-from .asgi_endpoint import AsgiEndpoint
+from .cpu_metrics import CpuMetrics
+from .http.server import HttpConnection, HttpEndpoint, Request
+from .prometheus_text import Family, histogram_samples, render
 
 _NS_PER_US = 1000
 
-# (metric name, help, value from a StatisticsSnapshot)
-_FAMILIES: list[tuple[str, str, Callable]] = [
+_COUNTER_FAMILIES: list[tuple[str, str, Callable | None]] = [
     ("nv_inference_request_success", "Number of successful inference requests, all batch sizes",
      lambda s: s.success.count),
     ("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
-     lambda s: s.fail.count),
+     None),  # one series per failure reason
     ("nv_inference_count", "Number of inferences performed (does not include cached requests)",
      lambda s: s.inference_count),
     ("nv_inference_exec_count",
      "Number of model executions performed (does not include cached requests)",
      lambda s: s.execution_count),
+]
+
+# Dropped with --metrics-config counter_latencies=false, as in Triton.
+_LATENCY_FAMILIES: list[tuple[str, str, Callable]] = [
     ("nv_inference_request_duration_us",
      "Cumulative inference request duration in microseconds (includes cached requests)",
      lambda s: (s.success.ns + s.fail.ns) // _NS_PER_US),
@@ -47,8 +45,8 @@ _FAMILIES: list[tuple[str, str, Callable]] = [
      "Cumulative compute inference duration in microseconds (does not include cached requests)",
      lambda s: s.compute_infer.ns // _NS_PER_US),
     ("nv_inference_compute_output_duration_us",
-     "Cumulative inference compute output duration in microseconds (does not include cached "
-     "requests)",
+     ("Cumulative inference compute output duration in microseconds (does not include cached "
+      "requests)"),
      lambda s: s.compute_output.ns // _NS_PER_US),
 ]
 
@@ -84,67 +82,108 @@ _CACHE_GAUGES: list[tuple[str, str, Callable]] = [
 ]
 
 
-class ServerCollector:
-    """Turns InferenceServer.statistics() into metric families on every scrape."""
+class ServerMetrics:
+    """Triton's metric families for one InferenceServer, built on every scrape."""
 
-    def __init__(self, server: InferenceServer) -> None:
+    def __init__(self, server: InferenceServer, cpu: CpuMetrics | None = None,
+                 counter_latencies: bool = True) -> None:
         self._server = server
+        self._cpu = cpu
+        self._counters: list[tuple[str, str, Callable | None]] = [
+            *_COUNTER_FAMILIES, *(_LATENCY_FAMILIES if counter_latencies else [])]
 
-    def collect(self) -> Iterator[Metric]:
+    def families(self) -> Iterator[Family]:
         snapshots = self._server.statistics()
-        for name, help_text, value in _FAMILIES:
-            family = UntypedMetricFamily(name, help_text, labels=["model", "version"])
+        for name, help_text, value in self._counters:
+            family = Family(name, help_text, "counter")
             for snap in snapshots:
-                family.add_metric([snap.name, snap.version], value(snap))
+                labels = {"model": snap.name, "version": snap.version}
+                if value is None:
+                    for reason, count in snap.fail_reasons.items():
+                        family.add({**labels, "reason": reason}, count)
+                else:
+                    family.add(labels, value(snap))
             yield family
         cached = [snap for snap in snapshots if snap.cache_enabled]
         if cached:
             for name, help_text, value in _CACHE_FAMILIES:
-                family = UntypedMetricFamily(name, help_text, labels=["model", "version"])
+                family = Family(name, help_text, "counter")
                 for snap in cached:
-                    family.add_metric([snap.name, snap.version], value(snap))
+                    family.add({"model": snap.name, "version": snap.version}, value(snap))
                 yield family
         cache = self._server.cache_statistics()
         if cache is not None:
             for name, help_text, value in _CACHE_GAUGES:
-                yield GaugeMetricFamily(name, help_text, value=value(cache))
-        pending = GaugeMetricFamily(
-            "nv_inference_pending_request_count",
-            "Instantaneous number of pending requests awaiting execution per-model.",
-            labels=["model", "version"],
-        )
+                family = Family(name, help_text, "gauge")
+                family.add({}, value(cache))
+                yield family
+        pending = Family("nv_inference_pending_request_count",
+                         "Instantaneous number of pending requests awaiting execution per-model.",
+                         "gauge")
         for model_name, version, count in self._server.pending_requests():
-            pending.add_metric([model_name, version], count)
+            pending.add({"model": model_name, "version": version}, count)
         yield pending
+        if self._cpu is not None and self._cpu.available:
+            yield from self._cpu_families(self._cpu)
         yield from self._custom()
 
-    def _custom(self) -> Iterator[Metric]:
-        """Families backends created (pb_utils.MetricFamily), with their own labels."""
-        for family in self._server.metrics.families():
-            metrics = family.metrics()
-            labels = sorted({k for m in metrics for k in m.labels})
-            if family.kind.value == "histogram":
-                histogram = HistogramMetricFamily(family.name, family.description, labels=labels)
-                for m in metrics:
-                    bounds = [*(str(b) for b in m.buckets or []), "+Inf"]
-                    cumulative, running = [], 0
-                    for bound, count in zip(bounds, m.bucket_counts, strict=True):
-                        running += count
-                        cumulative.append((bound, running))
-                    histogram.add_metric([m.labels.get(k, "") for k in labels], cumulative, m.sum)
-                yield histogram
-            else:
-                kind = GaugeMetricFamily if family.kind.value == "gauge" else UntypedMetricFamily
-                out = kind(family.name, family.description, labels=labels)
-                for m in metrics:
-                    out.add_metric([m.labels.get(k, "") for k in labels], m.value)
-                yield out
+    @staticmethod
+    def _cpu_families(cpu: CpuMetrics) -> Iterator[Family]:
+        for name, help_text, value in (
+            ("nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", cpu.utilization),
+            ("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in bytes", cpu.memory_total),
+            ("nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes", cpu.memory_used),
+        ):
+            family = Family(name, help_text, "gauge")
+            family.add({}, value)
+            yield family
+
+    def _custom(self) -> Iterator[Family]:
+        """Families backends created (pb_utils.MetricFamily), typed as declared."""
+        for custom in self._server.metrics.families():
+            family = Family(custom.name, custom.description, custom.kind.value)
+            for metric in custom.metrics():
+                if custom.kind.value == "histogram":
+                    histogram_samples(family, metric.labels, metric.buckets or [],
+                                      metric.bucket_counts, metric.sum)
+                else:
+                    family.add(metric.labels, metric.value)
+            yield family
+
+    def text(self) -> bytes:
+        return render(self.families())
 
 
-class MetricsFrontend(AsgiEndpoint):
-    """Prometheus text for one InferenceServer on address:port, served like the HTTP frontend."""
+_CONTENT_TYPE = b"text/plain; charset=utf-8"
 
-    def __init__(self, server: InferenceServer, address: str, port: int) -> None:
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(ServerCollector(server))
-        super().__init__(make_asgi_app(registry), address, port, "Metrics Service")
+
+class MetricsFrontend(HttpEndpoint):
+    """GET /metrics for one InferenceServer on address:port, on the lean HTTP server."""
+
+    def __init__(self, server: InferenceServer, address: str, port: int,
+                 interval_ms: float = 2000.0, allow_cpu_metrics: bool = True,
+                 counter_latencies: bool = True) -> None:
+        self._cpu = CpuMetrics(interval_ms / 1000.0) if allow_cpu_metrics else None
+        self.metrics = ServerMetrics(server, self._cpu, counter_latencies)
+        super().__init__(self._answer, address, port, "Metrics Service")
+
+    def _answer(self, connection: HttpConnection, request: Request) -> None:
+        # As Triton's metrics server: only GET, and any other path an empty 200.
+        if request.method != b"GET":
+            body = b'{"error":"Method Not Allowed"}'
+            connection.respond(
+                405, b"content-length: %d\r\ncontent-type: text/plain\r\n" % len(body), body)
+            return
+        body = self.metrics.text() if request.path == "/metrics" else b""
+        connection.respond(200, b"content-length: %d\r\ncontent-type: %s\r\n"
+                           % (len(body), _CONTENT_TYPE), body)
+
+    async def start(self) -> None:
+        await super().start()
+        if self._cpu is not None:
+            self._cpu.start()
+
+    async def stop(self, grace: float) -> None:
+        if self._cpu is not None:
+            self._cpu.stop()
+        await super().stop(grace)

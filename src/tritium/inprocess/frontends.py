@@ -7,7 +7,7 @@ picks a free port; the bound addresses come back. `stop()` stops them before the
 requests in flight finish first, as `tritium serve` does.
 
 This module is the API's one dependency on `tritium.frontend` (the frontends themselves, the
-Prometheus collector behind `Server.metrics()`, the statistics extension's JSON form).
+Prometheus families behind `Server.metrics()`, the statistics extension's JSON form).
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest
-
 from ..frontend.extensions.statistics_api import statistics_json
 from ..frontend.grpc import GrpcFrontend
 from ..frontend.http import HttpFrontend
-from ..frontend.metrics import MetricsFrontend, ServerCollector
+from ..frontend.metrics import MetricsFrontend, ServerMetrics
 from ..server import InferenceServer
 
 
@@ -93,10 +91,9 @@ class Frontends:
 
 
 def metrics_text(server: InferenceServer) -> str:
-    """The Prometheus text the metrics port would serve (Triton's metric names)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ServerCollector(server))
-    return generate_latest(registry).decode("utf-8")
+    """The Prometheus text the metrics port would serve (Triton's metric names and types;
+    the CPU families are the metrics port's own)."""
+    return ServerMetrics(server).text().decode("utf-8")
 
 
 

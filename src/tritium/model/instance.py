@@ -2,7 +2,8 @@
 
 Triton's TritonModelInstance: it owns the backend handle of one instance, stamps execution
 times, and guarantees that a request never goes unanswered: an exception from the backend, or a
-non-decoupled backend returning without responding, fails exactly the requests left open.
+non-decoupled backend returning without responding (and without rescheduling the request),
+fails exactly the requests left open.
 """
 
 from __future__ import annotations
@@ -91,20 +92,25 @@ class TritonModelInstance:
                 if not self._decoupled:
                     for request in requests:
                         sender = request.response_sender
-                        if sender is not None and not sender.is_completed:
+                        if (sender is not None and not sender.is_completed
+                                and not request.answered_later and not request.rescheduled):
                             self._fail_open(requests, TritonError.internal(
                                 f"backend of model '{self.handle.model.name}' returned from "
                                 "execute without sending a response"
                             ))
                             break
             end = perf_counter_ns()
+            statistics = self._statistics
             for request in requests:
                 request.exec_end_ns = end
-            self._statistics.record_execution(requests)
+                if request.rescheduled:  # each run of a rescheduled request counts, as in Triton
+                    statistics.record_request(request, True)
+            statistics.record_execution(requests)
 
     @staticmethod
     def _fail_open(requests: Sequence[InferenceRequest], error: TritonError) -> None:
         for request in requests:
+            request.rescheduled = False  # a failed execution runs nothing again
             sender = request.response_sender
-            if sender is not None and not sender.is_completed:
+            if sender is not None and not sender.is_completed and not request.answered_later:
                 request.respond_error(error)

@@ -32,7 +32,8 @@ from ..request import (
 )
 from ..response_cache import ModelResponseCache
 from ..scheduler import Scheduler
-from ..statistics import ModelStatistics
+from ..statistics import ModelStatistics, failure_reason
+from .output_reshape import apply_output_reshapes, output_reshapes
 from .request_normalizer import RequestSpec, normalize_request
 
 log = logging.getLogger("tritium.model")
@@ -67,6 +68,7 @@ class LoadedModel(abc.ABC):
         self._version_text = str(version)
         # What normalize_request reads from the configuration (built once it is final).
         self._spec: RequestSpec | None = None
+        self._output_reshapes: dict[str, tuple[int, ...]] | None = None
         self._cache: ModelResponseCache | None = None
         self._inflight = 0
         self._waiters = 0
@@ -114,17 +116,25 @@ class LoadedModel(abc.ABC):
         record_request = self.statistics.record_request
         finish_one = self._finish_one
         failed = False
+        reason = "OTHER"
+        reshapes = self._output_reshapes
+        if reshapes is None:
+            reshapes = self._output_reshapes = output_reshapes(self.config)
+        batching = self.config.max_batch_size > 0
 
         def on_response(response: InferenceResponse | None, flags: int) -> None:
-            nonlocal failed
+            nonlocal failed, reason
             if response is not None:
                 response.model_name = name
                 response.model_version = version
                 response.id = request.id
-                if response.error is not None:
+                if reshapes and response.outputs:
+                    apply_output_reshapes(response, reshapes, batching)
+                if response.error is not None and not failed:
                     failed = True
+                    reason = failure_reason(request, response.error)
             if flags & RESPONSE_COMPLETE_FINAL:
-                record_request(request, not failed)
+                record_request(request, not failed, reason)
                 finish_one()
             deliver(response, flags)
 

@@ -120,7 +120,12 @@ class TritonModel(LoadedModel):
 
     def _create_instances(self, *, parallel: bool, rate_limiter: RateLimiter | None) -> None:
         decoupled = self.decoupled
+        # A server connected to Ray (--ray-address) may run a group's instances there.
+        placement = self._backends.placement
         for group in self.config.instance_group:
+            library = (self._backend.library if placement is None
+                       else placement.library(self.handle, group, self._backend.handle.name,
+                                              self._backend.library))
             kind = mc.ModelInstanceGroup.Kind.Name(group.kind)
             devices = list(group.gpus) if group.kind == mc.ModelInstanceGroup.KIND_GPU else [0]
             for device in devices:
@@ -129,7 +134,7 @@ class TritonModel(LoadedModel):
                     name = f"{group.name}_{index}"
                     handle = InstanceHandle(self.handle, name, kind, device, group)
                     instance = TritonModelInstance(
-                        handle, self._backend.library, self.statistics, decoupled, rate_limiter
+                        handle, library, self.statistics, decoupled, rate_limiter
                     )
                     self.instances.append(instance)
         if parallel and len(self.instances) > 1:

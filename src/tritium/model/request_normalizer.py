@@ -51,24 +51,19 @@ def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelCon
     inputs = spec.inputs
     given = request.inputs
 
-    for name in given:
+    required = spec.required
+    # As Triton's ValidateRequestInputs: the count first (all names listed), then each input.
+    if len(given) < len(required) or len(given) > len(inputs):
+        raise _count_error(request, spec)
+    # Triton walks the inputs in its unordered_map's order, the reverse of the order they were
+    # added in: with several wrong inputs, the last one given is the one reported.
+    for name in reversed(given):
         if name not in inputs:
             raise TritonError.invalid_arg(
                 f"unexpected inference input '{name}' for model '{model}'"
             )
-    required = spec.required
-    if len(given) < len(required) or any(n not in given for n in required):
-        missing = [n for n in required if n not in given]
-        if missing:
-            prefix = log_prefix(request.id)
-            expected = f"{len(required)} inputs"
-            if len(required) != len(inputs):  # some inputs are optional: Triton gives the range
-                expected = f"number of inputs between {len(required)} and {len(inputs)}"
-            raise TritonError.invalid_arg(
-                f"{prefix}expected {expected} but got {len(given)} inputs for "
-                f"model '{model}'. Got input(s) {_names(given)}, but missing required "
-                f"input(s) {_names(missing)}. Please provide all required input(s)."
-            )
+    if any(n not in given for n in required):
+        raise _count_error(request, spec)
     if request.requested_outputs:
         outputs = spec.outputs
         for out in request.requested_outputs:
@@ -80,7 +75,7 @@ def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelCon
     max_batch_size = spec.max_batch_size
     batching = max_batch_size > 0
     batch_size = 0
-    for name, tensor in given.items():
+    for name, tensor in reversed(given.items()):
         input_spec = inputs[name]
         if tensor.datatype != input_spec.datatype:
             raise TritonError.invalid_arg(
@@ -140,5 +135,25 @@ def _matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
     return all(d == -1 or d == s for s, d in zip(shape, dims, strict=True))
 
 
+def _count_error(request: InferenceRequest, spec: RequestSpec) -> TritonError:
+    given, required = request.inputs, spec.required
+    missing = [n for n in required if n not in given]
+    expected = f"{len(required)} inputs"
+    if len(required) != len(spec.inputs):  # some inputs are optional: Triton gives the range
+        expected = f"number of inputs between {len(required)} and {len(spec.inputs)}"
+    return TritonError.invalid_arg(
+        f"{log_prefix(request.id)}expected {expected} but got {len(given)} inputs for "
+        f"model '{spec.model}'. Got input(s) {_names(given)}, but missing required "
+        f"input(s) {_missing_names(missing)}. Please provide all required input(s)."
+    )
+
+
 def _names(names: Iterable[object]) -> str:
-    return "[" + ", ".join(f"'{n}'" for n in names) + "]"
+    """A name list as Triton writes it: ['A','B'] (no space)."""
+    return "[" + ",".join(f"'{n}'" for n in names) + "]"
+
+
+def _missing_names(names: list[str]) -> str:
+    """Triton's missing-inputs list: as `_names`, but an empty one prints as `]` (its
+    builder drops the last character, the `[` when nothing was added)."""
+    return _names(names) if names else "]"

@@ -41,8 +41,10 @@ class ModelLifeCycle:
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
         server: EnsembleServer | None = None,
+        load_retry_count: int = 0,
     ) -> None:
         self._repository = repository
+        self._load_retry_count = load_retry_count  # --model-load-retry-count
         self._backends = backends
         # What ensembles route their steps through (None: no ensemble can load).
         self._server = server
@@ -89,7 +91,19 @@ class ModelLifeCycle:
     def _load_version(
         self, source: ModelSource, config: mc.ModelConfig, version: int
     ) -> LoadedModel | str:
-        """The loaded version, or the reason it failed."""
+        """The loaded version, or the reason it failed (after --model-load-retry-count more
+        tries)."""
+        for attempt in range(self._load_retry_count + 1):
+            result = self._try_load_version(source, config, version)
+            if isinstance(result, LoadedModel):
+                return result
+            if attempt < self._load_retry_count:
+                log.info("retrying to load model '%s' version %d", source.name, version)
+        return result
+
+    def _try_load_version(
+        self, source: ModelSource, config: mc.ModelConfig, version: int
+    ) -> LoadedModel | str:
         try:
             model: LoadedModel
             if config.platform == ENSEMBLE_PLATFORM:
@@ -241,8 +255,8 @@ class ModelLifeCycle:
                 raise TritonError.not_found(f"Request for unknown model: '{name}' is not found")
             if version == -1:
                 ready = [s for v, s in versions.items() if s.state is ModelReadyState.READY]
-                if not ready:
-                    raise TritonError.unavailable(
+                if not ready:  # NOT_FOUND (404), as Triton 2.51 answers an unloaded model
+                    raise TritonError.not_found(
                         f"Request for unknown model: '{name}' has no available versions"
                     )
                 newest = max(ready, key=lambda s: s.version).model
@@ -312,6 +326,7 @@ class ModelLifeCycle:
             assert status.model is not None
             status.model.unload(timeout)
             self._update(name, _unloaded(status.version))
+            log.info("successfully unloaded '%s' version %d", name, status.version)
         for thread in retiring:
             thread.join(timeout)
         self._pool.shutdown(wait=True)

@@ -49,6 +49,9 @@ class ModelRepositoryManager:
         self._thread_count = max(thread_count, 1)
         # Models loaded from override files: their private directory, removed when replaced.
         self._overrides: dict[str, OverrideDirectory] = {}
+        # Models serving a load request's `config`, with their repository folder's fingerprint
+        # then: a plain load leaves them as they are while that folder is unchanged (2.51).
+        self._config_overridden: dict[str, tuple] = {}
         # POLL: what each model directory looked like when last loaded.
         self._fingerprints: dict[str, tuple] = {}
         self._lock = threading.Lock()
@@ -128,11 +131,16 @@ class ModelRepositoryManager:
                 source = ModelSource(name, override.path, override.root)
             else:
                 source = self._repository_source(scan, name)
+                if config_json is None and self._keeps_config_override(name, source):
+                    return
             override_config = None
             if config_json is not None:
                 try:
                     override_config = model_config_from_json(config_json)
-                except TritonError:
+                except TritonError as exc:
+                    # The client hears only Triton's answer; the log says why.
+                    log.error("load request for '%s' refused: its 'config' parameter: %s",
+                              name, exc.message)
                     raise _poll_failed(name) from None  # Triton's answer to a bad config JSON
             try:
                 config = self.repository.model_config(source, override_config)
@@ -140,6 +148,11 @@ class ModelRepositoryManager:
                 self._record_config_error(source, exc.message)
                 raise _poll_failed(name, exc.message) from None
             self._load_tree(scan, name, config, set(), set(), source)
+            with self._lock:
+                if config_json is None:
+                    self._config_overridden.pop(name, None)
+                else:
+                    self._config_overridden[name] = fingerprint(source.path)
         except BaseException:
             if override is not None:
                 if self._serves_from(name, override):
@@ -189,6 +202,8 @@ class ModelRepositoryManager:
         for target in targets:
             self.lifecycle.unload(target)
             self._keep_override(target, None)
+            with self._lock:
+                self._config_overridden.pop(target, None)
 
     def _composing_closure(self, name: str) -> list[str]:
         found: list[str] = []
@@ -333,12 +348,22 @@ class ModelRepositoryManager:
             raise TritonError.invalid_arg(f"load failed for model '{name}': {scan.errors[name]}\n")
         source = scan.models.get(name)
         if source is None:
+            log.error("load request for '%s' refused: no model folder of that name in the "
+                      "model repositories", name)
             raise _poll_failed(name)
         if not inside(source.path, source.repository):
             raise TritonError.invalid_arg(
                 f"invalid model name '{name}': the model directory leaves the model repository"
             )
         return source
+
+    def _keeps_config_override(self, name: str, source: ModelSource) -> bool:
+        """Whether a plain load of `name` leaves it serving the `config` a load gave it:
+        Triton 2.51 keeps it while the model's folder is unchanged."""
+        with self._lock:
+            kept = self._config_overridden.get(name)
+        return (kept is not None and name in self._loaded_names()
+                and kept == fingerprint(source.path))
 
     def _keep_override(self, name: str, override: OverrideDirectory | None) -> None:
         """Remember the directory `name` now loads from; remove the one it replaced."""

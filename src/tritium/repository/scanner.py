@@ -43,9 +43,11 @@ class RepositoryScan:
 
 
 class RepositoryScanner:
-    def __init__(self, repositories: list[Path], *, auto_complete: bool, gpu_count: int = 0):
+    def __init__(self, repositories: list[Path], *, auto_complete: bool, gpu_count: int = 0,
+                 config_name: str = ""):
         self.repositories = [Path(r) for r in repositories]
         self.auto_complete = auto_complete
+        self.config_name = config_name  # --model-config-name
         self.gpu_count = gpu_count
         # Registered name mappings: model name -> where it lives.
         self.mappings: dict[str, ModelSource] = {}
@@ -119,7 +121,8 @@ class RepositoryScanner:
         """The model's configuration (config.pbtxt, or the `override` a load request gave),
         normalised and validated as Triton does before loading."""
         if override is None:
-            config = read_model_config(source.path, auto_complete=self.auto_complete)
+            config = read_model_config(source.path, auto_complete=self.auto_complete,
+                                       config_name=self.config_name)
         else:
             config = override
             if not config.name:

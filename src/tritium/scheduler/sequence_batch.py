@@ -34,7 +34,11 @@ SlotQueue = deque["InferenceRequest | None"]
 
 
 class SlotOwner(Protocol):
-    """What a batcher asks of the scheduler: give a freed slot to a backlogged sequence."""
+    """What a batcher asks of the scheduler: give a freed slot to a backlogged sequence, and
+    take back the requests an execution released."""
+
+    def released(self, requests: list[InferenceRequest]) -> None:
+        """Execute returned: requeue what the backend rescheduled, end iterative sequences."""
 
     def release_slot(
         self, batcher: SequenceBatch, slot: int, queue: SlotQueue, cancelled: bool
@@ -144,6 +148,7 @@ class DirectSequenceBatch(SequenceBatch):
 
     def _execute(self, batch: list[InferenceRequest]) -> None:
         self.instance.execute(batch)
+        self.owner.released(batch)
 
     def _next_batch(self) -> list[InferenceRequest] | None:
         self._wait_s = None
@@ -268,7 +273,9 @@ class OldestSequenceBatch(SequenceBatch):
                 retry = bool(queue) and not self._in_flight[slot]
 
     def _execute(self, batch: list[tuple[int, InferenceRequest, int]]) -> None:
-        self.instance.execute([request for _, request, _ in batch])
+        requests = [request for _, request, _ in batch]
+        self.instance.execute(requests)
+        self.owner.released(requests)
         with self._wake:
             for slot, _, _ in batch:
                 self._next_of(slot)

@@ -7,11 +7,18 @@ sequences spread over instances), a sequence arriving while every slot is taken 
 the backlog until one frees, and a reaper thread releases the slot of a sequence idle for
 longer than `max_sequence_idle_microseconds`. What a slot does with its requests is
 `sequence_batch.py`.
+
+With `iterative_sequence: true` (Triton's IterativeSequencer) a request that belongs to no
+sequence starts one of its own (a fresh correlation ID, flagged START), and every request not
+flagged END may be released with REQUEST_RELEASE_RESCHEDULE: once execute returns it is queued
+again in its sequence, flags cleared, for the next iteration (a generative model's next step);
+released otherwise, it ends its sequence.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import math
 import threading
@@ -65,6 +72,8 @@ class SequenceBatchScheduler:
     def __init__(self, config: mc.ModelConfig, instances: Sequence[ExecutionInstance]) -> None:
         self._model_name = config.name
         batcher = config.sequence_batching
+        self._iterative = batcher.iterative_sequence
+        self._sequence_ids = itertools.count(1)  # the iterative sequences' own IDs
         self._idle_s = batcher.max_sequence_idle_microseconds / 1e6
         # Sequence slots per instance: the batch size, or oldest's max_candidate_sequences.
         slot_count = max(1, config.max_batch_size)
@@ -114,6 +123,11 @@ class SequenceBatchScheduler:
                 "requirements of sequence batcher"
             )
         correlation_id = request.correlation_id
+        if self._iterative:
+            if not correlation_id:
+                correlation_id = request.correlation_id = next(self._sequence_ids)
+                request.flags = SEQUENCE_START
+            request.reschedulable = not request.flags & SEQUENCE_END
         if not correlation_id:
             raise TritonError.invalid_arg(
                 f"inference request to model '{model}' must specify a non-zero or non-empty "
@@ -217,6 +231,35 @@ class SequenceBatchScheduler:
                 queue.extend(backlog.requests)
                 return
             heapq.heappush(self._free, where)
+
+    def released(self, requests: Sequence[InferenceRequest]) -> None:
+        """After execute returned (no lock held): what the backend released with
+        REQUEST_RELEASE_RESCHEDULE is queued again in its sequence; any other request of an
+        iterative sequence ends it, as Triton's IterativeSequencer does."""
+        for request in requests:
+            if not request.reschedulable:
+                continue
+            if request.rescheduled:
+                request.rescheduled = False
+                request.flags = 0
+                request.queue_start_ns = time.perf_counter_ns()  # its next run's queue time
+                request.compute_input_end_ns = request.compute_output_start_ns = 0
+                try:
+                    self.enqueue(request)
+                except TritonError as err:  # e.g. the sequence went idle and lost its slot
+                    log.error("Failed to release request: %s", err.message)
+                    request.respond_error(err)
+            else:
+                request.reschedulable = False
+                self._end_sequence(request.correlation_id)
+
+    def _end_sequence(self, correlation_id: CorrelationId) -> None:
+        with self._lock:
+            slot = self._slots.pop(correlation_id, None)
+            self._last_seen.pop(correlation_id, None)
+        if slot is not None:  # (the reaper may have released it already)
+            slot_index, batcher = slot
+            self._batchers[batcher].enqueue(slot_index, None)
 
     # -- the reaper -----------------------------------------------------------------------------
 

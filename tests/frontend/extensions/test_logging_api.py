@@ -174,11 +174,13 @@ def test_levels_filter_python_logging(tmp_path: Path) -> None:
     saved = (list(root.handlers), root.level)
     settings = LogSettings(log_file=str(tmp_path / "unit.log"))
     settings.install()
-    log = logging.getLogger("unit")
+    log = logging.getLogger("tritium.unit")
     try:
         log.debug("hidden verbose")
         settings.update({"log_verbose_level": 1})
         log.debug("shown verbose")
+        # Verbose shows Tritium's own detail, not libraries' debug logging.
+        logging.getLogger("hpack.hpack").debug("hidden library chatter")
         settings.update({"log_error": False, "log_info": False})
         log.error("hidden error")
         log.info("hidden info")
@@ -192,4 +194,4 @@ def test_levels_filter_python_logging(tmp_path: Path) -> None:
         root.setLevel(saved[1])
     lines = (tmp_path / "unit.log").read_text().splitlines()
     assert [line.split("] ", 1)[1] for line in lines] == ["shown verbose", "shown warning"]
-    assert re.match(DEFAULT_LINE + r"unit\]", lines[0]) and lines[1].startswith("W")
+    assert re.match(DEFAULT_LINE + r"tritium\.unit\]", lines[0]) and lines[1].startswith("W")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import grpc
 import numpy as np
@@ -31,6 +32,11 @@ INVALID = grpc.StatusCode.INVALID_ARGUMENT
 
 def _f4_input(datatype: str = "FP32", shape: list[int] = (1, 4)):
     return tensor("INPUT0", datatype, list(shape))
+
+
+def _with_uint64(request: Any, key: str) -> Any:
+    request.parameters[key].uint64_param = 2**63 + 5
+    return request
 
 
 BAD_REQUESTS = {
@@ -192,8 +198,9 @@ BAD_REQUESTS = {
         infer_request("identity_fp32", [_f4_input()], [F4.tobytes()], params={"triton_x": 1}),
         INVALID, "parameter keys starting with 'triton_' are reserved for Triton usage.",
     ),
-    "double parameter": (
-        infer_request("identity_fp32", [_f4_input()], [F4.tobytes()], params={"x": 1.5}),
+    # Triton 2.51 takes double_param (its message does not list it) but not uint64_param.
+    "uint64 parameter": (
+        _with_uint64(infer_request("identity_fp32", [_f4_input()], [F4.tobytes()]), "x"),
         INVALID, "invalid value type for 'x' parameter, expected int64_param, bool_param, or "
                  "string_param.",
     ),

@@ -264,5 +264,5 @@ class NativeBackend:
             return
         if not decoupled:
             for pending in pendings:
-                if pending.released and not pending.completed:
+                if pending.released and not pending.completed and not pending.rescheduled:
                     pending.wait()

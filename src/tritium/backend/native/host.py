@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import TritonError
-from ...request import InferenceResponse
+from ...request import REQUEST_RELEASE_RESCHEDULE, InferenceResponse
 from . import build, server_calls
 from .library import TOKENS, Library
 from .requests import PendingRequest, read_response, read_state
@@ -68,10 +68,14 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
                  stamps: Any) -> None:
         deliver_response(lib, token, handle, flags, error, stamps)
 
-    def release(token: int, _flags: int) -> None:
-        # Only for requests still waiting for their FINAL response (the library checked the
-        # flags: RELEASE_ALL; RESCHEDULE is unsupported).
-        _pending(token).released = True
+    def release(token: int, flags: int) -> None:
+        # For requests still waiting for their FINAL response, and for any asked to run again
+        # (the scheduler refuses with INVALID_ARG unless it runs iterative sequences).
+        pending = _pending(token)
+        if flags & REQUEST_RELEASE_RESCHEDULE:
+            pending.request.release(REQUEST_RELEASE_RESCHEDULE)
+            pending.rescheduled = True
+        pending.released = True
 
     def is_cancelled(token: int) -> int:
         pending = TOKENS.get(token)

@@ -42,13 +42,14 @@ PARAM_STRING, PARAM_INT, PARAM_BOOL, PARAM_DOUBLE = 0, 1, 2, 3
 class PendingRequest:
     """One request while the backend holds it, or may still answer it."""
 
-    __slots__ = ("keep", "model_name", "released", "request", "states", "waiter")
+    __slots__ = ("keep", "model_name", "released", "request", "rescheduled", "states", "waiter")
 
     def __init__(self, request: InferenceRequest, model_name: str) -> None:
         self.request = request
         self.model_name = model_name
         self.keep: list[Any] = []  # buffers the C inputs point into
         self.released = False  # released before its FINAL response
+        self.rescheduled = False  # released to run again: this run owes no response
         self.waiter: threading.Event | None = None  # made only when execute must wait
         self.states: list[Tensor] = []  # implicit state from TRITONBACKEND_StateUpdate
 
@@ -87,7 +88,7 @@ class PendingRequest:
 
     def gone(self, final_sent: bool) -> None:
         """The library holds no handle of this request any more."""
-        if not final_sent and not self.completed:
+        if not final_sent and not self.completed and not self.rescheduled:
             self.request.respond_error(TritonError.internal(
                 f"backend of model '{self.model_name}' released a request without sending "
                 "its final response"

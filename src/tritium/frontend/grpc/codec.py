@@ -311,8 +311,9 @@ _READ_KINDS: dict[str, tuple[frozenset[str], str]] = {
     "triton_enable_empty_final_response": (frozenset(("bool_param",)), "bool_param"),
 }
 _STREAM_OPTION = "triton_enable_empty_final_response"
+# Triton 2.51 takes double_param too (its message does not say so), but not uint64_param.
 _MODEL_KINDS = (
-    frozenset(("int64_param", "bool_param", "string_param")),
+    frozenset(("int64_param", "bool_param", "string_param", "double_param")),
     "int64_param, bool_param, or string_param",
 )
 

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import grpc
 
+from .compression import INFER_METHODS, compress, encoding_header, response_algorithm
 from .http2 import H2Connection, H2Stream, encode_headers
 from .http2_limits import H2Limits
 
@@ -155,8 +156,10 @@ class _Call:
     """One RPC on one stream (the `http2.StreamHandler` of that stream)."""
 
     def __init__(self, server: GrpcServer, connection: H2Connection, stream: H2Stream,
-                 handler: _AioMethodHandler, headers: list[tuple[str, str]]) -> None:
+                 handler: _AioMethodHandler, headers: list[tuple[str, str]],
+                 path: str = "") -> None:
         self.server = server
+        self.path = path
         self.connection = connection
         self.stream = stream
         self.handler = handler
@@ -171,15 +174,25 @@ class _Call:
         self.failed = False
         metadata: list[tuple[str, Any]] = []
         timeout = None
+        accept_encoding = None
         for name, value in headers:
             if name[0] == ":" or name in _TRANSPORT_HEADERS:
                 if name == "grpc-timeout":
                     timeout = value
                 elif name == "grpc-encoding":
                     self.encoding = value
+                elif name == "grpc-accept-encoding":
+                    accept_encoding = value
                 continue
             metadata.append((name, _binary(name, value) if name.endswith("-bin") else value))
         self.context = _Context(tuple(metadata))
+        # The response's compression (--grpc-infer-response-compression-level): its headers.
+        self.response_headers = _RESPONSE_HEADERS
+        self.compression: str | None = None
+        if server.compression_level != "none" and self.path in INFER_METHODS:
+            self.compression = response_algorithm(server.compression_level, accept_encoding)
+            if self.compression is not None:
+                self.response_headers += encoding_header(self.compression)
         self.requests: _Requests | None = None
         if handler.request_streaming:
             self.requests = _Requests(handler.request_deserializer, self._taken)
@@ -304,8 +317,8 @@ class _Call:
             self._stopped(exc)
         else:
             self._clear_deadline()
-            self.connection.send_data(self.stream, _PREFIX.pack(0, len(data)) + data,
-                                      trailers=_OK_TRAILERS, headers=_RESPONSE_HEADERS)
+            self.connection.send_data(self.stream, self._message(data),
+                                      trailers=_OK_TRAILERS, headers=self.response_headers)
 
     async def _stream(self) -> None:
         handler = self.handler
@@ -316,11 +329,11 @@ class _Call:
             responses: AsyncIterator[Any] = handler.stream_stream(self.requests, self.context)
             async for response in responses:
                 data = serialize(response) if serialize is not None else response
-                message = _PREFIX.pack(0, len(data)) + data
+                message = self._message(data)
                 if stream.headers_sent:
                     connection.send_data(stream, message)
                 else:
-                    connection.send_data(stream, message, headers=_RESPONSE_HEADERS)
+                    connection.send_data(stream, message, headers=self.response_headers)
         except BaseException as exc:
             self._stopped(exc)
         else:
@@ -360,6 +373,13 @@ class _Call:
             self.connection.send_headers(stream, block, end_stream=True)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _message(self, data: bytes) -> bytes:
+        """One length-prefixed response message, compressed if the call's responses are."""
+        if self.compression is None:
+            return _PREFIX.pack(0, len(data)) + data
+        data = compress(self.compression, data)
+        return _PREFIX.pack(1, len(data)) + data
 
     def _decompress(self, message: bytes) -> bytes | None:
         """The message inflated, never past the maximum message size (a gzip bomb stops
@@ -411,21 +431,23 @@ class GrpcServer:
 
     def __init__(self, handlers: dict[str, grpc.RpcMethodHandler],
                  limits: H2Limits | None = None,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 compression_level: str = "none") -> None:
         self._handlers = handlers
         self.limits = limits or H2Limits()
         self.max_message_size = max_message_size
+        self.compression_level = compression_level
         self._connections: set[H2Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.base_events.Server | None = None
 
-    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None
-                    ) -> int:
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
+                    reuse_port: bool = False) -> int:
         """Bind and serve (over TLS with `ssl_context`); the bound port (port 0 picks one).
         OSError if it cannot bind."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(self._connection, host, port, reuse_address=True,
-                                                ssl=ssl_context)
+                                                ssl=ssl_context, reuse_port=reuse_port or None)
         return self._server.sockets[0].getsockname()[1]
 
     def _connection(self) -> H2Connection:
@@ -441,7 +463,7 @@ class GrpcServer:
             handler = self._handlers.get(path)
             if handler is None:
                 raise CallError(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
-            return _Call(self, connection, stream, handler, headers)
+            return _Call(self, connection, stream, handler, headers, path)
         except CallError as err:
             block = _RESPONSE_HEADERS + encode_headers([
                 ("grpc-status", str(err.code.value[0])),

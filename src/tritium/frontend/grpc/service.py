@@ -16,6 +16,7 @@ details are the message, as Triton sends them.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import grpc
@@ -26,6 +27,7 @@ from ...request import parse_version
 from ...server import InferenceServer
 from .. import loop_bridge
 from ..extensions import logging_api, trace_api
+from ..extensions.header_forward import forward_headers
 from ..extensions.restricted_api import Restriction, restrict_grpc
 from ..extensions.statistics_api import statistics_proto
 from .codec import (
@@ -58,10 +60,17 @@ class GrpcFrontend:
 
     def __init__(self, server: InferenceServer, address: str, port: int,
                  restrictions: dict[str, Restriction] | None = None,
-                 options: GrpcOptions | None = None) -> None:
+                 options: GrpcOptions | None = None, *,
+                 header_forward: re.Pattern[str] | None = None,
+                 compression_level: str = "none", reuse_port: bool = False) -> None:
         self.server = server
         self.restrictions = restrictions or {}
         self.options = options or GrpcOptions()
+        # --grpc-header-forward-pattern, --grpc-infer-response-compression-level,
+        # --reuse-grpc-port.
+        self.header_forward = header_forward
+        self.compression_level = compression_level
+        self.reuse_port = reuse_port
         self.address = address
         self.port = port
         self.description = f"GRPCInferenceService at {address}:{port}"
@@ -69,7 +78,7 @@ class GrpcFrontend:
 
     async def start(self) -> None:
         """Bind and start serving; raise OSError if the address cannot be bound."""
-        service = _InferenceService(self.server)
+        service = _InferenceService(self.server, self.header_forward)
         handlers = restrict_grpc(service.method_handlers(), self.restrictions)
         health = restrict_grpc(
             {"Check": grpc.unary_unary_rpc_method_handler(service.health_check)},
@@ -78,11 +87,13 @@ class GrpcFrontend:
         routes = {f"/{SERVICE}/{name}": handler for name, handler in handlers.items()}
         routes.update({f"/{HEALTH_SERVICE}/{name}": handler for name, handler in health.items()})
         options = self.options
-        grpc_server = GrpcServer(routes, options.limits, options.max_message_size)
+        grpc_server = GrpcServer(routes, options.limits, options.max_message_size,
+                                 compression_level=self.compression_level)
         host = self.address.strip("[]")
         ssl_context = options.ssl.context() if options.ssl is not None else None
         try:
-            bound = await grpc_server.start(host, self.port, ssl_context)
+            bound = await grpc_server.start(host, self.port, ssl_context,
+                                            reuse_port=self.reuse_port)
         except OSError:
             target = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
             raise OSError(
@@ -103,9 +114,11 @@ class GrpcFrontend:
 class _InferenceService:
     """The RPC handlers. Each turns TritonError into the matching gRPC status."""
 
-    def __init__(self, server: InferenceServer) -> None:
+    def __init__(self, server: InferenceServer,
+                 header_forward: re.Pattern[str] | None = None) -> None:
         self.server = server
-        self.stream = StreamInferHandler(server)
+        self.header_forward = header_forward
+        self.stream = StreamInferHandler(server, header_forward)
         self.repository = RepositoryService(server)
 
     def method_handlers(self) -> dict[str, grpc.RpcMethodHandler]:
@@ -249,6 +262,8 @@ class _InferenceService:
                         "ModelInfer RPC doesn't support models with decoupled transaction policy"
                     )
                 request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+                if self.header_forward is not None:
+                    forward_headers(request, self.header_forward, context.invocation_metadata())
                 response = await loop_bridge.answer(model.submit, request)
             return encode_infer_response(response, request, regions=regions, config=model.config,
                                          labels=model.labels)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, NamedTuple
@@ -40,6 +41,7 @@ from ...errors import Code, TritonError
 from ...request import InferenceRequest, InferenceResponse
 from ...server import InferenceServer, ResolvedModel
 from .. import loop_bridge
+from ..extensions.header_forward import forward_headers
 from ..extensions.shared_memory import OutputRegion
 from .codec import (
     ParsedInferRequest,
@@ -70,13 +72,18 @@ class _Finish:
 class StreamInferHandler:
     """The ModelStreamInfer handler: `handle(request_iterator, context)` is the RPC's body."""
 
-    def __init__(self, server: InferenceServer) -> None:
+    def __init__(self, server: InferenceServer,
+                 header_forward: re.Pattern[str] | None = None) -> None:
         self.server = server
+        self.header_forward = header_forward  # --grpc-header-forward-pattern
 
     async def handle(
         self, request_iterator: AsyncIterator[ParsedInferRequest | None], context: Any
     ) -> AsyncIterator[bytes]:
         stream = _Stream(self.server, grpc_errors=_wants_grpc_errors(context))
+        if self.header_forward is not None:
+            stream.header_forward = self.header_forward
+            stream.metadata = tuple(context.invocation_metadata() or ())
         reader = asyncio.create_task(stream.read(request_iterator))
         try:
             while True:
@@ -106,6 +113,9 @@ class _Stream:
     def __init__(self, server: InferenceServer, *, grpc_errors: bool) -> None:
         self.server = server
         self.grpc_errors = grpc_errors
+        # The call's metadata that --grpc-header-forward-pattern makes request parameters.
+        self.header_forward: re.Pattern[str] | None = None
+        self.metadata: tuple[tuple[str, Any], ...] = ()
         # Encoded ModelStreamInferResponse messages, and a _Finish last; one writer takes them.
         self.outbox: asyncio.Queue[bytes | _Finish] = asyncio.Queue()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -145,6 +155,7 @@ class _Stream:
             model = self.server.resolve(message.model_name, message.model_version)
             decoupled = model.decoupled
             request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+            forward_headers(request, self.header_forward, self.metadata)
         except TritonError as err:
             error = err
         except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving

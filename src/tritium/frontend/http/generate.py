@@ -24,6 +24,7 @@ tensor (its JSON helpers always say INTERNAL); those answer 400 here, as for inf
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -95,6 +96,9 @@ def _decode(model_name: str, model_version: int, body: bytes, config: Any) -> In
         for spec in config.input
     }
     prefix = log_prefix(request.id)
+    repeated = _repeated_input(body, specs)
+    if repeated is not None:  # a JSON object keeps one of them: Triton adds both and refuses
+        raise TritonError.invalid_arg(f"{prefix}input '{repeated}' already exists in request")
     for key, value in document.items():
         if key != _PARAMETERS:
             _map_member(request, key, value, specs, prefix)
@@ -117,10 +121,28 @@ def _decode(model_name: str, model_version: int, body: bytes, config: Any) -> In
     return request
 
 
+def _repeated_input(body: bytes, specs: dict[str, Any]) -> str | None:
+    """The first input name a JSON object of the body gives twice (None if none does)."""
+    repeated: list[str] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen and key in specs:
+                repeated.append(key)
+            seen.add(key)
+        return dict(pairs)
+
+    json.loads(body, object_pairs_hook=pairs_hook)
+    return repeated[0] if repeated else None
+
+
 def _map_member(request: InferenceRequest, key: str, value: Any,
                 specs: dict[str, tuple[str, list[int]]], prefix: str) -> None:
     """One member: the input of that name, else a request parameter."""
     spec = specs.get(key)
+    if spec is not None and key in request.inputs:  # given at the top and in "parameters"
+        raise TritonError.invalid_arg(f"{prefix}input '{key}' already exists in request")
     if spec is None:
         # Triton's SetTritonParameterFromJsonParameter: string, int, bool or (other) number.
         if type(value) not in (str, int, bool, float):

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from functools import partial
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ...errors import TritonError
 from ...server import InferenceServer
+from ..extensions.header_forward import forward_headers
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
 from ..loop_bridge import each_on_loop, final_only
@@ -90,6 +92,7 @@ class HttpApp:
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.server = server
         self.max_input_size = max_input_size
+        self.header_forward: re.Pattern[str] | None = None  # --http-header-forward-pattern
         self.extensions = ExtensionRoutes(server)
         self.restrictions = HttpRestrictions(restrictions) if restrictions else None
 
@@ -267,6 +270,10 @@ class HttpApp:
             request, plan = decode_infer_request(
                 name, model_version, body, header_length, config, self.server.shared_memory
             )
+            if self.header_forward is not None and http_request.header_names is not None:
+                forward_headers(request, self.header_forward, zip(
+                    http_request.header_names, (value for _, value in http_request.headers),
+                    strict=True))
             if plan.classifies:
                 plan.labels = model.labels
             # If the frontend stops before the answer, the request is marked cancelled.
@@ -337,5 +344,10 @@ class HttpFrontend(HttpEndpoint):
     def __init__(self, server: InferenceServer, address: str, port: int,
                  restrictions: dict[str, Restriction] | None = None,
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
-        super().__init__(HttpApp(server, restrictions, max_input_size), address, port,
-                         "HTTPService", max_input_size=max_input_size)
+        self.app = HttpApp(server, restrictions, max_input_size)
+        super().__init__(self.app, address, port, "HTTPService", max_input_size=max_input_size)
+
+    def forward_headers(self, pattern: re.Pattern[str]) -> None:
+        """--http-header-forward-pattern: matching request headers become request parameters."""
+        self.keep_header_names = True
+        self.app.header_forward = pattern

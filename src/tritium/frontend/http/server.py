@@ -79,7 +79,7 @@ class Request:
     percent-decoded (str), lowercase header names with their values, the whole body (empty,
     and `too_large` set, when it was larger than the endpoint accepts)."""
 
-    __slots__ = ("method", "raw_path", "path", "headers", "body", "too_large")
+    __slots__ = ("method", "raw_path", "path", "headers", "body", "too_large", "header_names")
 
     def __init__(self, method: bytes, raw_path: bytes, headers: list[tuple[bytes, bytes]],
                  body: bytes, too_large: bool = False) -> None:
@@ -91,6 +91,9 @@ class Request:
         self.headers = headers
         self.body = body
         self.too_large = too_large
+        # The header names as sent (same order as `headers`), kept only for endpoints that
+        # forward headers as request parameters (--http-header-forward-pattern).
+        self.header_names: list[bytes] | None = None
 
 
 class Handler(Protocol):
@@ -115,6 +118,7 @@ class HttpConnection(asyncio.Protocol):
         # The request being parsed.
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
+        self._names: list[bytes] | None = [] if endpoint.keep_header_names else None
         self._body: list[bytes] = []
         self._body_size = 0
         self._max_input_size = endpoint.max_input_size
@@ -180,6 +184,8 @@ class HttpConnection(asyncio.Protocol):
         self._in_message = True
         self._url = b""
         self._headers = []
+        if self._names is not None:
+            self._names = []
         self._body = []
         self._body_size = 0
         self._expect_continue = False
@@ -188,6 +194,8 @@ class HttpConnection(asyncio.Protocol):
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._names is not None:
+            self._names.append(name)
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self._expect_continue = True
@@ -223,6 +231,7 @@ class HttpConnection(asyncio.Protocol):
             b"" if too_large else body[0] if len(body) == 1 else b"".join(body),
             too_large,
         )
+        request.header_names = self._names
         keep_alive = parser.get_http_version() != "1.0" and parser.should_keep_alive()
         if self._busy:
             # Pipelined behind a request still being answered: answers go out in order.
@@ -375,6 +384,9 @@ class HttpEndpoint:
     def __init__(self, handler: Handler, address: str, port: int, service: str,
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.handler = handler
+        # --reuse-http-port; header names kept as sent (for header forwarding).
+        self.reuse_port = False
+        self.keep_header_names = False
         self.max_input_size = max_input_size
         self.address = address
         self.port = port
@@ -389,7 +401,7 @@ class HttpEndpoint:
     async def start(self) -> None:
         """Bind and listen; returns once connections are accepted. OSError if the port is taken."""
         self.loop = asyncio.get_running_loop()
-        sock = bind(self.address, self.port)
+        sock = bind(self.address, self.port, self.reuse_port)
         self.port = sock.getsockname()[1]
         self.description = f"{self.service} at {self.address}:{self.port}"
         try:
@@ -435,14 +447,17 @@ class HttpEndpoint:
             await asyncio.sleep(0.05)
 
 
-def bind(address: str, port: int) -> socket.socket:
-    """A listening, non-blocking socket on address:port (IPv6 addresses take IPv4 too)."""
+def bind(address: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """A listening, non-blocking socket on address:port (IPv6 addresses take IPv4 too);
+    `reuse_port` lets other processes listen on it too (SO_REUSEPORT)."""
     host = address.strip("[]") or None
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, sockaddr = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(sockaddr)

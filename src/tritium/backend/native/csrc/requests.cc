@@ -346,12 +346,13 @@ TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
 
 TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request, uint32_t flags) {
   TRITIUM_NOT_NULL(request, "TRITONBACKEND_RequestRelease");
-  if ((flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0) {
-    return unsupported("TRITONBACKEND_RequestRelease with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE");
-  }
-  TRITIUM_REQUIRE((flags & TRITONSERVER_REQUEST_RELEASE_ALL) != 0, TRITONSERVER_ERROR_INVALID_ARG,
+  const bool reschedule = (flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0;
+  TRITIUM_REQUIRE(reschedule || (flags & TRITONSERVER_REQUEST_RELEASE_ALL) != 0,
+                  TRITONSERVER_ERROR_INVALID_ARG,
                   "unknown request release flags " + std::to_string(flags));
-  if (!request->state->final_sent.load()) {  // the server waits for its answer: say so
+  // The server waits for its answer, or is asked to run it again (an iterative sequence's
+  // scheduler may refuse: then the backend still owns the request).
+  if (reschedule || !request->state->final_sent.load()) {
     if (!g_host_set) return no_host("TRITONBACKEND_RequestRelease");
     TRITONSERVER_Error* err = g_host.release(request->state->token, flags);
     if (err != nullptr) return err;  // not released: the backend still owns it

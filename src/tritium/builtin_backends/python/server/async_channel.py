@@ -140,6 +140,8 @@ class AsyncChannel:
         stub = self.stub
         final = flags & RESPONSE_COMPLETE_FINAL
         request = stub.requests.pop(handle, None) if final else stub.requests.get(handle)
+        if final and request is not None and stub.rescheduled:
+            stub.rescheduled.pop(request, None)
         response = None
         if wire is not None:
             assert stub.async_conn is not None and stub.from_stub is not None

@@ -8,12 +8,14 @@ the hot path of every ordinary request.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tritium.backend import (
+    REQUEST_RELEASE_RESCHEDULE,
     RESPONSE_COMPLETE_FINAL,
     Code,
     InferenceRequest,
@@ -24,6 +26,8 @@ from tritium.backend import (
 
 from ..wire import messages
 from ..wire.shm_tensors import Block, open_block
+
+log = logging.getLogger("tritium.backends.python")
 
 if TYPE_CHECKING:
     from .stub_launcher import StubProcess
@@ -40,8 +44,12 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
     tensors: list[tuple[str, str, Any]] = []
     handles: list[int] = []
     counts: list[int] = []
+    rescheduled_handles = stub.rescheduled
     for request in requests:
-        handle = next(handles_of)
+        # A decoupled request the model rescheduled keeps its handle: the senders of earlier
+        # executions still answer it (one response factory per request, as in Triton).
+        handle = (rescheduled_handles.pop(request, None) if rescheduled_handles else None
+                  ) or next(handles_of)
         table[handle] = request
         handles.append(handle)
         inputs = request.inputs
@@ -70,7 +78,7 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         for request in requests:
             request.compute_input_end_ns = mark
         conn.send((messages.EXECUTE, wire, block), fds)
-        _, error, responses, async_sent, out_block = conn.recv()
+        _, error, responses, async_sent, out_block, held, rescheduled = conn.recv()
     except (EOFError, OSError):
         stub.on_death()  # fails every request it held, these included
         return
@@ -89,6 +97,8 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         # Responses the model sent through a response sender come first.
         channel.wait_processed(async_sent)
     if error is not None:
+        # Logged as Triton's stub logs it: the instance, the exception and where it came from.
+        log.error("%s", error)
         failure = TritonError.internal(error)
         for request in requests:
             sender = request.response_sender
@@ -110,14 +120,39 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
         finally:
             if response_block is not None:
                 response_block.release()
+    for index in rescheduled:
+        _reschedule(stub, requests[index], handles[index])
     if stub.decoupled:
         for handle, request in zip(handles, requests, strict=True):
             sender = request.response_sender
             if sender is None or sender.is_completed:
                 table.pop(handle, None)
     else:
-        for handle in handles:
-            del table[handle]
+        # Requests the model answers later through its response sender (Triton waits for
+        # them) stay in the table until their final response; the others leave it now.
+        for index in held:
+            requests[index].answered_later = True
+        for index, handle in enumerate(handles):
+            sender = requests[index].response_sender
+            if index not in held or sender is None or sender.is_completed:
+                table.pop(handle, None)
+
+
+def _reschedule(stub: StubProcess, request: InferenceRequest, handle: int) -> None:
+    """The model called `set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)`: release
+    the request so (Triton's TRITONBACKEND_RequestRelease with that flag). A model whose
+    scheduler cannot run it again gets Triton's error logged as Triton logs it, and answered
+    (Triton 2.51 leaves that request without an answer)."""
+    try:
+        request.release(REQUEST_RELEASE_RESCHEDULE)
+    except TritonError as err:
+        log.error("Failed to release request: %s", err.message)
+        sender = request.response_sender
+        if sender is not None and not sender.is_completed:
+            request.respond_error(err)
+        return
+    if stub.decoupled:
+        stub.rescheduled[request] = handle
 
 
 def response_from_wire(wire: tuple, block: Block | None) -> InferenceResponse:

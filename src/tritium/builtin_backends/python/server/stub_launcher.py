@@ -68,6 +68,8 @@ class StubProcess:
         self.handles = itertools.count(1)
         # Requests the stub may still answer, by the handle the stub knows them by.
         self.requests: dict[int, InferenceRequest] = {}
+        # Decoupled requests the model rescheduled: the handle they keep.
+        self.rescheduled: dict[InferenceRequest, int] = {}
         self.channel = AsyncChannel(self)
         self._reader: threading.Thread | None = None
 
@@ -182,6 +184,7 @@ class StubProcess:
             self.dead = True
             error = not_healthy(self.owner.name if self.owner is not None else self.name)
             pending, self.requests = self.requests, {}
+            self.rescheduled = {}
             for request in pending.values():
                 sender = request.response_sender
                 if sender is not None and not sender.is_completed:

@@ -36,7 +36,13 @@ def main(argv: list[str]) -> None:
     os.close(int(in_fd))
     os.close(int(out_fd))
     stub = Stub(exec_conn, async_conn, in_ring, out_ring, name)
+    import c_python_backend_utils  # Triton's stub module, for models that use it
     import triton_python_backend_utils  # noqa: F401  (found through source_dir)
+
+    c_python_backend_utils.shared_memory._attach(out_ring)
+    # A model sees the argv Triton's stub gives it (an embedded interpreter's: one empty
+    # string), not the stub's descriptors: `unittest.main(...)` in a model reads it.
+    sys.argv = [""]
 
     # Imports of the model itself resolve in the interpreter's own environment.
     if sys.path and sys.path[0] == source_dir:

@@ -14,12 +14,15 @@ transport only; it may run under another interpreter (an execution environment).
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import json
 import os
 import sys
 import threading
 import traceback
+import types
+import weakref
 from typing import Any
 
 from ..wire import messages
@@ -33,6 +36,45 @@ _RELEASE_RESCHEDULE = 2
 # stay out of tracebacks sent to clients: in Triton they are C++.
 _HIDDEN_DIRS = {os.path.dirname(__file__),
                 os.path.join(os.path.dirname(os.path.dirname(__file__)), "wire")}
+
+
+def _held_senders(requests: list) -> list[int]:
+    """Indexes of the unanswered requests whose response sender the model still holds after
+    execute returned None: it answers them later (Triton waits for that). A sender nothing
+    refers to any more can never answer: that request fails at once instead of waiting."""
+    open_senders = [(index, weakref.ref(request._response_sender))
+                    for index, request in enumerate(requests)
+                    if not request._response_sender._is_closed()]
+    if not open_senders:
+        return []
+    requests.clear()  # the stub's own references: only the model's remain
+    if any(ref() is not None for _, ref in open_senders):
+        gc.collect()  # requests and senders may refer to each other
+    return [index for index, ref in open_senders
+            if (sender := ref()) is not None and not sender._is_closed()]
+
+
+def _import_as_package_module(path: str) -> Any:
+    """Import the model file as Triton's stub does: as module `<stem>` of the package its
+    folder makes (`1.model`), so that `from .helpers import x` finds the version folder's own
+    modules. It is also known as `model`, as before."""
+    folder, filename = os.path.split(path)
+    package_name = os.path.basename(folder)
+    package = sys.modules.get(package_name)
+    if package is None or list(getattr(package, "__path__", [])) != [folder]:
+        package = types.ModuleType(package_name)
+        package.__path__ = [folder]
+        package.__package__ = package_name
+        sys.modules[package_name] = package
+    name = f"{package_name}.{os.path.splitext(filename)[0]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import model file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.modules["model"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 class StubError(Exception):
@@ -109,12 +151,7 @@ class Stub:
         for entry in settings.get("sys_path", []):
             if entry not in sys.path:
                 sys.path.append(entry)
-        spec = importlib.util.spec_from_file_location("model", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import model file {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["model"] = module
-        spec.loader.exec_module(module)
+        module = _import_as_package_module(path)
         if not hasattr(module, "TritonPythonModel"):
             raise AttributeError("module 'model' has no attribute 'TritonPythonModel'")
         pb._set_runtime(self.runtime, settings.get("model_dir"))
@@ -220,14 +257,27 @@ class Stub:
                      + describe_exception(exc))
             for request in requests:
                 request._response_sender._close()
-        self._send_executed(error, responses, out_block, fds)
+        held: list[int] = []
+        # The requests the model released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE: the
+        # server asks their scheduler to run them again.
+        rescheduled = [] if error is not None else [
+            index for index, request in enumerate(requests)
+            if request._release_flags & _RELEASE_RESCHEDULE
+        ]
+        if not decoupled and error is None and responses is None:
+            held = [index for index in _held_senders(requests) if index not in rescheduled]
+        self._send_executed(error, responses, out_block, fds, held, rescheduled)
 
-    def _send_executed(self, error: str | None, responses: Any, block: Any, fds: Any) -> None:
+    def _send_executed(self, error: str | None, responses: Any, block: Any, fds: Any,
+                       held: list[int] | None = None,
+                       rescheduled: list[int] | None = None) -> None:
         """Answer EXECUTE, saying how many async frames (responses sent through a response
-        sender) the server must handle first."""
+        sender) the server must handle first, which requests the model will still answer
+        through their response sender (`held`) and which it rescheduled."""
         try:
             self.exec_conn.send(
-                (messages.DONE, error, responses, self.async_conn.sent, block), fds
+                (messages.DONE, error, responses, self.async_conn.sent, block, held or [],
+                 rescheduled or []), fds
             )
         finally:
             for fd in fds:

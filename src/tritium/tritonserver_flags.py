@@ -1,0 +1,315 @@
+"""The rest of tritonserver 2.51's command line, so existing launch scripts start unchanged.
+
+Counterpart: tritonserver's `command_line_parser.cc`. `cli.py` declares the flags Tritium has
+always implemented; this module adds every other flag Triton 2.51 accepts, with Triton's
+meanings and defaults, and says what each one does here: applied (`--metrics-interval-ms`,
+`--model-load-retry-count`, the header forward patterns, ...), or accepted with a warning
+because it has no effect on a server without GPUs, SageMaker or Vertex AI endpoints. It also
+gives the flags declared in `cli.py` their help texts, so `--help` explains every flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("tritium")
+
+# Triton's message for --load-model without explicit model control.
+LOAD_MODEL_NEEDS_EXPLICIT = (
+    "Use of '--load-model' requires setting '--model-control-mode=explicit' as well."
+)
+
+# Triton's --grpc-infer-response-compression-level values.
+COMPRESSION_LEVELS = ("none", "low", "medium", "high")
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got '{text}'")
+    return value
+
+
+def _interval_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected milliseconds greater than 0, got '{text}'")
+    return value
+
+
+def _regex(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"invalid regular expression '{text}': {exc}") from None
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected <setting>=<value>, got '{text}'")
+    return key, value
+
+
+# Flags that only matter with GPUs (or NUMA pinning of GPU transfers): accepted, warned about.
+NO_GPU_FLAGS = (
+    "--enable-peer-access", "--allow-gpu-metrics", "--pinned-memory-pool-byte-size",
+    "--cuda-memory-pool-byte-size", "--cuda-virtual-address-size",
+    "--min-supported-compute-capability", "--buffer-manager-thread-count", "--host-policy",
+    "--model-load-gpu-limit",
+)
+# Flags for parts Tritium does not have: accepted, warned about when given.
+NO_EFFECT_FLAGS = {
+    "--repoagent-directory": "Tritium has no repository agents",
+    "--cache-directory": "the response cache is built in (only the 'local' cache)",
+    "--http-thread-count": "HTTP requests are handled on the server's event loop",
+    "--grpc-infer-allocation-pool-size": "gRPC request objects are not pooled",
+    "--sagemaker-port": "Tritium has no SageMaker endpoint",
+    "--sagemaker-safe-port-range": "Tritium has no SageMaker endpoint",
+    "--sagemaker-thread-count": "Tritium has no SageMaker endpoint",
+    "--vertex-ai-port": "Tritium has no Vertex AI endpoint",
+    "--vertex-ai-thread-count": "Tritium has no Vertex AI endpoint",
+    "--vertex-ai-default-model": "Tritium has no Vertex AI endpoint",
+}
+
+
+def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., None]) -> None:
+    """Declare the tritonserver 2.51 flags `cli.py` does not; `flag(group, name, default=,
+    help=)` declares a boolean flag as cli.py declares its own."""
+    _flag = flag
+    repo = serve.add_argument_group("model repository (more tritonserver flags)")
+    repo.add_argument("--model-config-name", default="",
+                      help="the configuration file to read instead of config.pbtxt: "
+                           "configs/<name>.pbtxt in the model folder, when it exists "
+                           "(default: config.pbtxt)")
+    repo.add_argument("--model-load-retry-count", type=_non_negative_int, default=0,
+                      help="how many more times a model that fails to load is tried "
+                           "(default: %(default)s)")
+    _flag(repo, "--model-namespacing", default=False,
+          help="serve models of the same name from different repositories (default: false); "
+               "accepted, names must still be unique")
+
+    http = serve.add_argument_group("HTTP (more tritonserver flags)")
+    _flag(http, "--reuse-http-port", default=False,
+          help="let several servers listen on the same HTTP port (SO_REUSEPORT; default: false)")
+    http.add_argument("--http-header-forward-pattern", type=_regex, default=None,
+                      help="request headers whose name matches this regular expression become "
+                           "request parameters (default: none)")
+    http.add_argument("--http-thread-count", type=_non_negative_int, default=None,
+                      help="threads handling HTTP requests; accepted (HTTP runs on the event "
+                           "loop)")
+
+    grpc = serve.add_argument_group("GRPC (more tritonserver flags)")
+    _flag(grpc, "--reuse-grpc-port", default=False,
+          help="let several servers listen on the same gRPC port (SO_REUSEPORT; default: false)")
+    grpc.add_argument("--grpc-header-forward-pattern", type=_regex, default=None,
+                      help="request metadata whose key matches this regular expression becomes "
+                           "request parameters (default: none)")
+    grpc.add_argument("--grpc-infer-allocation-pool-size", type=_non_negative_int, default=None,
+                      help="request/response objects kept for reuse; accepted (not pooled here)")
+    grpc.add_argument("--grpc-infer-response-compression-level", choices=COMPRESSION_LEVELS,
+                      default="none",
+                      help="compress infer responses for clients that accept it: none, low "
+                           "(gzip), medium or high (deflate) (default: %(default)s)")
+
+    cloud = serve.add_argument_group("SageMaker and Vertex AI (accepted, not served)")
+    _flag(cloud, "--allow-sagemaker", default=False,
+          help="listen for SageMaker requests (default: false); Tritium has no such endpoint")
+    cloud.add_argument("--sagemaker-port", type=int, default=None, help="default 8080")
+    cloud.add_argument("--sagemaker-safe-port-range", default=None,
+                       help="<low>-<high>: ports allowed for other endpoints")
+    cloud.add_argument("--sagemaker-thread-count", type=int, default=None, help="default 8")
+    _flag(cloud, "--allow-vertex-ai", default=False,
+          help="listen for Vertex AI requests (default: false); Tritium has no such endpoint")
+    cloud.add_argument("--vertex-ai-port", type=int, default=None, help="default 8080")
+    cloud.add_argument("--vertex-ai-thread-count", type=int, default=None, help="default 8")
+    cloud.add_argument("--vertex-ai-default-model", default=None,
+                       help="the model for single-model requests")
+
+    metrics = serve.add_argument_group("metrics (more tritonserver flags)")
+    _flag(metrics, "--allow-gpu-metrics", default=False,
+          help="GPU metrics (default: false); no effect without GPUs")
+    _flag(metrics, "--allow-cpu-metrics", default=True,
+          help="CPU utilization and memory metrics (default: true)")
+    metrics.add_argument("--metrics-interval-ms", type=_interval_ms, default=2000.0,
+                         help="how often the CPU metrics are refreshed, in milliseconds "
+                              "(default: 2000)")
+    metrics.add_argument("--metrics-config", action="append", default=[], type=_setting,
+                         help="<setting>=<value>: counter_latencies=true|false (default true); "
+                              "repeatable")
+
+    other = serve.add_argument_group("repository agents and caches (accepted)")
+    other.add_argument("--repoagent-directory", default=None,
+                       help="where repository agents are found; Tritium has none")
+    other.add_argument("--cache-directory", default=None,
+                       help="where cache libraries are found; the local cache is built in")
+    other.add_argument("--response-cache-byte-size", type=_non_negative_int, default=None,
+                       help="DEPRECATED: the same as --cache-config=local,size=<bytes>")
+
+    gpu = serve.add_argument_group("memory and devices (accepted; no effect without GPUs)")
+    gpu.add_argument("--pinned-memory-pool-byte-size", type=int, default=None,
+                     help="pinned host memory for GPU transfers (Triton's default 256 MB)")
+    gpu.add_argument("--cuda-memory-pool-byte-size", action="append", default=[],
+                     help="<device>:<bytes> of CUDA memory pool (Triton's default 64 MB)")
+    gpu.add_argument("--cuda-virtual-address-size", action="append", default=[],
+                     help="<device>:<bytes> of virtual address space for growable state")
+    gpu.add_argument("--min-supported-compute-capability", type=float, default=None,
+                     help="GPUs below this compute capability are not used (default 6.0)")
+    gpu.add_argument("--buffer-manager-thread-count", type=int, default=None,
+                     help="threads copying tensors between devices (default 0)")
+    gpu.add_argument("--host-policy", action="append", default=[],
+                     help="<policy>,<setting>=<value>: numa-node, cpu-cores")
+    gpu.add_argument("--model-load-gpu-limit", action="append", default=[],
+                     help="<device>:<fraction> of GPU memory a load may use")
+    _flag(gpu, "--enable-peer-access", default=True,
+          help="enable GPU peer access (default: true); no effect without GPUs")
+
+
+# Help for the flags cli.py declares: their meaning, and the default where it helps.
+_HELP = {
+    "--model-repository": "a model repository directory; repeatable (--model-store also works)",
+    "--backend-directory": "a directory searched for backends; repeatable",
+    "--backend-config": "<backend>,<setting>=<value> for that backend's initialize; repeatable",
+    "--cache-config": "<cache>,<setting>=<value>, e.g. local,size=1048576; repeatable",
+    "--rate-limit": "off or execution_count (default: off)",
+    "--rate-limit-resource": "<name>:<count>[:<device>]: how many of a resource exist; "
+                             "repeatable",
+    "--http-port": "HTTP port (default: 8000)",
+    "--grpc-port": "gRPC port (default: 8001)",
+    "--metrics-port": "Prometheus metrics port (default: 8002)",
+    "--http-address": "address the HTTP server binds (default: 0.0.0.0)",
+    "--grpc-address": "address the gRPC server binds (default: 0.0.0.0)",
+    "--metrics-address": "address the metrics server binds (default: the HTTP address)",
+    "--allow-http": "listen for HTTP requests (default: true)",
+    "--allow-grpc": "listen for gRPC requests (default: true)",
+    "--allow-metrics": "serve Prometheus metrics (default: true)",
+    "--model-control-mode": "none (load all at start), poll (follow the repositories) or "
+                            "explicit (load what --load-model and load requests name) "
+                            "(default: none)",
+    "--load-model": "a model to load at start-up with --model-control-mode=explicit ('*' "
+                    "alone: all); repeatable",
+    "--repository-poll-secs": "with poll: seconds between polls of the repositories "
+                              "(default: 15)",
+    "--strict-readiness": "ready only when every model is ready (default: true)",
+    "--exit-on-error": "exit if a model fails to load at start-up (default: true)",
+    "--disable-auto-complete-config": "do not complete model configurations (default: false)",
+    "--model-load-thread-count": "threads loading models (default: 4)",
+    "--exit-timeout-secs": "on exit, seconds to wait for in-flight requests (default: 30)",
+    "--grpc-use-ssl": "serve gRPC over TLS (default: false)",
+    "--grpc-use-ssl-mutual": "serve gRPC over TLS and require client certificates signed by "
+                             "--grpc-root-cert (default: false)",
+    "--grpc-server-cert": "PEM file of the gRPC server's certificate",
+    "--grpc-server-key": "PEM file of the gRPC server's private key",
+    "--grpc-root-cert": "PEM file of the root certificate client certificates are checked "
+                        "against",
+    "--grpc-keepalive-time": "milliseconds between keepalive pings (default: 7200000)",
+    "--grpc-keepalive-timeout": "milliseconds to wait for a keepalive ping's acknowledgement "
+                                "(default: 20000)",
+    "--grpc-keepalive-permit-without-calls": "allow keepalive pings on a connection with no "
+                                             "call (default: false)",
+    "--grpc-http2-max-pings-without-data": "pings the server sends without data in between; "
+                                           "0 is no limit (default: 2)",
+    "--grpc-http2-min-recv-ping-interval-without-data": "fewest milliseconds between client "
+                                                        "pings without data (default: 300000)",
+    "--grpc-http2-max-ping-strikes": "pings too soon before the connection is closed; 0 is no "
+                                     "limit (default: 2)",
+    "--grpc-max-connection-age": "milliseconds a connection may live (default: unlimited)",
+    "--grpc-max-connection-age-grace": "milliseconds an aged connection gets to finish its "
+                                       "calls (default: unlimited)",
+    "--log-verbose": "verbose logging level; 0 is off (default: 0)",
+    "--log-info": "log info lines (default: true)",
+    "--log-warning": "log warnings (default: true)",
+    "--log-error": "log errors (default: true)",
+    "--log-format": '"default" or "ISO8601" (default: default)',
+    "--log-file": "log to this file instead of the console (default: the console)",
+    "--trace-config": "[<mode>,]<setting>=<value>: level, rate, count, mode, triton,file, "
+                      "triton,log-frequency; repeatable",
+    "--trace-file": "DEPRECATED: use --trace-config triton,file=<path>",
+    "--trace-level": "DEPRECATED: use --trace-config level=<OFF|TIMESTAMPS|TENSORS>",
+    "--trace-rate": "DEPRECATED: use --trace-config rate=<rate> (default: 1000)",
+    "--trace-count": "DEPRECATED: use --trace-config count=<count> (default: -1)",
+    "--trace-log-frequency": "DEPRECATED: use --trace-config triton,log-frequency=<n> "
+                             "(default: 0)",
+    "--http-restricted-api": "<apis>:<header>=<value>: these API groups need that header; "
+                             "repeatable",
+    "--grpc-restricted-protocol": "<protocols>:<key>=<value>: these protocol groups need that "
+                                  "metadata; repeatable",
+    "--id": "the server's name in server metadata (default: triton)",
+}
+
+
+def describe_flags(serve: argparse.ArgumentParser) -> None:
+    """Give each flag declared without help its meaning (and default)."""
+    for action in serve._actions:
+        for name in action.option_strings:
+            if name in _HELP and not action.help:
+                action.help = _HELP[name]
+            elif name == "--strict-model-config":
+                action.help = "DEPRECATED: true means --disable-auto-complete-config"
+
+
+def check_tritonserver_flags(args: argparse.Namespace) -> None:
+    """Refuse combinations tritonserver refuses (ValueError with Triton's message)."""
+    if args.load_model and args.model_control_mode != "explicit":
+        raise ValueError(f"Error: {LOAD_MODEL_NEEDS_EXPLICIT}")
+    for key, value in args.metrics_config:
+        if key not in METRICS_SETTINGS:
+            raise ValueError(f'Bad option: "--metrics-config".\nunknown metrics setting '
+                             f"'{key}' (known: {', '.join(METRICS_SETTINGS)})")
+        METRICS_SETTINGS[key](value)
+    if args.response_cache_byte_size is not None and not args.cache_config:
+        args.cache_config.append(("local", "size", str(args.response_cache_byte_size)))
+
+
+def _bool_setting(text: str) -> bool:
+    """A --metrics-config boolean: true or false, as Triton reads it."""
+    if text not in ("true", "false"):
+        raise ValueError(f'Bad option: "--metrics-config".\nexpected true or false, got '
+                         f"'{text}'")
+    return text == "true"
+
+
+METRICS_SETTINGS: dict[str, Callable[[str], Any]] = {"counter_latencies": _bool_setting}
+
+
+def metrics_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {key: METRICS_SETTINGS[key](value) for key, value in args.metrics_config}
+
+
+def given_flags(argv: list[str]) -> set[str]:
+    """The long flags present on a command line (`--a=b` and `--a b` alike)."""
+    return {word.split("=", 1)[0] for word in argv if word.startswith("--")}
+
+
+def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
+    """One warning per accepted flag that changes nothing here."""
+    present = given_flags(argv)
+    for flag in NO_GPU_FLAGS:
+        if flag in present:
+            log.warning("%s has no effect: Tritium runs without GPUs", flag)
+    for flag, reason in NO_EFFECT_FLAGS.items():
+        if flag in present:
+            log.warning("%s has no effect: %s", flag, reason)
+    if args.allow_sagemaker:
+        log.warning("--allow-sagemaker has no effect: Tritium has no SageMaker endpoint")
+    if args.allow_vertex_ai:
+        log.warning("--allow-vertex-ai has no effect: Tritium has no Vertex AI endpoint")
+    if args.model_namespacing:
+        log.warning("--model-namespacing is not supported: model names must be unique across "
+                    "repositories")
+
+
+__all__ = [
+    "COMPRESSION_LEVELS", "LOAD_MODEL_NEEDS_EXPLICIT", "add_tritonserver_flags",
+    "check_tritonserver_flags", "describe_flags", "metrics_settings", "warn_ignored_flags",
+]

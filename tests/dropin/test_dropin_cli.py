@@ -1,0 +1,171 @@
+"""tritonserver's command line as launch scripts use it: every Triton 2.51 flag is accepted,
+abbreviations are not, --help explains each flag, --version, Triton's refusals, a port in use."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from support import ROOT, SUPPORT
+from support.models import identity_config, write_model
+from support.server_process import ServerProcess
+
+FLAGS_FILE = SUPPORT / "data" / "tritonserver_2.51_flags.txt"
+# Set by ServerProcess itself, or needing a setting of their own (tested below).
+_SET_BY_TEST = {"--help", "--model-repository", "--model-store", "--http-port", "--grpc-port",
+                "--metrics-port", "--http-address", "--grpc-address", "--load-model",
+                "--log-file", "--backend-directory"}
+
+
+def triton_flags() -> list[tuple[str, str]]:
+    """(flag, example value) for each tritonserver flag."""
+    rows = []
+    for line in FLAGS_FILE.read_text().splitlines():
+        if line.startswith("--"):
+            flag, value = line.split()
+            rows.append((flag, value))
+    return rows
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run([sys.executable, "-m", "tritium", *args], capture_output=True,
+                          check=False, text=True, timeout=60, env=env)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("cli_repo")
+    write_model(repo, "id", identity_config("id"))
+    return repo
+
+
+def test_the_flag_list_is_tritonservers_87() -> None:
+    assert len(triton_flags()) == 87
+
+
+def test_a_server_starts_with_every_tritonserver_flag(repo: Path, tmp_path: Path) -> None:
+    log_file = tmp_path / "server.log"
+    store = write_model(tmp_path / "store", "id2", identity_config("id2")).parent
+    backends = tmp_path / "backends"
+    backends.mkdir()
+    args = [f"--log-file={log_file}", f"--backend-directory={backends}"]
+    for flag, value in triton_flags():
+        if flag in _SET_BY_TEST:
+            continue
+        args.append(flag if value == "-" else f"{flag}={value}")
+    with ServerProcess([repo], *args, f"--model-store={store}") as server:
+        with urllib.request.urlopen(f"http://{server.http_url}/v2/health/ready") as answer:
+            assert answer.status == 200
+        text = log_file.read_text()
+    for flag in ("--pinned-memory-pool-byte-size", "--cuda-memory-pool-byte-size",
+                 "--min-supported-compute-capability", "--host-policy"):
+        assert f"{flag} has no effect: Tritium runs without GPUs" in text, text
+    assert "--sagemaker-port has no effect: Tritium has no SageMaker endpoint" in text
+
+
+def test_help_gives_every_flag_its_meaning() -> None:
+    result = run_cli("serve", "--help")
+    assert result.returncode == 0
+    help_text = result.stdout
+    for flag, _ in triton_flags():
+        assert flag in help_text, flag
+    from tritium.cli import build_parser
+
+    serve = build_parser()._subparsers._group_actions[0].choices["serve"]  # type: ignore
+    missing = [a.option_strings for a in serve._actions if a.option_strings and not a.help]
+    assert missing == []
+    assert "(default: 8000)" in help_text and "(default: 2000)" in help_text
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("tritium 0.1.0") and "2.51" in result.stdout
+
+
+def test_abbreviations_are_refused(repo: Path) -> None:
+    result = run_cli("serve", f"--model-repository={repo}", "--model-repo=/tmp",
+                     "--http-po=1")
+    assert result.returncode == 2
+    assert "unrecognized arguments: --model-repo=/tmp --http-po=1" in result.stderr
+
+
+def test_load_model_needs_explicit_control(repo: Path) -> None:
+    result = run_cli("serve", f"--model-repository={repo}", "--load-model=id")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well.")
+
+
+@pytest.mark.parametrize("service", ["HTTP", "GRPC", "Metrics"])
+def test_a_port_in_use_is_named_before_anything_starts(repo: Path, service: str) -> None:
+    server = ServerProcess([repo])
+    port = {"HTTP": server.http_port, "GRPC": server.grpc_port,
+            "Metrics": server.metrics_port}[service]
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port))
+    holder.listen()
+    try:
+        server.args.append("--metrics-address=127.0.0.1")
+        server.start(wait_ready=False)
+        assert server.wait_exit(60) == 1
+    finally:
+        holder.close()
+    log = server.log()
+    assert (f"error: failed to start {service} service: Unavailable - Socket "
+            f"'127.0.0.1:{port}' already in use") in log
+    assert "Started" not in log and "successfully loaded" not in log
+
+
+def test_make_serve_passes_extra_flags() -> None:
+    result = subprocess.run(["make", "-n", "-o", ".venv/.installed", "serve",
+                             "ARGS=--http-port 9000 --log-verbose 1"], cwd=ROOT,
+                            capture_output=True, check=False, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "--backend-directory examples/backends --http-port 9000 --log-verbose 1" \
+        in result.stdout
+
+
+FLAKY_MODEL = '''
+from pathlib import Path
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        marker = Path(args["model_repository"]) / "tried"
+        if not marker.exists():  # the first load fails, a second try succeeds
+            marker.write_text("once")
+            raise RuntimeError("first load fails")
+
+    def execute(self, requests):
+        return []
+'''
+FLAKY_CONFIG = '''
+name: "flaky"
+backend: "python"
+max_batch_size: 0
+input { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] }
+output { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] }
+'''
+
+
+def test_model_config_name_and_load_retry_count(tmp_path: Path) -> None:
+    write_model(tmp_path, "id", identity_config("id"),
+                files={"configs/small.pbtxt": identity_config("id", max_batch_size=2)})
+    write_model(tmp_path, "flaky", FLAKY_CONFIG, files={"1/model.py": FLAKY_MODEL})
+    with ServerProcess([tmp_path], "--model-config-name=small",
+                       "--model-load-retry-count=1") as server:
+        with urllib.request.urlopen(f"http://{server.http_url}/v2/models/id/config") as answer:
+            assert json.loads(answer.read())["max_batch_size"] == 2
+        with urllib.request.urlopen(f"http://{server.http_url}/v2/models/flaky/ready") as answer:
+            assert answer.status == 200
+        log = server.log()
+    assert "first load fails" in log and "retrying to load model 'flaky' version 1" in log
