@@ -23,7 +23,7 @@ install: $(STAMP)
 # Tritium's libtritonserver.so for compiled Triton backends (native backends), built ahead of
 # first use; without a C++ compiler only native backends are unavailable, so a failure is ignored.
 native: $(STAMP)
-	-$(BIN)/python -m tritium.backend.native.build
+	-$(BIN)/python -c "import sys; from tritium.backend.native import build; sys.exit(build.main())"
 
 serve: $(STAMP) native
 	$(BIN)/tritium serve --model-repository examples/model_repository \
@@ -41,7 +41,7 @@ test: lint native
 	$(BIN)/pytest -q
 
 # Everything, including the slow soak/fuzz runs that `make test` skips.
-test-all: $(STAMP)
+test-all: lint native
 	$(BIN)/pytest -q -m ''
 
 # Load comes from wrk (HTTP) and h2load (gRPC), installed from Debian when missing.
