@@ -3,7 +3,9 @@
 Suites:
 - identity: Tritium's identity backend (FP32 [1,16]), the server's own overhead.
 - python: Triton's add_sub python-backend model (FP32 [16], max_batch_size 8, one instance)
-  served by Tritium and by real Triton 2.51, measured in alternation in the same run.
+  and issue 14's identity_fp32 (FP32 [-1], two instances, dynamic batching 500 us), served by
+  Tritium and by real Triton 2.51, measured in alternation in the same run; with each cell the
+  server CPU per inference (server_cpu.py), and the idle stubs' RSS of both servers.
 - onnx: a small ONNX MLP (64 -> 128 -> 16, FP32) on Tritium's onnxruntime backend at
   concurrency 1, batch 1 and 8, next to the same onnxruntime session settings called directly in
   one process: the difference in time per request is the server's overhead.
@@ -46,6 +48,7 @@ import onnx_bench  # noqa: E402
 import ray_bench  # noqa: E402
 import reference_triton  # noqa: E402
 from loadgen import Inputs, Result, missing_tools, run_load  # noqa: E402
+from server_cpu import CpuMeter, stub_memory  # noqa: E402
 
 from support.models import identity_config, write_model  # noqa: E402
 from support.server_process import ServerProcess  # noqa: E402
@@ -70,31 +73,41 @@ class TritonProcess(ServerProcess):
 def cell(server: ServerProcess, protocol: str, model: str, concurrency: int, seconds: int,
          inputs: Inputs, outputs: list[str], client_pin: list[str]) -> Result:
     port = server.http_port if protocol == "http" else server.grpc_port
-    return run_load(protocol, "127.0.0.1", port, model, concurrency, seconds, inputs, outputs,
-                    prefix=client_pin)
+    # Warm up apart from the timed run, so the CPU read around it covers that run only.
+    run_load(protocol, "127.0.0.1", port, model, concurrency, 1, inputs, outputs, warmup=0,
+             prefix=client_pin)
+    assert server.process is not None
+    with CpuMeter(server.process.pid) as meter:
+        result = run_load(protocol, "127.0.0.1", port, model, concurrency, seconds, inputs,
+                          outputs, warmup=0, prefix=client_pin)
+    result.cpu_us = meter.per_request_us(result.requests + result.errors)
+    return result
 
 
 def single_table(title: str, results: list[Result]) -> str:
     lines = [f"### {title}", "",
-             "| protocol | concurrency | infer/s | p50 (us) | p99 (us) | errors |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| protocol | concurrency | infer/s | p50 (us) | p99 (us) "
+             "| server CPU per inference (us) | errors |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(f"| {r.protocol} | {r.concurrency} | {r.throughput:,.0f} | "
-                     f"{r.p50_us:,.0f} | {r.p99_us:,.0f} | {r.errors} |")
+                     f"{r.p50_us:,.0f} | {r.p99_us:,.0f} | {r.cpu_us:,.0f} | {r.errors} |")
     return "\n".join(lines)
 
 
 def comparison_table(title: str, pairs: list[tuple[Result, Result]]) -> str:
     lines = [f"### {title}", "",
              "| protocol | conc. | Tritium infer/s | Triton infer/s | ratio | Tritium p50/p99 (us) "
-             "| Triton p50/p99 (us) | errors (Tritium/Triton) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| Triton p50/p99 (us) | server CPU per inference, Tritium/Triton (us) "
+             "| errors (Tritium/Triton) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for ours, theirs in pairs:
         ratio = ours.throughput / theirs.throughput if theirs.throughput else float("nan")
         lines.append(
             f"| {ours.protocol} | {ours.concurrency} | {ours.throughput:,.0f} | "
             f"{theirs.throughput:,.0f} | {ratio:.2f}x | {ours.p50_us:,.0f} / {ours.p99_us:,.0f} | "
-            f"{theirs.p50_us:,.0f} / {theirs.p99_us:,.0f} | {ours.errors}/{theirs.errors} |")
+            f"{theirs.p50_us:,.0f} / {theirs.p99_us:,.0f} | {ours.cpu_us:,.0f} / "
+            f"{theirs.cpu_us:,.0f} | {ours.errors}/{theirs.errors} |")
     return "\n".join(lines)
 
 
@@ -155,50 +168,72 @@ def batching_suite(args: argparse.Namespace, pin: list[str], client_pin: list[st
     return "\n".join(lines)
 
 
+def _python_models() -> dict[str, tuple[Inputs, list[str], str]]:
+    """The python suite's models: inputs, outputs, and the table's title."""
+    rng = np.random.default_rng(0)
+    return {
+        "add_sub": ([("INPUT0", rng.random((1, 16), dtype=np.float32)),
+                     ("INPUT1", rng.random((1, 16), dtype=np.float32))],
+                    ["OUTPUT0", "OUTPUT1"],
+                    "add_sub python model, FP32 [1,16] x2, one instance"),
+        "identity_fp32": ([("INPUT0", rng.random((1, 16), dtype=np.float32))], ["OUTPUT0"],
+                          "identity_fp32 python model, FP32 [1,16], two instances, "
+                          "dynamic batching (500 us)"),
+    }
+
+
 def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str],
                  batched: bool = False) -> str:
-    """add_sub as it is, or (batched) a copy named add_sub_batched with dynamic batching."""
-    rng = np.random.default_rng(0)
-    inputs = [("INPUT0", rng.random((1, 16), dtype=np.float32)),
-              ("INPUT1", rng.random((1, 16), dtype=np.float32))]
-    outputs = ["OUTPUT0", "OUTPUT1"]
-    model = "add_sub_batched" if batched else "add_sub"
+    """add_sub and identity_fp32 as they are, or (batched) a copy of add_sub named
+    add_sub_batched with dynamic batching; the idle stubs' memory of both servers after."""
+    models = _python_models()
+    if batched:
+        inputs, outputs, title = models["add_sub"]
+        models = {"add_sub_batched": (inputs, outputs, title + ", dynamic batching")}
     concurrencies = args.batch_concurrency if batched else args.concurrency
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         shutil.copytree(HERE / "models", repo)
         if batched:
-            shutil.copytree(repo / "add_sub", repo / model)
-            config = (repo / model / "config.pbtxt").read_text()
-            (repo / model / "config.pbtxt").write_text(
-                config.replace('name: "add_sub"', f'name: "{model}"') + "dynamic_batching { }\n")
+            shutil.copytree(repo / "add_sub", repo / "add_sub_batched")
+            config = (repo / "add_sub_batched" / "config.pbtxt").read_text()
+            (repo / "add_sub_batched" / "config.pbtxt").write_text(
+                config.replace('name: "add_sub"', 'name: "add_sub_batched"')
+                + "dynamic_batching { }\n")
         tritium = ServerProcess([repo], prefix=pin).start()
         triton = None if args.no_triton else TritonProcess([repo], prefix=pin).start(timeout=300)
-        pairs, alone = [], []
+        tables = []
         try:
-            for protocol in ("http", "grpc"):
-                for concurrency in concurrencies:
-                    ours = cell(tritium, protocol, model, concurrency, args.seconds,
-                                inputs, outputs, client_pin)
-                    line = f"{model} {protocol} c={concurrency}: tritium {ours.throughput:,.0f}/s"
-                    if triton is None:
-                        alone.append(ours)
-                    else:
-                        theirs = cell(triton, protocol, model, concurrency, args.seconds,
-                                      inputs, outputs, client_pin)
-                        pairs.append((ours, theirs))
-                        line += f", triton {theirs.throughput:,.0f}/s"
-                    print(line, flush=True)
+            memory = [f"- idle stub RSS, Tritium: {stub_memory(tritium.process.pid)}"]
+            if triton is not None:
+                memory.append(f"- idle stub RSS, Triton (triton_python_backend_stub): "
+                              f"{stub_memory(triton.process.pid)}")
+            for model, (inputs, outputs, title) in models.items():
+                pairs, alone = [], []
+                for protocol in ("http", "grpc"):
+                    for concurrency in concurrencies:
+                        ours = cell(tritium, protocol, model, concurrency, args.seconds,
+                                    inputs, outputs, client_pin)
+                        line = (f"{model} {protocol} c={concurrency}: tritium "
+                                f"{ours.throughput:,.0f}/s {ours.cpu_us:,.0f} us CPU")
+                        if triton is None:
+                            alone.append(ours)
+                        else:
+                            theirs = cell(triton, protocol, model, concurrency, args.seconds,
+                                          inputs, outputs, client_pin)
+                            pairs.append((ours, theirs))
+                            line += (f", triton {theirs.throughput:,.0f}/s "
+                                     f"{theirs.cpu_us:,.0f} us CPU")
+                        print(line, flush=True)
+                tables.append(single_table(f"Tritium, {title}", alone) if triton is None
+                              else comparison_table(f"Tritium vs Triton 2.51, {title}", pairs))
         finally:
             tritium.stop()
             if triton is not None:
                 triton.stop()
-    title = "add_sub python model, FP32 [1,16] x2, one instance"
-    if batched:
-        title += ", dynamic batching"
-    if triton is None:
-        return single_table(f"Tritium, {title}", alone)
-    return comparison_table(f"Tritium vs Triton 2.51, {title}", pairs)
+    if not batched:
+        tables.append("\n".join(memory))
+    return "\n\n".join(tables)
 
 
 def main() -> int:

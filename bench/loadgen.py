@@ -44,6 +44,8 @@ class Result:
     seconds: float
     p50_us: float
     p99_us: float
+    # Server CPU (its process and its children) per successful request, when measured.
+    cpu_us: float = float("nan")
 
     @property
     def throughput(self) -> float:
