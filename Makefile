@@ -45,7 +45,8 @@ test-all: lint native
 	$(BIN)/pytest -q -m ''
 
 # Load comes from wrk (HTTP) and h2load (gRPC), installed from Debian when missing.
-bench: $(STAMP)
+bench: $(STAMP) native
+	$(BIN)/pip install -q -e '.[test,bench]'
 	command -v wrk >/dev/null && command -v h2load >/dev/null || \
 		(apt-get update && apt-get install -y wrk nghttp2-client)
 	$(BIN)/python bench/bench.py
