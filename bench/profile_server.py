@@ -4,7 +4,8 @@ while wrk or h2load drives one model, summarised as the top self and inclusive e
     python bench/profile_server.py --model add_sub --protocol http --concurrency 8
 
 Profiles hold up when the machine is loaded by other work far better than throughput does,
-because they are shares of the server's own samples. Needs `py-spy` (`pip install tritium[bench]`, which `make bench` does) and wrk/h2load.
+because they are shares of the server's own samples. Needs `py-spy` (`pip install
+tritium[bench]`, which `make bench` does) and wrk/h2load.
 """
 
 from __future__ import annotations
