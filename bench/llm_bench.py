@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from loadgen import machine_load
 
 REQUESTS = 16
 ARRIVAL_GAP_S = 0.02
@@ -200,7 +201,7 @@ def llm_suite(pin: list[str]) -> str:
     base = rows[1]["tps"]
     lines = [
         "### llm: continuous batching vs transformers.generate (tiny Llama, 16 streaming "
-        "requests 20 ms apart; measured under load)",
+        f"requests 20 ms apart; {machine_load()})",
         "",
         "| serving | output tokens | tokens/s | vs one at a time | TTFT p50 (ms) | TTFT p99 (ms) "
         "| ITL p50 (ms) | ITL p99 (ms) |",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -214,3 +215,9 @@ def run_load(protocol: str, host: str, port: int, model: str, concurrency: int, 
     """
     load = _http_load if protocol == "http" else _grpc_load
     return load(host, port, model, concurrency, seconds, inputs, outputs, warmup, list(prefix))
+
+
+def machine_load() -> str:
+    """How busy the machine was, for a table's title: figures taken beside other work are not
+    comparable with a quiet machine's."""
+    return f"1-minute load average {os.getloadavg()[0]:.1f} at the end of the run"

@@ -21,7 +21,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from loadgen import Result, run_load  # noqa: E402
+from loadgen import Result, machine_load, run_load  # noqa: E402
 
 from support.models import identity_config, write_model  # noqa: E402
 from support.native_fixtures import compile_backends  # noqa: E402
@@ -73,7 +73,7 @@ def native_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
                           f"{r.throughput:,.0f}/s, {per_inference:,.0f} us CPU", flush=True)
                     rows.append((label, r, per_inference))
     title = ("### Tritium, compiled identity backend (C API) vs Python identity backend, "
-             "FP32 [1,16], one instance, measured under load")
+             f"FP32 [1,16], one instance ({machine_load()})")
     header = ("| backend | protocol | conc. | infer/s | p50 (us) | p99 (us) | "
               "server CPU/infer (us) | errors |")
     lines = [title, "", header, "|---|---|---:|---:|---:|---:|---:|---:|"]

@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
-from loadgen import Result, run_load
+from loadgen import Result, machine_load, run_load
 
 from support import PYTHON_MODELS
 from support.models import write_model
@@ -194,7 +194,7 @@ def _suite(seconds: int) -> str:
     ratio = two.throughput / one.throughput if one.throughput else float("nan")
     hop_ms = (remote.p50_us - local.p50_us) / 1000
     rows = [
-        "### Ray placement (measured under load)", "",
+        f"### Ray placement ({machine_load()})", "",
         "| model, placement | conc. | infer/s | p50 (ms) | p99 (ms) | errors "
         "| Tritium process CPU (of one core) |",
         "|---|---:|---:|---:|---:|---:|---:|",
