@@ -31,6 +31,47 @@ const void* Parameter::value() const {
   }
 }
 
+Parameter Parameter::of_string(const char* value) {
+  Parameter p;
+  p.type = TRITONSERVER_PARAMETER_STRING;
+  p.string_value = value != nullptr ? value : "";
+  return p;
+}
+
+Parameter Parameter::of_int(int64_t value) {
+  Parameter p;
+  p.type = TRITONSERVER_PARAMETER_INT;
+  p.int_value = value;
+  return p;
+}
+
+Parameter Parameter::of_bool(bool value) {
+  Parameter p;
+  p.type = TRITONSERVER_PARAMETER_BOOL;
+  p.bool_value = value;
+  p.int_value = value ? 1 : 0;
+  return p;
+}
+
+Parameter Parameter::of_double(double value) {
+  Parameter p;
+  p.type = TRITONSERVER_PARAMETER_DOUBLE;
+  p.double_value = value;
+  return p;
+}
+
+Parameter Parameter::of_host(const char* key, int type, const char* string_value,
+                             int64_t int_value, double double_value) {
+  Parameter p;
+  p.key = key;
+  p.type = static_cast<TRITONSERVER_ParameterType>(type);
+  if (string_value != nullptr) p.string_value = string_value;
+  p.int_value = int_value;
+  p.bool_value = int_value != 0;
+  p.double_value = double_value;
+  return p;
+}
+
 // Installed once by the Python server when it loads the library.
 TRITIUM_EXPORT void tritium_set_host(const TritiumHost* host) {
   g_host = *host;

@@ -54,6 +54,14 @@ struct Parameter {
   bool bool_value = false;
   double double_value = 0;
   const void* value() const;
+  // A value of each type (the key is set by the caller, once it has checked it); `of_host`:
+  // what the Python server passes, every field given and the type saying which is meant.
+  static Parameter of_string(const char* value);
+  static Parameter of_int(int64_t value);
+  static Parameter of_bool(bool value);
+  static Parameter of_double(double value);
+  static Parameter of_host(const char* key, int type, const char* string_value,
+                           int64_t int_value, double double_value);
 };
 
 struct TRITONBACKEND_Backend {

@@ -165,14 +165,7 @@ TRITIUM_EXPORT void tritium_request_add_output(TRITONBACKEND_Request* r, const c
 TRITIUM_EXPORT void tritium_request_add_parameter(
     TRITONBACKEND_Request* r, const char* key, int type, const char* string_value,
     int64_t int_value, double double_value) {
-  Parameter p;
-  p.key = key;
-  p.type = static_cast<TRITONSERVER_ParameterType>(type);
-  if (string_value != nullptr) p.string_value = string_value;
-  p.int_value = int_value;
-  p.bool_value = int_value != 0;
-  p.double_value = double_value;
-  r->parameters.push_back(std::move(p));
+  r->parameters.push_back(Parameter::of_host(key, type, string_value, int_value, double_value));
 }
 
 // The server takes a request back (Execute failed, or the instance is going away).
@@ -468,34 +461,22 @@ static TRITONSERVER_Error* set_parameter(TRITONBACKEND_Response* response, const
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetStringParameter(
     TRITONBACKEND_Response* response, const char* name, const char* value) {
-  Parameter p;
-  p.type = TRITONSERVER_PARAMETER_STRING;
-  p.string_value = value != nullptr ? value : "";
-  return set_parameter(response, name, std::move(p));
+  return set_parameter(response, name, Parameter::of_string(value));
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetIntParameter(
     TRITONBACKEND_Response* response, const char* name, const int64_t value) {
-  Parameter p;
-  p.type = TRITONSERVER_PARAMETER_INT;
-  p.int_value = value;
-  return set_parameter(response, name, std::move(p));
+  return set_parameter(response, name, Parameter::of_int(value));
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetBoolParameter(
     TRITONBACKEND_Response* response, const char* name, const bool value) {
-  Parameter p;
-  p.type = TRITONSERVER_PARAMETER_BOOL;
-  p.bool_value = value;
-  return set_parameter(response, name, std::move(p));
+  return set_parameter(response, name, Parameter::of_bool(value));
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetDoubleParameter(
     TRITONBACKEND_Response* response, const char* name, const double value) {
-  Parameter p;
-  p.type = TRITONSERVER_PARAMETER_DOUBLE;
-  p.double_value = value;
-  return set_parameter(response, name, std::move(p));
+  return set_parameter(response, name, Parameter::of_double(value));
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(

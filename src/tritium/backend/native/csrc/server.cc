@@ -207,14 +207,8 @@ TRITIUM_EXPORT TRITONSERVER_Error* tritium_sresp_add_output(
 TRITIUM_EXPORT void tritium_sresp_add_parameter(
     TRITONSERVER_InferenceResponse* resp, const char* key, int type, const char* string_value,
     int64_t int_value, double double_value) {
-  Parameter p;
-  p.key = key;
-  p.type = static_cast<TRITONSERVER_ParameterType>(type);
-  if (string_value != nullptr) p.string_value = string_value;
-  p.int_value = int_value;
-  p.bool_value = int_value != 0;
-  p.double_value = double_value;
-  resp->parameters.push_back(std::move(p));
+  resp->parameters.push_back(
+      Parameter::of_host(key, type, string_value, int_value, double_value));
 }
 
 TRITIUM_EXPORT void tritium_sreq_complete(
@@ -472,32 +466,19 @@ static TRITONSERVER_Error* add_parameter(TRITONSERVER_InferenceRequest* r, const
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetStringParameter(
     TRITONSERVER_InferenceRequest* r, const char* key, const char* value) {
-  Parameter p;
-  p.type = TRITONSERVER_PARAMETER_STRING;
-  p.string_value = value != nullptr ? value : "";
-  return add_parameter(r, key, std::move(p));
+  return add_parameter(r, key, Parameter::of_string(value));
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetIntParameter(
     TRITONSERVER_InferenceRequest* r, const char* key, const int64_t value) {
-  Parameter p;
-  p.type = TRITONSERVER_PARAMETER_INT;
-  p.int_value = value;
-  return add_parameter(r, key, std::move(p));
+  return add_parameter(r, key, Parameter::of_int(value));
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetBoolParameter(
     TRITONSERVER_InferenceRequest* r, const char* key, const bool value) {
-  Parameter p;
-  p.type = TRITONSERVER_PARAMETER_BOOL;
-  p.bool_value = value;
-  p.int_value = value ? 1 : 0;
-  return add_parameter(r, key, std::move(p));
+  return add_parameter(r, key, Parameter::of_bool(value));
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetDoubleParameter(
     TRITONSERVER_InferenceRequest* r, const char* key, const double value) {
-  Parameter p;
-  p.type = TRITONSERVER_PARAMETER_DOUBLE;
-  p.double_value = value;
-  return add_parameter(r, key, std::move(p));
+  return add_parameter(r, key, Parameter::of_double(value));
 }
 
 TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(
