@@ -216,9 +216,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceProfileCount(TRITONBACKEND_ModelI
 }
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceProfileName(
     TRITONBACKEND_ModelInstance* i, const uint32_t index, const char** name) {
-  TRITIUM_REQUIRE(index < i->profiles.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + ": instance is configured with " +
-                      std::to_string(i->profiles.size()) + " profiles");
+  TRITIUM_REQUIRE_INDEX(index, i->profiles, "instance is configured with", "profiles");
   *name = i->profiles[index].c_str();
   return nullptr;
 }

@@ -227,6 +227,11 @@ TRITONSERVER_Error* no_host(const char* function);
   do {                                    \
     if (!(cond)) return make_error(code, msg); \
   } while (0)
+// Triton's error for an index past the end of `items`: "out of bounds index I: <owner> N <noun>".
+#define TRITIUM_REQUIRE_INDEX(index, items, owner, noun)                                         \
+  TRITIUM_REQUIRE((index) < (items).size(), TRITONSERVER_ERROR_INVALID_ARG,                      \
+                  "out of bounds index " + std::to_string(index) + ": " + std::string(owner) + \
+                      " " + std::to_string((items).size()) + " " + (noun))
 #define TRITIUM_NOT_NULL(ptr, fn) \
   TRITIUM_REQUIRE((ptr) != nullptr, TRITONSERVER_ERROR_INVALID_ARG, \
                   std::string(fn) + ": " #ptr " must not be null")

@@ -270,9 +270,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestParameterCount(TRITONBACKEND_Request* r
 TRITONSERVER_Error* TRITONBACKEND_RequestParameter(
     TRITONBACKEND_Request* request, const uint32_t index, const char** key,
     TRITONSERVER_ParameterType* type, const void** vvalue) {
-  TRITIUM_REQUIRE(index < request->parameters.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + ": request has " +
-                      std::to_string(request->parameters.size()) + " parameters");
+  TRITIUM_REQUIRE_INDEX(index, request->parameters, "request has", "parameters");
   const Parameter& p = request->parameters[index];
   *key = p.key.c_str();
   *type = p.type;
@@ -287,9 +285,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request* reque
 
 TRITONSERVER_Error* TRITONBACKEND_RequestInputName(
     TRITONBACKEND_Request* request, const uint32_t index, const char** name) {
-  TRITIUM_REQUIRE(index < request->inputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + ": request has " +
-                      std::to_string(request->inputs.size()) + " inputs");
+  TRITIUM_REQUIRE_INDEX(index, request->inputs, "request has", "inputs");
   *name = request->inputs[index].name.c_str();
   return nullptr;
 }
@@ -308,9 +304,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInput(
 
 TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(
     TRITONBACKEND_Request* request, const uint32_t index, TRITONBACKEND_Input** input) {
-  TRITIUM_REQUIRE(index < request->inputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + ": request has " +
-                      std::to_string(request->inputs.size()) + " inputs");
+  TRITIUM_REQUIRE_INDEX(index, request->inputs, "request has", "inputs");
   *input = &request->inputs[index];
   return nullptr;
 }
@@ -322,9 +316,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request* requ
 
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(
     TRITONBACKEND_Request* request, const uint32_t index, const char** name) {
-  TRITIUM_REQUIRE(index < request->requested_outputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + ": request has " +
-                      std::to_string(request->requested_outputs.size()) + " requested outputs");
+  TRITIUM_REQUIRE_INDEX(index, request->requested_outputs, "request has", "requested outputs");
   *name = request->requested_outputs[index].c_str();
   return nullptr;
 }
@@ -382,9 +374,7 @@ TRITONSERVER_Error* TRITONBACKEND_InputPropertiesForHostPolicy(
 TRITONSERVER_Error* TRITONBACKEND_InputBuffer(
     TRITONBACKEND_Input* input, const uint32_t index, const void** buffer, uint64_t* size,
     TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
-  TRITIUM_REQUIRE(index < input->buffers.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + ": input '" + input->name +
-                      "' has " + std::to_string(input->buffers.size()) + " buffers");
+  TRITIUM_REQUIRE_INDEX(index, input->buffers, "input '" + input->name + "' has", "buffers");
   *buffer = input->buffers[index].base;
   *size = input->buffers[index].byte_size;
   *memory_type = TRITONSERVER_MEMORY_CPU;  // the server's tensors are host memory
@@ -401,9 +391,7 @@ TRITONSERVER_Error* TRITONBACKEND_InputBufferForHostPolicy(
 TRITONSERVER_Error* TRITONBACKEND_InputBufferAttributes(
     TRITONBACKEND_Input* input, const uint32_t index, const void** buffer,
     TRITONSERVER_BufferAttributes** attributes) {
-  TRITIUM_REQUIRE(index < input->buffers.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + ": input '" + input->name +
-                      "' has " + std::to_string(input->buffers.size()) + " buffers");
+  TRITIUM_REQUIRE_INDEX(index, input->buffers, "input '" + input->name + "' has", "buffers");
   *buffer = input->buffers[index].base;
   *attributes = &input->buffers[index].attributes;
   return nullptr;
@@ -557,9 +545,7 @@ TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(
 TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(
     TRITONBACKEND_Response* response, const uint32_t index, const char** name,
     TRITONSERVER_DataType* datatype, const int64_t** shape, uint64_t* dim_count) {
-  TRITIUM_REQUIRE(index < response->outputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + ": response has " +
-                      std::to_string(response->outputs.size()) + " outputs");
+  TRITIUM_REQUIRE_INDEX(index, response->outputs, "response has", "outputs");
   const auto& o = response->outputs[index];
   *name = o.name.c_str();
   *datatype = o.datatype;

@@ -523,9 +523,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameterCount(TRITONSERVER_In
 TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameter(
     TRITONSERVER_InferenceResponse* resp, const uint32_t index, const char** name,
     TRITONSERVER_ParameterType* type, const void** vvalue) {
-  TRITIUM_REQUIRE(index < resp->parameters.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + std::string(": response has ") +
-                      std::to_string(resp->parameters.size()) + " parameters");
+  TRITIUM_REQUIRE_INDEX(index, resp->parameters, "response has", "parameters");
   const Parameter& p = resp->parameters[index];
   *name = p.key.c_str();
   *type = p.type;
@@ -541,9 +539,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutput(
     TRITONSERVER_DataType* datatype, const int64_t** shape, uint64_t* dim_count,
     const void** base, size_t* byte_size, TRITONSERVER_MemoryType* memory_type,
     int64_t* memory_type_id, void** userp) {
-  TRITIUM_REQUIRE(index < resp->outputs.size(), TRITONSERVER_ERROR_INVALID_ARG,
-                  "out of bounds index " + std::to_string(index) + std::string(": response has ") +
-                      std::to_string(resp->outputs.size()) + " outputs");
+  TRITIUM_REQUIRE_INDEX(index, resp->outputs, "response has", "outputs");
   const ServerOutput& o = resp->outputs[index];
   *name = o.name.c_str();
   *datatype = o.datatype;
