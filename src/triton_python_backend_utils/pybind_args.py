@@ -40,14 +40,19 @@ def pybind_constructor(signature: str) -> Callable[[Callable], Callable]:
 
         @functools.wraps(init)
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            try:
-                binder.bind(self, *args, **kwargs)
-            except TypeError:
-                raise incompatible(signature, args, kwargs) from None
+            # The call itself finds a missing or unknown argument; binding again (slow: it
+            # cost a quarter of a stub's time per request) only tells that TypeError apart
+            # from one the constructor raised for another reason.
             try:
                 init(self, *args, **kwargs)
             except IncompatibleArguments:
                 raise incompatible(signature, args, kwargs) from None
+            except TypeError:
+                try:
+                    binder.bind(self, *args, **kwargs)
+                except TypeError:
+                    raise incompatible(signature, args, kwargs) from None
+                raise
 
         return __init__
 
