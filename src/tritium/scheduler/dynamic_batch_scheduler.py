@@ -61,6 +61,13 @@ class DynamicBatchScheduler:
         self._deadlines = threading.Condition(self._lock) if self._queue.may_time_out else None
         self._stopping = False
         self._threads: list[threading.Thread] = []
+        # Slots waiting for the oldest request's delay to pass, and the batch size queued: a
+        # request that cannot complete the batch they wait for need not wake one (a wake-up,
+        # a context switch, per request otherwise). Only for the plain case: one priority
+        # level and no deadlines.
+        self._timed_waiters = 0
+        self._queued_size = 0
+        self._quiet_enqueue = self._deadlines is None and batching.priority_levels <= 1
 
     def start(self) -> None:
         for index, slot in enumerate(self._slots):
@@ -86,11 +93,24 @@ class DynamicBatchScheduler:
                 refused = None
                 if self._order is not None:
                     self._order.hold(request)
-                self._ready.notify()
+                self._queued_size += request.batch_size if request.batch_size > 1 else 1
+                if not self._joins_awaited_batch(request):
+                    self._ready.notify()
                 if self._deadlines is not None:
                     self._deadlines.notify()
         if refused is not None:
             request.respond_error(refused)
+
+    def _joins_awaited_batch(self, request: InferenceRequest) -> bool:
+        """Whether `request` (queued just now, lock held) only joins the batch a slot already
+        waits to fill, without filling it or ending it by a different shape."""
+        queued = self._queued_size
+        if not self._quiet_enqueue or not self._timed_waiters or queued >= self._max_preferred \
+                or queued in self._preferred:
+            return False
+        if self._equal_shape_inputs or self._has_optional:
+            return self._shape_key(request) == self._shape_key(next(iter(self._queue)))
+        return True
 
     def stop(self) -> None:
         with self._lock:
@@ -119,6 +139,7 @@ class DynamicBatchScheduler:
                 if self._stopping:
                     return
                 rejected, closest = self._queue.expire(perf_counter_ns())
+                self._queued_size -= _size_of(rejected)
                 if not rejected:
                     wait_ns = closest - perf_counter_ns() if closest else None
                     self._deadlines.wait(max(wait_ns, 0) / 1e9 if wait_ns is not None else None)
@@ -132,10 +153,13 @@ class DynamicBatchScheduler:
             while True:
                 now = perf_counter_ns()
                 rejected, closest_deadline = self._queue.expire(now)
+                if rejected:
+                    self._queued_size -= _size_of(rejected)
                 if self._queue:
                     count, wait_ns = self._batch_plan(now, closest_deadline)
                     if count:
                         batch = self._queue.take(count)
+                        self._queued_size -= _size_of(batch)
                         if self._queue:
                             self._ready.notify()  # another free slot can form the next batch
                         return batch, rejected
@@ -145,7 +169,14 @@ class DynamicBatchScheduler:
                     wait_ns = 0
                 if rejected:
                     return [], rejected
-                self._ready.wait(wait_ns / 1e9 if wait_ns else None)
+                if wait_ns:
+                    self._timed_waiters += 1
+                    try:
+                        self._ready.wait(wait_ns / 1e9)
+                    finally:
+                        self._timed_waiters -= 1
+                else:
+                    self._ready.wait()
 
     def _batch_plan(self, now: int, closest_deadline: int) -> tuple[int, int]:
         """How many queued requests to send now, or (0, nanoseconds to wait)."""
@@ -197,6 +228,10 @@ class DynamicBatchScheduler:
         if self._has_optional:
             return key, frozenset(inputs)
         return key
+
+
+def _size_of(requests: list[InferenceRequest]) -> int:
+    return sum(r.batch_size if r.batch_size > 1 else 1 for r in requests)
 
 
 def _reject(requests: list[InferenceRequest]) -> None:
