@@ -83,13 +83,18 @@ async def responses(
             request.cancelled = True
 
 
-def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnResponse) -> None:
-    """Start `request`; `on_response(response, final)` runs on the running event loop for each
-    response as it comes, `final` true on the last (whose response may be None).
+def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnResponse,
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Start `request`; `on_response(response, final)` runs on the running event loop (`loop`,
+    when the caller knows it) for each response as it comes, `final` true on the last (whose
+    response may be None).
 
     Raises TritonError at once for a request that cannot be routed or validated.
     """
-    loop = asyncio.get_running_loop()
+    if loop is None:
+        # Python 3.11 checks the process id here: a getpid() system call per request for a
+        # caller that passes its loop.
+        loop = asyncio.get_running_loop()
 
     def deliver(response: InferenceResponse | None, flags: int) -> None:
         try:

@@ -280,7 +280,7 @@ class HttpApp:
             conn.pending = request
             each_on_loop(model.submit, request, final_only(partial(
                 _answer, conn, http_request, request, plan, config, accept_encoding
-            )))
+            )), conn.loop)
 
 
 def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:

@@ -107,7 +107,7 @@ class HttpConnection(asyncio.Protocol):
     def __init__(self, endpoint: HttpEndpoint) -> None:
         self._endpoint = endpoint
         self._handler = endpoint.handler
-        self._loop = endpoint.loop
+        self.loop = endpoint.loop
         self._parser = httptools.HttpRequestParser(self)
         try:
             # Answer the first of pipelined requests even when the client closes after them.
@@ -136,7 +136,7 @@ class HttpConnection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self._closed = False
-        self.idle_since = self._loop.time()
+        self.idle_since = self.loop.time()
 
     # -- asyncio.Protocol ----------------------------------------------------------------------
 
@@ -318,7 +318,7 @@ class HttpConnection(asyncio.Protocol):
         self._finished()
 
     def _finished(self) -> None:
-        self.idle_since = self._loop.time()
+        self.idle_since = self.loop.time()
         if not self._keep_alive:
             self.close()
             return

@@ -214,7 +214,7 @@ class Stub:
         decoupled = self.decoupled
         block = (None if block_descriptor is None
                  else open_block(block_descriptor, self.in_ring, self.exec_conn.fds))
-        Tensor = self.pb.Tensor
+        tensor = self.pb.Tensor._from_server
         from_server = self._from_server
         requests = []
         try:
@@ -222,7 +222,7 @@ class Stub:
                 inputs = []
                 if descriptors:
                     assert block is not None  # the inputs travel in the block
-                    inputs = [Tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
+                    inputs = [tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
                               for name, datatype, shape, offset, nbytes in descriptors]
                 requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
                                             params, decoupled))
