@@ -68,6 +68,7 @@ class LoadedModel(abc.ABC):
         self._version_text = str(version)
         # What normalize_request reads from the configuration (built once it is final).
         self._spec: RequestSpec | None = None
+        self._decoupled: bool | None = None
         self._output_reshapes: dict[str, tuple[int, ...]] | None = None
         self._cache: ModelResponseCache | None = None
         self._inflight = 0
@@ -87,7 +88,10 @@ class LoadedModel(abc.ABC):
 
     @property
     def decoupled(self) -> bool:
-        return self.config.model_transaction_policy.decoupled
+        decoupled = self._decoupled
+        if decoupled is None:  # read once the configuration is final: protobuf reads cost
+            decoupled = self._decoupled = self.config.model_transaction_policy.decoupled
+        return decoupled
 
     def hold(self) -> ResolvedModel:
         """Take an in-flight slot for one request: the version stays loaded until the request
@@ -120,7 +124,7 @@ class LoadedModel(abc.ABC):
         reshapes = self._output_reshapes
         if reshapes is None:
             reshapes = self._output_reshapes = output_reshapes(self.config)
-        batching = self.config.max_batch_size > 0
+        batching = spec.max_batch_size > 0
 
         def on_response(response: InferenceResponse | None, flags: int) -> None:
             nonlocal failed, reason

@@ -254,14 +254,17 @@ class ModelLifeCycle:
             if not versions:
                 raise TritonError.not_found(f"Request for unknown model: '{name}' is not found")
             if version == -1:
-                ready = [s for v, s in versions.items() if s.state is ModelReadyState.READY]
-                if not ready:  # NOT_FOUND (404), as Triton 2.51 answers an unloaded model
+                newest = None
+                for status in versions.values():
+                    if status.state is ModelReadyState.READY and (
+                            newest is None or status.version > newest.version):
+                        newest = status
+                if newest is None:  # NOT_FOUND (404), as Triton 2.51 answers an unloaded model
                     raise TritonError.not_found(
                         f"Request for unknown model: '{name}' has no available versions"
                     )
-                newest = max(ready, key=lambda s: s.version).model
-                assert newest is not None  # a READY version holds its model
-                return newest
+                assert newest.model is not None  # a READY version holds its model
+                return newest.model
             status = versions.get(version)
             if status is None:
                 raise TritonError.not_found(

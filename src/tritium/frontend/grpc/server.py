@@ -81,10 +81,14 @@ class AbortError(Exception):
 class _Context:
     """What an RPC body sees of its call (the part of grpc.aio's ServicerContext it uses)."""
 
-    __slots__ = ("_metadata",)
+    __slots__ = ("_metadata", "loop")
 
-    def __init__(self, metadata: tuple[tuple[str, Any], ...]) -> None:
+    def __init__(self, metadata: tuple[tuple[str, Any], ...],
+                 loop: asyncio.AbstractEventLoop) -> None:
         self._metadata = metadata
+        # The server's loop, which the body runs on (asking asyncio costs a getpid() system
+        # call per request on Python 3.11).
+        self.loop = loop
 
     def invocation_metadata(self) -> tuple[tuple[str, Any], ...]:
         return self._metadata
@@ -185,7 +189,7 @@ class _Call:
                     accept_encoding = value
                 continue
             metadata.append((name, _binary(name, value) if name.endswith("-bin") else value))
-        self.context = _Context(tuple(metadata))
+        self.context = _Context(tuple(metadata), server.loop)
         # The response's compression (--grpc-infer-response-compression-level): its headers.
         self.response_headers = _RESPONSE_HEADERS
         self.compression: str | None = None
@@ -205,7 +209,7 @@ class _Call:
         has finished, even if the client resets the stream first (`H2Connection.running`)."""
         connection = self.connection
         connection.handler_started()
-        self.task = task = asyncio.get_running_loop().create_task(body)
+        self.task = task = self.server.loop.create_task(body)
         self.server._track(task)
         task.add_done_callback(lambda _: connection.handler_finished())
 
@@ -410,7 +414,7 @@ class _Call:
         if match is None:
             return
         seconds = int(match.group(1)) * _TIMEOUT_UNITS[match.group(2)]
-        self.deadline = asyncio.get_running_loop().call_later(seconds, self._deadline_expired)
+        self.deadline = self.server.loop.call_later(seconds, self._deadline_expired)
 
     def _deadline_expired(self) -> None:
         self.deadline = None
@@ -440,6 +444,8 @@ class GrpcServer:
         self._connections: set[H2Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.base_events.Server | None = None
+        # The loop it serves on, known once a client connects.
+        self.loop: asyncio.AbstractEventLoop
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
                     reuse_port: bool = False) -> int:
@@ -451,6 +457,7 @@ class GrpcServer:
         return self._server.sockets[0].getsockname()[1]
 
     def _connection(self) -> H2Connection:
+        self.loop = asyncio.get_running_loop()
         connection = H2Connection(self._start_call, self._connections.discard, self.limits)
         self._connections.add(connection)
         return connection

@@ -264,7 +264,7 @@ class _InferenceService:
                 request, regions = decode_infer_request(message, raws, self.server.shared_memory)
                 if self.header_forward is not None:
                     forward_headers(request, self.header_forward, context.invocation_metadata())
-                response = await loop_bridge.answer(model.submit, request)
+                response = await loop_bridge.answer(model.submit, request, context.loop)
             return encode_infer_response(response, request, regions=regions, config=model.config,
                                          labels=model.labels)
         except TritonError as err:
