@@ -255,10 +255,10 @@ class ModelLifeCycle:
                 raise TritonError.not_found(f"Request for unknown model: '{name}' is not found")
             if version == -1:
                 newest = None
-                for status in versions.values():
-                    if status.state is ModelReadyState.READY and (
-                            newest is None or status.version > newest.version):
-                        newest = status
+                for candidate in versions.values():
+                    if candidate.state is ModelReadyState.READY and (
+                            newest is None or candidate.version > newest.version):
+                        newest = candidate
                 if newest is None:  # NOT_FOUND (404), as Triton 2.51 answers an unloaded model
                     raise TritonError.not_found(
                         f"Request for unknown model: '{name}' has no available versions"

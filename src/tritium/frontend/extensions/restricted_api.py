@@ -143,8 +143,8 @@ class HttpRestrictions:
         return f"This API is restricted, expecting header '{key}'"
 
 
-def restrict_grpc(handlers: dict[str, grpc.RpcMethodHandler],
-                  restrictions: dict[str, Restriction]) -> dict[str, grpc.RpcMethodHandler]:
+def restrict_grpc(handlers: dict[str, Any], restrictions: dict[str, Restriction]
+                  ) -> dict[str, Any]:
     """The handlers, with each restricted RPC checking its caller's metadata first."""
     restricted = dict(handlers)
     for name, handler in handlers.items():
@@ -154,7 +154,9 @@ def restrict_grpc(handlers: dict[str, grpc.RpcMethodHandler],
     return restricted
 
 
-def _guarded(handler: grpc.RpcMethodHandler, restriction: Restriction) -> grpc.RpcMethodHandler:
+def _guarded(handler: Any, restriction: Restriction) -> Any:
+    """`handler` (a grpc.RpcMethodHandler, or the gRPC frontend's ImmediateUnary, which has a
+    `body`) checking the caller's metadata first."""
     key = GRPC_HEADER_PREFIX + restriction.key
     wire_key = key.lower()
     message = f"This protocol is restricted, expecting header '{key}'"
@@ -162,6 +164,16 @@ def _guarded(handler: grpc.RpcMethodHandler, restriction: Restriction) -> grpc.R
     def allowed(context: Any) -> bool:
         return any(k == wire_key and v == restriction.value
                    for k, v in context.invocation_metadata() or ())
+
+    body = getattr(handler, "body", None)
+    if body is not None:
+
+        def immediate(request: Any, call: Any) -> None:
+            if not allowed(call.context):
+                return call.abort(grpc.StatusCode.UNAVAILABLE, message)
+            body(request, call)
+
+        return handler._replace(body=immediate)
 
     if handler.unary_unary is not None:
         inner: Callable[..., Any] = handler.unary_unary

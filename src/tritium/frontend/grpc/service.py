@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import partial
 from typing import Any
 
 import grpc
 from tritonclient.grpc import service_pb2 as pb
 
 from ...errors import Code, TritonError
-from ...request import parse_version
+from ...request import InferenceResponse, parse_version
 from ...server import InferenceServer
 from .. import loop_bridge
 from ..extensions import logging_api, trace_api
@@ -36,6 +37,7 @@ from .codec import (
     encode_infer_response,
     parse_infer_request,
 )
+from .immediate import ImmediateCall, ImmediateUnary, MethodHandler
 from .options import GrpcOptions
 from .repository import RepositoryService
 from .server import GrpcServer
@@ -121,8 +123,8 @@ class _InferenceService:
         self.stream = StreamInferHandler(server, header_forward)
         self.repository = RepositoryService(server)
 
-    def method_handlers(self) -> dict[str, grpc.RpcMethodHandler]:
-        handlers: dict[str, grpc.RpcMethodHandler] = {
+    def method_handlers(self) -> dict[str, MethodHandler]:
+        handlers: dict[str, MethodHandler] = {
             "ServerLive": _unary(self.server_live, pb.ServerLiveRequest, pb.ServerLiveResponse),
             "ServerReady": _unary(
                 self.server_ready, pb.ServerReadyRequest, pb.ServerReadyResponse
@@ -153,9 +155,7 @@ class _InferenceService:
                 pb.RepositoryModelUnloadResponse,
             ),
             # Requests and responses are (de)serialised here, not by protobuf objects.
-            "ModelInfer": grpc.unary_unary_rpc_method_handler(
-                self.model_infer, request_deserializer=_parse_or_none, response_serializer=None
-            ),
+            "ModelInfer": ImmediateUnary(self.model_infer, _parse_or_none),
             "ModelStreamInfer": grpc.stream_stream_rpc_method_handler(
                 self.stream.handle, request_deserializer=_parse_or_none, response_serializer=None
             ),
@@ -247,10 +247,11 @@ class _InferenceService:
 
     # -- inference -----------------------------------------------------------------------------
 
-    async def model_infer(self, parsed: ParsedInferRequest | None, context: Any) -> bytes:
+    def model_infer(self, parsed: ParsedInferRequest | None, call: ImmediateCall) -> None:
+        """ModelInfer as an immediate body: started here, answered from the response's
+        callback on the loop."""
         if parsed is None:
-            await context.abort(grpc.StatusCode.INTERNAL, _UNPARSABLE)
-        assert parsed is not None
+            return call.abort(grpc.StatusCode.INTERNAL, _UNPARSABLE)
         message, raws = parsed
         try:
             # Like Triton: the model (and whether ModelInfer may serve it) is settled before the
@@ -262,17 +263,30 @@ class _InferenceService:
                         "ModelInfer RPC doesn't support models with decoupled transaction policy"
                     )
                 request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+                context = call.context
                 if self.header_forward is not None:
                     forward_headers(request, self.header_forward, context.invocation_metadata())
-                response = await loop_bridge.answer(model.submit, request, context.loop)
-            return encode_infer_response(response, request, regions=regions, config=model.config,
-                                         labels=model.labels)
+                config, labels = model.config, model.labels
+
+                def answer(response: InferenceResponse) -> None:
+                    if response.error is not None:
+                        return _fail(call, response.error)
+                    try:
+                        data = encode_infer_response(response, request, regions=regions,
+                                                     config=config, labels=labels)
+                    except TritonError as err:
+                        return _fail(call, err)
+                    except Exception as exc:
+                        return _internal(call, message.model_name, exc)
+                    call.reply(data)
+
+                call.on_cancel = partial(setattr, request, "cancelled", True)
+                loop_bridge.each_on_loop(model.submit, request, loop_bridge.final_only(answer),
+                                         context.loop)
         except TritonError as err:
-            await _abort(context, err)
-        except Exception as exc:  # a bug, not the client's fault: keep serving, say INTERNAL
-            log.exception("ModelInfer for model '%s' failed", message.model_name)
-            await context.abort(grpc.StatusCode.INTERNAL, str(exc) or type(exc).__name__)
-        raise AssertionError("unreachable")  # abort() always raises
+            _fail(call, err)
+        except Exception as exc:
+            _internal(call, message.model_name, exc)
 
 
 # What Triton answers when a message does not parse.
@@ -355,6 +369,16 @@ def _triton_errors(handler: Any) -> Any:
 
 async def _abort(context: Any, err: TritonError) -> None:
     await context.abort(_STATUS[err.code], err.message)
+
+
+def _fail(call: ImmediateCall, err: TritonError) -> None:
+    call.abort(_STATUS[err.code], err.message)
+
+
+def _internal(call: ImmediateCall, model_name: str, exc: Exception) -> None:
+    """A bug, not the client's fault: keep serving, say INTERNAL."""
+    log.exception("ModelInfer for model '%s' failed", model_name, exc_info=exc)
+    call.abort(grpc.StatusCode.INTERNAL, str(exc) or type(exc).__name__)
 
 
 __all__ = ["GrpcFrontend"]
