@@ -30,6 +30,8 @@ ENTRY_POINTS: dict[str, str] = {
     "model_instance_ready": "TRITONBACKEND_ModelInstanceReady",
 }
 REQUIRED = ("model_instance_execute",)
+# An optional entry point of Tritium's own (no Triton symbol): see BackendLibrary.
+EXECUTE_EACH = "model_instance_execute_each"
 
 
 @dataclass
@@ -97,3 +99,10 @@ class BackendLibrary:
         # Asked when a client asks whether the model is ready: False (or an error) means the
         # instance cannot serve now (e.g. its process died and is restarting).
         self.model_instance_ready: Callable[[ModelInstance], bool] = entry["model_instance_ready"]
+        # Tritium's own, optional: run each request as its own execution, in order, as that
+        # many model_instance_execute calls would (a backend whose work happens in another
+        # process does them in one exchange). Offered to ordinary models on the default
+        # scheduler when requests queue up.
+        self.model_instance_execute_each: Callable[
+            [ModelInstance, Sequence[InferenceRequest]], None
+        ] | None = getattr(implementation, EXECUTE_EACH, None)

@@ -45,6 +45,10 @@ class TritonModelInstance:
             rate_limiter.register(handle.device_id, handle.group.rate_limiter)
             if rate_limiter is not None else None
         )
+        # Queued requests may run as executions of one each in one go (execute_each): an
+        # ordinary model whose backend offers it, with no rate limiter deciding each start.
+        self.can_execute_each = (library.model_instance_execute_each is not None
+                                 and not decoupled and self._limits is None)
 
     def initialize(self) -> None:
         self._library.model_instance_initialize(self.handle)
@@ -78,34 +82,53 @@ class TritonModelInstance:
         finally:
             self._rate_limiter.release(limits)
 
-    def _execute(self, requests: Sequence[InferenceRequest]) -> None:
+    def execute_each(self, requests: Sequence[InferenceRequest]) -> None:
+        """Each request its own execution, in order, as many `execute([request])` calls would
+        run them (only where `can_execute_each`); the backend may time each one itself."""
+        self._execute(requests, each=True)
+
+    def _execute(self, requests: Sequence[InferenceRequest], each: bool = False) -> None:
         with self._busy:
             start = perf_counter_ns()
             for request in requests:
                 request.exec_start_ns = start
+                request.exec_end_ns = 0
             try:
-                self._library.model_instance_execute(self.handle, requests)
+                if each:
+                    execute_each = self._library.model_instance_execute_each
+                    assert execute_each is not None  # the scheduler asks can_execute_each
+                    execute_each(self.handle, requests)
+                else:
+                    self._library.model_instance_execute(self.handle, requests)
             except Exception as exc:
                 log.debug("instance '%s' execute raised", self.name, exc_info=True)
                 self._fail_open(requests, as_triton_error(exc))
             else:
                 if not self._decoupled:
-                    for request in requests:
-                        sender = request.response_sender
-                        if (sender is not None and not sender.is_completed
-                                and not request.answered_later and not request.rescheduled):
-                            self._fail_open(requests, TritonError.internal(
-                                f"backend of model '{self.handle.model.name}' returned from "
-                                "execute without sending a response"
-                            ))
-                            break
+                    unanswered = [
+                        request for request in requests
+                        if (sender := request.response_sender) is not None
+                        and not sender.is_completed and not request.answered_later
+                        and not request.rescheduled
+                    ]
+                    if unanswered:
+                        # One execution's requests fail together; of several, only its own.
+                        self._fail_open(unanswered if each else requests, TritonError.internal(
+                            f"backend of model '{self.handle.model.name}' returned from "
+                            "execute without sending a response"
+                        ))
             end = perf_counter_ns()
             statistics = self._statistics
             for request in requests:
-                request.exec_end_ns = end
+                if not request.exec_end_ns:
+                    request.exec_end_ns = end
                 if request.rescheduled:  # each run of a rescheduled request counts, as in Triton
                     statistics.record_request(request, True)
-            statistics.record_execution(requests)
+            if each:
+                for request in requests:
+                    statistics.record_execution([request])
+            else:
+                statistics.record_execution(requests)
 
     @staticmethod
     def _fail_open(requests: Sequence[InferenceRequest], error: TritonError) -> None:

@@ -22,6 +22,14 @@ class ExecutionInstance(Protocol):
     def execute(self, requests: Sequence[InferenceRequest]) -> None:
         """Run one batch through the backend; never concurrently on one instance."""
 
+    @property
+    def can_execute_each(self) -> bool:
+        """Whether `execute_each` may run queued requests."""
+
+    def execute_each(self, requests: Sequence[InferenceRequest]) -> None:
+        """Run each request as its own execution, in order, as many `execute([request])`
+        calls would (one exchange with a backend whose work happens in another process)."""
+
 
 class Scheduler(Protocol):
     def start(self) -> None:

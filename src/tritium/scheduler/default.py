@@ -2,6 +2,10 @@
 
 One queue feeds one thread per execution slot. Under the BLOCKING policy every instance is its
 own slot; under DEVICE_BLOCKING the instances sharing a device share one thread, taking turns.
+
+Requests that queue up while an instance is busy still run one per execution, in arrival order,
+as in Triton; an instance that can (`can_execute_each`: the python backend, whose stub runs
+them) takes its share of them in one go, and each still runs as its own execution.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from collections.abc import Sequence
 from ..backend.handles import ExecutionPolicy
 from ..request import InferenceRequest
 from .base import ExecutionInstance
+
+# The most queued requests an instance takes in one go (each its own execution).
+MAX_EACH = 16
 
 
 class DefaultScheduler:
@@ -56,10 +63,32 @@ class DefaultScheduler:
             request = self._queue.get()
             if request is None:
                 return
-            next(turns).execute([request])
-            # Let go of the request while waiting for the next: its tensors may be views of a
-            # client's shared-memory region, which is unmapped only when the last view goes.
+            instance = next(turns)
+            if instance.can_execute_each and not self._queue.empty():
+                queued = self._take_share(request)
+                instance.execute_each(queued)
+                del queued
+            else:
+                instance.execute([request])
+            # Let go of the requests while waiting for the next: their tensors may be views of
+            # a client's shared-memory region, which is unmapped only when the last view goes.
             del request
+
+    def _take_share(self, first: InferenceRequest) -> list[InferenceRequest]:
+        """`first` and more of the queued requests: at most this slot's share of them (the
+        other slots' threads take the rest) and MAX_EACH."""
+        limit = min(MAX_EACH, 1 + self._queue.qsize() // len(self._slots))
+        taken = [first]
+        while len(taken) < limit:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if request is None:  # stopping: run these, then stop
+                self._queue.put(None)
+                break
+            taken.append(request)
+        return taken
 
 
 def execution_slots(

@@ -50,6 +50,7 @@ _ENTRY_POINTS = frozenset(
         "model_instance_initialize",
         "model_instance_finalize",
         "model_instance_execute",
+        "model_instance_execute_each",
         "model_instance_ready",
     }
 )

@@ -103,6 +103,14 @@ def model_instance_execute(instance: ModelInstance, requests: Sequence[Inference
     instance.state.execute(requests)
 
 
+def model_instance_execute_each(instance: ModelInstance,
+                                requests: Sequence[InferenceRequest]) -> None:
+    """Each request its own execution, in order, in one exchange with the stub: requests
+    queued for an instance with no batcher cost one wake-up of the stub and of this thread
+    between them, not one each."""
+    instance.state.execute(requests, each=True)
+
+
 def model_instance_ready(instance: ModelInstance) -> bool:
     state = instance.state
     return state is not None and state.is_ready()

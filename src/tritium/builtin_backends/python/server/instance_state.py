@@ -69,7 +69,8 @@ class InstanceState:
         }
         return settings
 
-    def execute(self, requests: Sequence[InferenceRequest]) -> None:
+    def execute(self, requests: Sequence[InferenceRequest], each: bool = False) -> None:
+        """One execution of `requests`, or with `each` one per request, in order."""
         stub = self.stub
         if stub is None or stub.dead:
             self._restart_soon()
@@ -81,7 +82,7 @@ class InstanceState:
                 if sender is not None and not sender.is_completed:
                     request.respond_error(error)
             return
-        process_requests(stub, requests)
+        process_requests(stub, [[request] for request in requests] if each else [requests])
 
     def _wait_for_restart(self, timeout: float) -> StubProcess | None:
         """The restarted stub, once it is up (None if it is not within `timeout` seconds)."""

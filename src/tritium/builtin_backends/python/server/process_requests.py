@@ -1,5 +1,6 @@
-"""The instance's execute path (Triton's ModelInstanceState::ProcessRequests): one batch to the
-stub on the exec socket, and what the model's execute returned back to each request.
+"""The instance's execute path (Triton's ModelInstanceState::ProcessRequests): executions to the
+stub on the exec socket (one batch, or several single requests run one after the other), and
+what the model's execute returned back to each request.
 
 This runs on the instance's execute thread, with no thread hop and one frame each way: it is
 the hot path of every ordinary request.
@@ -33,65 +34,99 @@ if TYPE_CHECKING:
     from .stub_launcher import StubProcess
 
 
-def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) -> None:
-    """Hand one batch to the stub and answer each request with what its execute returned
-    (responses sent through a response sender are delivered first)."""
+def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceRequest]]
+                     ) -> None:
+    """Hand the executions (each a batch for one call of the model's execute) to the stub in
+    one exchange, and answer each request with what its execute returned (responses sent
+    through a response sender are delivered first)."""
     conn = stub.exec_conn
     writer = stub.writer
     assert conn is not None and writer is not None
     table = stub.requests
     handles_of = stub.handles
     tensors: list[tuple[str, str, Any]] = []
-    handles: list[int] = []
+    handles: list[list[int]] = []
     counts: list[int] = []
     rescheduled_handles = stub.rescheduled
-    for request in requests:
-        # A decoupled request the model rescheduled keeps its handle: the senders of earlier
-        # executions still answer it (one response factory per request, as in Triton).
-        handle = (rescheduled_handles.pop(request, None) if rescheduled_handles else None
-                  ) or next(handles_of)
-        table[handle] = request
-        handles.append(handle)
-        inputs = request.inputs
-        for name, tensor in inputs.items():
-            tensors.append((name, tensor.datatype, tensor.data))
-        counts.append(len(inputs))
+    for requests in executions:
+        execution_handles = []
+        for request in requests:
+            # A decoupled request the model rescheduled keeps its handle: the senders of
+            # earlier executions still answer it (one response factory per request, as in
+            # Triton).
+            handle = (rescheduled_handles.pop(request, None) if rescheduled_handles else None
+                      ) or next(handles_of)
+            table[handle] = request
+            execution_handles.append(handle)
+            inputs = request.inputs
+            for name, tensor in inputs.items():
+                tensors.append((name, tensor.datatype, tensor.data))
+            counts.append(len(inputs))
+        handles.append(execution_handles)
     fds: list[int] = []
     try:
         descriptors, block, fds = writer.pack(tensors)
-        wire = []
-        at = 0
+        wire: list[list[tuple]] = []
+        at = index = 0
         default_outputs = stub.output_names
-        for request, handle, count in zip(requests, handles, counts, strict=True):
-            outputs = request.requested_outputs
-            wire.append((
-                handle, request.id, request.correlation_id, request.flags,
-                request.timeout_us,
-                # Compact, as the JSON Triton's stub hands to `request.parameters()`.
-                json.dumps(request.parameters, separators=(",", ":"))
-                if request.parameters else "{}",
-                [o.name for o in outputs] if outputs else default_outputs,
-                descriptors[at : at + count],
-            ))
-            at += count
+        for requests in executions:
+            execution = []
+            for request, handle in zip(requests, handles[len(wire)], strict=True):
+                count = counts[index]
+                index += 1
+                outputs = request.requested_outputs
+                execution.append((
+                    handle, request.id, request.correlation_id, request.flags,
+                    request.timeout_us,
+                    # Compact, as the JSON Triton's stub hands to `request.parameters()`.
+                    json.dumps(request.parameters, separators=(",", ":"))
+                    if request.parameters else "{}",
+                    [o.name for o in outputs] if outputs else default_outputs,
+                    descriptors[at : at + count],
+                ))
+                at += count
+            wire.append(execution)
         mark = time.perf_counter_ns()
-        for request in requests:
-            request.compute_input_end_ns = mark
+        for requests in executions:
+            for request in requests:
+                request.compute_input_end_ns = mark
         conn.send((messages.EXECUTE, wire, block), fds)
-        _, error, responses, async_sent, out_block, held, rescheduled = conn.recv()
+        _, outcomes = conn.recv()
     except (EOFError, OSError):
         stub.on_death()  # fails every request it held, these included
         return
     except Exception as exc:
-        for handle in handles:
-            table.pop(handle, None)
+        for execution_handles in handles:
+            for handle in execution_handles:
+                table.pop(handle, None)
         raise TritonError.internal(f"failed to send requests to the stub: {exc}") from exc
     finally:
         for fd in fds:
             os.close(fd)
-    mark = time.perf_counter_ns()
-    for request in requests:
-        request.compute_output_start_ns = mark
+    several = len(executions) > 1
+    for requests, execution_handles, outcome in zip(executions, handles, outcomes, strict=True):
+        if several:  # each its own execution: its own times, as the stub measured them
+            start, end = outcome[6], outcome[7]
+            for request in requests:
+                request.exec_start_ns = request.compute_input_end_ns = start
+                request.compute_output_start_ns = end
+        else:
+            mark = time.perf_counter_ns()
+            for request in requests:
+                request.compute_output_start_ns = mark
+        _answer(stub, requests, execution_handles, outcome, conn.fds)
+        if several:
+            mark = time.perf_counter_ns()
+            for request in requests:
+                request.exec_end_ns = mark
+
+
+def _answer(stub: StubProcess, requests: Sequence[InferenceRequest], handles: list[int],
+            outcome: tuple, fds: Any) -> None:
+    """One execution's outcome: its responses to its requests, its rescheduled requests back
+    to their scheduler, and the handles no longer needed out of the stub's table."""
+    error, responses, async_sent, out_block, held, rescheduled = outcome[:6]
+    table = stub.requests
     channel = stub.channel
     if async_sent > channel.processed:
         # Responses the model sent through a response sender come first.
@@ -107,7 +142,7 @@ def process_requests(stub: StubProcess, requests: Sequence[InferenceRequest]) ->
     elif responses is not None:
         assert stub.from_stub is not None
         response_block = (None if out_block is None
-                          else open_block(out_block, stub.from_stub, conn.fds))
+                          else open_block(out_block, stub.from_stub, fds))
         try:
             for request, wire_response in zip(requests, responses, strict=True):
                 if wire_response is not None:

@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import threading
+import time
 import traceback
 import types
 import weakref
@@ -208,15 +209,39 @@ class Stub:
         self.exec_conn.send((messages.DONE, error, value))
 
     def execute(self, message: tuple) -> None:
-        """One batch: build the requests (inputs are views of the in-ring), run the model's
-        execute, answer with what it returned. The hot path: keep it lean."""
-        _, wire_requests, block_descriptor = message
-        decoupled = self.decoupled
+        """Executions in order, each one call of the model's execute: build its requests
+        (inputs are views of the in-ring), run it, keep what it returned; then answer them all
+        at once. The server sends several when requests queue up for an instance with no
+        batcher, each its own execution as Triton runs them, in one exchange. The hot path:
+        keep it lean."""
+        _, executions, block_descriptor = message
         block = (None if block_descriptor is None
                  else open_block(block_descriptor, self.in_ring, self.exec_conn.fds))
+        outcomes = []
+        fds: list[int] = []
+        try:
+            for wire_requests in executions:
+                outcome, outcome_fds = self._execute_one(wire_requests, block)
+                outcomes.append(outcome)
+                fds += outcome_fds
+        finally:
+            if block is not None:  # a decoupled model's inputs are copies, for later threads
+                block.release()
+        try:
+            self.exec_conn.send((messages.DONE, outcomes), fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _execute_one(self, wire_requests: list, block: Any) -> tuple[tuple, list[int]]:
+        """One execution -> (its outcome, the fds of its responses' block): (error, responses,
+        async frames sent so far, responses' block, held, rescheduled, start and end of the
+        model's execute on the perf_counter clock, which the server's shares)."""
+        decoupled = self.decoupled
         tensor = self.pb.Tensor._from_server
         from_server = self._from_server
         requests = []
+        start = time.perf_counter_ns()
         try:
             for handle, rid, cid, flags, timeout, params, names, descriptors in wire_requests:
                 inputs = []
@@ -226,32 +251,23 @@ class Stub:
                               for name, datatype, shape, offset, nbytes in descriptors]
                 requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
                                             params, decoupled))
-            if decoupled and block is not None:
-                block.release()  # the inputs were copied: threads may use them after execute
         except BaseException as exc:
-            if block is not None:
-                block.release()
-            self._send_executed(describe_exception(exc), None, None, ())
-            return
+            return self._outcome(describe_exception(exc), None, None, (), (), start), []
 
         responses = out_block = None
         fds: list[int] = []
         error = None
         try:
-            try:
-                returned = self.model.execute(requests)
-                if type(returned) is not list and asyncio.iscoroutine(returned):
-                    if decoupled:
-                        self._run_in_background(returned)
-                        returned = None
-                    else:
-                        returned = asyncio.run_coroutine_threadsafe(
-                            returned, self._event_loop()).result()
-                if returned is not None:
-                    responses, out_block, fds = self._returned_responses(requests, returned)
-            finally:
-                if not decoupled and block is not None:
-                    block.release()
+            returned = self.model.execute(requests)
+            if type(returned) is not list and asyncio.iscoroutine(returned):
+                if decoupled:
+                    self._run_in_background(returned)
+                    returned = None
+                else:
+                    returned = asyncio.run_coroutine_threadsafe(
+                        returned, self._event_loop()).result()
+            if returned is not None:
+                responses, out_block, fds = self._returned_responses(requests, returned)
         except BaseException as exc:
             error = (f"Failed to process the request(s) for model '{self.name}', message: "
                      + describe_exception(exc))
@@ -266,22 +282,16 @@ class Stub:
         ]
         if not decoupled and error is None and responses is None:
             held = [index for index in _held_senders(requests) if index not in rescheduled]
-        self._send_executed(error, responses, out_block, fds, held, rescheduled)
+        return self._outcome(error, responses, out_block, held, rescheduled, start), fds
 
-    def _send_executed(self, error: str | None, responses: Any, block: Any, fds: Any,
-                       held: list[int] | None = None,
-                       rescheduled: list[int] | None = None) -> None:
-        """Answer EXECUTE, saying how many async frames (responses sent through a response
-        sender) the server must handle first, which requests the model will still answer
-        through their response sender (`held`) and which it rescheduled."""
-        try:
-            self.exec_conn.send(
-                (messages.DONE, error, responses, self.async_conn.sent, block, held or [],
-                 rescheduled or []), fds
-            )
-        finally:
-            for fd in fds:
-                os.close(fd)
+    def _outcome(self, error: str | None, responses: Any, block: Any, held: Any,
+                 rescheduled: Any, start: int) -> tuple:
+        """An execution's part of the answer to EXECUTE, saying how many async frames
+        (responses sent through a response sender) the server must handle first, which
+        requests the model will still answer through their response sender (`held`) and which
+        it rescheduled."""
+        return (error, responses, self.async_conn.sent, block, list(held), list(rescheduled),
+                start, time.perf_counter_ns())
 
     def _returned_responses(self, requests: list, returned: Any) -> tuple:
         """Triton's ProcessReturnedResponses: check what execute returned, count each response

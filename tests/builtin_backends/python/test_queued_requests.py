@@ -1,0 +1,101 @@
+"""Requests that queue up for a Python model with no batcher: the server hands several to the
+stub in one exchange, but the model still sees what Triton gives it, one request per execute,
+in arrival order; a failing execution fails its own request alone; each counts as its own
+execution in the statistics."""
+
+from __future__ import annotations
+
+import queue
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from support.server_process import ServerProcess
+
+MODEL = '''
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.log = args["model_repository"] + "/executions.txt"
+
+    def execute(self, requests):
+        with open(self.log, "a") as log:
+            log.write(" ".join(r.request_id() for r in requests) + "\\n")
+        responses = []
+        for request in requests:
+            value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            if value[0] < 0:
+                raise ValueError("negative input")
+            time.sleep(float(value[0]))
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", value * 2)]))
+        return responses
+'''
+
+CONFIG = '''
+name: "queued"
+backend: "python"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+'''
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    repo = tmp_path_factory.mktemp("repo")
+    (repo / "queued" / "1").mkdir(parents=True)
+    (repo / "queued" / "config.pbtxt").write_text(CONFIG)
+    (repo / "queued" / "1" / "model.py").write_text(MODEL)
+    with ServerProcess([repo]) as process:
+        process.repo = repo  # type: ignore[attr-defined]
+        yield process
+
+
+def _input(value: float) -> list[grpcclient.InferInput]:
+    tensor = grpcclient.InferInput("IN", [1], "FP32")
+    tensor.set_data_from_numpy(np.array([value], np.float32))
+    return [tensor]
+
+
+def test_queued_requests_run_one_per_execute_in_arrival_order(server) -> None:
+    log = Path(server.repo) / "queued" / "executions.txt"
+    answers: queue.Queue = queue.Queue()
+    ids = ["slow"] + [f"q{i}" for i in range(12)]
+    values = {"slow": 0.5, "q5": -1.0}  # q5's execute raises
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        before = client.get_inference_statistics("queued").model_stats[0]
+        # One connection, sent in order: the server queues them in that order while the slow
+        # one runs.
+        for rid in ids:
+            client.async_infer("queued", _input(values.get(rid, 0.0)), request_id=rid,
+                               callback=lambda result, error, rid=rid: answers.put(
+                                   (rid, result, error)))
+        results = {}
+        for _ in ids:
+            rid, result, error = answers.get(timeout=30)
+            results[rid] = (result, error)
+        after = client.get_inference_statistics("queued").model_stats[0]
+
+    assert log.read_text().split("\n")[:-1] == ids  # one request per execute, in order
+    for rid in ids:
+        result, error = results[rid]
+        if rid == "q5":
+            assert result is None
+            assert "negative input" in error.message()
+        else:
+            assert error is None, rid
+            expected = np.array([values.get(rid, 0.0) * 2], np.float32)
+            np.testing.assert_array_equal(result.as_numpy("OUT"), expected)
+    assert after.execution_count - before.execution_count == len(ids)
+    assert after.inference_count - before.inference_count == len(ids) - 1  # successes
+    assert (after.inference_stats.success.count - before.inference_stats.success.count
+            == len(ids) - 1)
+    assert after.inference_stats.fail.count - before.inference_stats.fail.count == 1
+    batch_stats = {b.batch_size: b.compute_infer.count for b in after.batch_stats}
+    assert set(batch_stats) == {1}
