@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceRequest]]
                      ) -> None:
     """Hand the executions (each a batch for one call of the model's execute) to the stub in
-    one exchange, and answer each request with what its execute returned (responses sent
-    through a response sender are delivered first)."""
+    one message, and answer each request with what its execute returned as that execution
+    ends (responses sent through a response sender are delivered first)."""
     conn = stub.exec_conn
     writer = stub.writer
     assert conn is not None and writer is not None
@@ -91,7 +91,6 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
             for request in requests:
                 request.compute_input_end_ns = mark
         conn.send((messages.EXECUTE, wire, block), fds)
-        _, outcomes = conn.recv()
     except (EOFError, OSError):
         stub.on_death()  # fails every request it held, these included
         return
@@ -104,7 +103,16 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
         for fd in fds:
             os.close(fd)
     several = len(executions) > 1
-    for requests, execution_handles, outcome in zip(executions, handles, outcomes, strict=True):
+    outcomes: list[tuple] = []
+    for requests, execution_handles in zip(executions, handles, strict=True):
+        if not outcomes:
+            try:
+                _, outcomes = conn.recv()  # the next executions' (a few at a time)
+            except (EOFError, OSError):
+                stub.on_death()  # fails every request it held, these included
+                return
+            outcomes.reverse()
+        outcome = outcomes.pop()
         if several:  # each its own execution: its own times, as the stub measured them
             start, end = outcome[6], outcome[7]
             for request in requests:

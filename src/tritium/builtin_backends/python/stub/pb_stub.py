@@ -33,6 +33,9 @@ from .pb_wire import WIRE_OF_CODE, wire_response
 from .runtime import StubRuntime
 
 _RELEASE_RESCHEDULE = 2
+# The longest an execution's answer waits for those of the executions after it in the same
+# EXECUTE message (which run one after the other).
+ANSWER_HOLD_NS = 1_000_000
 # Frames of files in these directories (the stub side and the wire, and pb_utils once imported)
 # stay out of tracebacks sent to clients: in Triton they are C++.
 _HIDDEN_DIRS = {os.path.dirname(__file__),
@@ -169,6 +172,10 @@ class Stub:
         except BaseException as exc:  # reported to the server, which fails the load
             self._send_done(describe_exception(exc))
             return
+        # What is alive now (the model, pb_utils, numpy) lives as long as the stub: frozen, the
+        # garbage collector's walks skip it (as the server's own heap.settle does).
+        gc.collect()
+        gc.freeze()
         self._send_done(None, {"has_is_ready": hasattr(self.model, "is_ready")})
 
     def auto_complete(self, settings: dict) -> None:
@@ -210,28 +217,36 @@ class Stub:
 
     def execute(self, message: tuple) -> None:
         """Executions in order, each one call of the model's execute: build its requests
-        (inputs are views of the in-ring), run it, keep what it returned; then answer them all
-        at once. The server sends several when requests queue up for an instance with no
-        batcher, each its own execution as Triton runs them, in one exchange. The hot path:
-        keep it lean."""
+        (inputs are views of the in-ring), run it, answer with what it returned. The server
+        sends several when requests queue up for an instance with no batcher, each its own
+        execution as Triton runs them, in one message. The hot path: keep it lean."""
         _, executions, block_descriptor = message
+        conn = self.exec_conn
         block = (None if block_descriptor is None
-                 else open_block(block_descriptor, self.in_ring, self.exec_conn.fds))
-        outcomes = []
+                 else open_block(block_descriptor, self.in_ring, conn.fds))
+        # Outcomes go back together while they come fast (one wake-up of the server's thread
+        # for several), but none waits more than ANSWER_HOLD_NS for the ones after it.
+        outcomes: list[tuple] = []
         fds: list[int] = []
+        first_end = 0
         try:
-            for wire_requests in executions:
+            last = len(executions) - 1
+            for index, wire_requests in enumerate(executions):
                 outcome, outcome_fds = self._execute_one(wire_requests, block)
                 outcomes.append(outcome)
                 fds += outcome_fds
+                if not first_end:
+                    first_end = outcome[-1]
+                if index == last or outcome[-1] - first_end >= ANSWER_HOLD_NS:
+                    try:
+                        conn.send((messages.DONE, outcomes), fds)
+                    finally:
+                        for fd in fds:
+                            os.close(fd)
+                    outcomes, fds, first_end = [], [], 0
         finally:
             if block is not None:  # a decoupled model's inputs are copies, for later threads
                 block.release()
-        try:
-            self.exec_conn.send((messages.DONE, outcomes), fds)
-        finally:
-            for fd in fds:
-                os.close(fd)
 
     def _execute_one(self, wire_requests: list, block: Any) -> tuple[tuple, list[int]]:
         """One execution -> (its outcome, the fds of its responses' block): (error, responses,

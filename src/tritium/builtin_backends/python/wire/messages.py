@@ -23,8 +23,9 @@ from collections.abc import Sequence
 # -- message kinds ---------------------------------------------------------------------------
 # server -> stub, on the exec socket (each answered on the same socket, in order)
 INIT = 1  # (INIT, settings dict) -> (DONE, error, info dict)
-# (EXECUTE, [requests of each execution], block) -> (DONE, [outcome of each execution]), an
-# outcome (error, responses, async_seq, block, held, rescheduled, start_ns, end_ns)
+# (EXECUTE, [requests of each execution], block) -> (DONE, [outcomes]) until each execution
+# has its outcome, in order: (error, responses, async_seq, block, held, rescheduled, start_ns,
+# end_ns)
 EXECUTE = 2
 FINALIZE = 3  # (FINALIZE,) -> (DONE, error, None) and the stub exits
 AUTO_COMPLETE = 4  # (AUTO_COMPLETE, settings dict) -> (DONE, error, config json)
