@@ -14,6 +14,7 @@ import signal
 import sys
 from typing import Protocol
 
+from . import heap
 from .errors import TritonError
 from .frontend.grpc import GrpcFrontend
 from .frontend.http import HttpFrontend
@@ -79,6 +80,7 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
         return 1
     for frontend in frontends:
         log.info("Started %s", frontend.description)
+    heap.settle()
 
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -22,6 +22,7 @@ from time import perf_counter_ns
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from .. import heap
 from ..errors import Code, TritonError
 from ..request import (
     RESPONSE_COMPLETE_FINAL,
@@ -189,6 +190,7 @@ class LoadedModel(abc.ABC):
                 self._inflight,
             )
         self._teardown()
+        heap.release()
 
     def _teardown(self) -> None:
         """Stop the scheduler; a backend's model then finalizes its instances and itself."""
