@@ -149,7 +149,12 @@ class H2Connection(asyncio.Protocol):
         self._max_send_frame = DEFAULT_FRAME
         self._recv_window = max(limits.connection_window, DEFAULT_WINDOW)
         self._released = 0
-        self._out: list[bytes] | None = None  # frames gathered while handling input
+        # Frames not yet written: gathered while input is handled and written at its end, and
+        # those sent from elsewhere (answers) written at the end of the loop's turn, so that
+        # the answers to a batch of requests leave in one write, not one each.
+        self._pending: list[bytes] = []
+        self._handling_input = False
+        self._flush_scheduled = False
         # Stream handlers whose work has not finished (a reset stream's too): while as many run
         # as streams may be open, nothing more is read (resetting streams frees nothing: Rapid
         # Reset).
@@ -176,6 +181,7 @@ class H2Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport = cast(asyncio.Transport, transport)  # a stream transport
+        self._loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             host = peer[0]
@@ -255,8 +261,7 @@ class H2Connection(asyncio.Protocol):
                 return
             del buffer[:len(PREFACE)]
             self._preface_seen = True
-        out: list[bytes] = []
-        self._out = out
+        self._handling_input = True
         position = 0
         size = len(buffer)
         unpack = FRAME_HEAD.unpack_from
@@ -286,9 +291,8 @@ class H2Connection(asyncio.Protocol):
             return
         finally:
             del buffer[:position]
-            self._out = None
-            if out and not self.closed and self.transport is not None:
-                self.transport.write(b"".join(out))
+            self._handling_input = False
+            self._write_pending()
             self._update_reading()
 
     # -- frames in -----------------------------------------------------------------------------
@@ -547,9 +551,28 @@ class H2Connection(asyncio.Protocol):
     # -- frames out ----------------------------------------------------------------------------
 
     def _write(self, data: bytes) -> None:
-        if self._out is not None:
-            self._out.append(data)
-        elif not self.closed and self.transport is not None:
+        if self.closed or self.transport is None:
+            return
+        self._pending.append(data)
+        if self._handling_input or self._flush_scheduled:
+            return
+        if len(self.streams) <= 1:
+            # Nothing else under way could join it: waiting for the loop's turn to end would
+            # only add a turn to the lone request's latency.
+            self._write_pending()
+            return
+        self._flush_scheduled = True
+        self._loop.call_soon(self._write_pending)
+
+    def _write_pending(self) -> None:
+        """Write the pending frames, in the order they were sent, in one write."""
+        self._flush_scheduled = False
+        pending = self._pending
+        if not pending:
+            return
+        data = b"".join(pending) if len(pending) > 1 else pending[0]
+        pending.clear()
+        if not self.closed and self.transport is not None:
             self.transport.write(data)
 
     def send_headers(self, stream: H2Stream, block: bytes, end_stream: bool = False) -> None:
@@ -671,15 +694,15 @@ class H2Connection(asyncio.Protocol):
 
     def close(self) -> None:
         if self.transport is not None and not self.closed:
+            self._write_pending()  # what was sent goes out before the close
             self.transport.close()
 
     def _fail(self, code: int, debug: bytes = b"") -> None:
         log.debug("HTTP/2 connection from %s failed with error %d %s", self.peer, code, debug)
         if self.transport is not None and not self.closed:
             # What was answered before the fault goes out first.
-            answered = b"".join(self._out) if self._out else b""
-            if self._out:
-                self._out.clear()
+            answered = b"".join(self._pending)
+            self._pending.clear()
             self.transport.write(answered + frame(
                 GOAWAY, 0, 0, U32.pack(self._last_stream_id) + U32.pack(code) + debug))
             self._linger(self.transport)
