@@ -2,9 +2,10 @@
 
 `http2` is the HTTP/2 transport (frames, streams, flow control), `http2_limits` what a client
 may ask of it; `options` is the endpoint's configuration (TLS, keepalive, limits); `server` runs
-grpcio method handlers over it; `service` holds the RPC bodies (`GrpcFrontend` is the endpoint
-`tritium serve` starts); `codec` is the ModelInfer wire format; `stream` is ModelStreamInfer;
-`repository` and `shared_memory` answer the repository and shared-memory RPCs.
+grpcio method handlers over it, each RPC a `call` (`immediate`: ModelInfer's, without a task);
+`service` holds the RPC bodies (`GrpcFrontend` is the endpoint `tritium serve` starts); `codec`
+is the ModelInfer wire format; `stream` is ModelStreamInfer; `repository` and `shared_memory`
+answer the repository and shared-memory RPCs.
 """
 
 from .service import GrpcFrontend

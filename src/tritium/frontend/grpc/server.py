@@ -4,9 +4,9 @@ The RPC bodies stay what grpc.aio runs: `grpc.RpcMethodHandler`s (unary-unary an
 stream-stream, with their request deserializer and response serializer) whose behaviours are
 `async def` functions taking `(request, context)`; the context offers what those bodies use,
 `invocation_metadata()` and `await abort(code, details)`; an `ImmediateUnary` handler's body
-answers from callbacks instead, without a task (immediate.py). Only the transport changes: grpcio's
-server costs about 280 us of CPU per unary call, which alone would cap a one-core server at
-3,500 calls/s; see `http2` for the figures.
+answers from callbacks instead, without a task (immediate.py). Each RPC is a `Call` (call.py).
+Only the transport changes: grpcio's server costs about 280 us of CPU per unary call, which
+alone would cap a one-core server at 3,500 calls/s; see `http2` for the figures.
 
 The wire is gRPC over HTTP/2 as the gRPC protocol document puts it: length-prefixed messages
 (gzip or deflate compressed when the client says `grpc-encoding`), `grpc-status` and a
@@ -24,466 +24,21 @@ the call takes them, so a slow streaming body slows its client down instead of p
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import logging
 import re
 import ssl
-import struct
-import zlib
-from collections import deque
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
 
 import grpc
 
-from .compression import INFER_METHODS, compress, encoding_header, response_algorithm
+from .call import RESPONSE_HEADERS, Call, CallError, percent_encode
 from .http2 import H2Connection, H2Stream, encode_headers
 from .http2_limits import H2Limits
-from .immediate import ImmediateUnary, MethodHandler
+from .immediate import MethodHandler
 
-log = logging.getLogger("tritium.frontend.grpc")
-
-_RESPONSE_HEADERS = encode_headers([(":status", "200"), ("content-type", "application/grpc")])
-_OK_TRAILERS = encode_headers([("grpc-status", "0")])
-_PREFIX = struct.Struct(">BI")
-# Headers that are the transport's, not the call's metadata (grpc.aio leaves them out too).
-_TRANSPORT_HEADERS = frozenset((
-    "content-type", "te", "grpc-timeout", "grpc-encoding", "grpc-accept-encoding",
-))
-_TIMEOUT = re.compile(r"^(\d{1,8})([HMSmun])$")
-_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
-# zlib window bits per grpc-encoding.
-_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 # Characters an HTTP/2 header name may hold (RFC 9113 8.2.1: lowercase tokens).
 _HEADER_NAME = re.compile(r"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")
 # The default largest request message (after decompression too): Tritium's own, as big as the
 # HTTP frontend's default body limit (Triton's gRPC takes up to 2 GiB).
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
-
-
-class CallError(Exception):
-    """A request that cannot become a call: it is answered with this status alone."""
-
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(details)
-        self.code = code
-        self.details = details
-
-
-class AbortError(Exception):
-    """Raised by `context.abort`: the call ends with this status."""
-
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(details)
-        self.code = code
-        self.details = details
-
-
-class _Context:
-    """What an RPC body sees of its call (the part of grpc.aio's ServicerContext it uses)."""
-
-    __slots__ = ("_metadata", "loop")
-
-    def __init__(self, metadata: tuple[tuple[str, Any], ...],
-                 loop: asyncio.AbstractEventLoop) -> None:
-        self._metadata = metadata
-        # The server's loop, which the body runs on (asking asyncio costs a getpid() system
-        # call per request on Python 3.11).
-        self.loop = loop
-
-    def invocation_metadata(self) -> tuple[tuple[str, Any], ...]:
-        return self._metadata
-
-    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
-        raise AbortError(code, details)
-
-
-class _Requests:
-    """A streaming call's request messages, as the async iterator its body reads;
-    `on_taken(size)` when the body takes one."""
-
-    def __init__(self, deserialize: Any, on_taken: Callable[[int], None]) -> None:
-        self._deserialize = deserialize
-        self._on_taken = on_taken
-        self._messages: deque[bytes] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._ended = False
-
-    @property
-    def waiting(self) -> int:
-        return len(self._messages)
-
-    def push(self, message: bytes) -> None:
-        self._messages.append(message)
-        self._wake()
-
-    def end(self) -> None:
-        self._ended = True
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def __aiter__(self) -> _Requests:
-        return self
-
-    async def __anext__(self) -> Any:
-        while not self._messages:
-            if self._ended:
-                raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-        message = self._messages.popleft()
-        self._on_taken(len(message))
-        return self._deserialize(message) if self._deserialize is not None else message
-
-
-class _AioMethodHandler(Protocol):
-    """What a call uses of a `grpc.RpcMethodHandler` made for grpc.aio: its behaviours are a
-    coroutine function (unary) or an async generator function (stream), which grpc's stubs,
-    written for the sync server, do not describe."""
-
-    @property
-    def request_streaming(self) -> bool: ...
-    @property
-    def request_deserializer(self) -> Callable[[bytes], Any] | None: ...
-    @property
-    def response_serializer(self) -> Callable[[Any], bytes] | None: ...
-    @property
-    def unary_unary(self) -> Callable[..., Any] | None: ...
-    @property
-    def stream_stream(self) -> Callable[..., Any] | None: ...
-
-
-class _Call:
-    """One RPC on one stream (the `http2.StreamHandler` of that stream)."""
-
-    def __init__(self, server: GrpcServer, connection: H2Connection, stream: H2Stream,
-                 handler: _AioMethodHandler, headers: list[tuple[str, str]],
-                 path: str = "") -> None:
-        self.server = server
-        self.path = path
-        self.connection = connection
-        self.stream = stream
-        self.handler = handler
-        self.buffer = bytearray()
-        self.unary_request: bytes | None = None
-        self.task: asyncio.Task[None] | None = None
-        # An immediate body's call (immediate.py) from its start until it is answered.
-        self.immediate_running = False
-        self.on_cancel: Callable[[], None] | None = None
-        self.deadline: asyncio.TimerHandle | None = None
-        self.deadline_passed = False
-        self.encoding = "identity"
-        self.held = 0  # request bytes counted in connection.buffered_input
-        self.unreleased = 0  # DATA bytes not yet given back to the client's window
-        self.failed = False
-        metadata: list[tuple[str, Any]] = []
-        timeout = None
-        accept_encoding = None
-        for name, value in headers:
-            if name[0] == ":" or name in _TRANSPORT_HEADERS:
-                if name == "grpc-timeout":
-                    timeout = value
-                elif name == "grpc-encoding":
-                    self.encoding = value
-                elif name == "grpc-accept-encoding":
-                    accept_encoding = value
-                continue
-            metadata.append((name, _binary(name, value) if name.endswith("-bin") else value))
-        self.context = _Context(tuple(metadata), server.loop)
-        # The response's compression (--grpc-infer-response-compression-level): its headers.
-        self.response_headers = _RESPONSE_HEADERS
-        self.compression: str | None = None
-        if server.compression_level != "none" and self.path in INFER_METHODS:
-            self.compression = response_algorithm(server.compression_level, accept_encoding)
-            if self.compression is not None:
-                self.response_headers += encoding_header(self.compression)
-        self.requests: _Requests | None = None
-        if handler.request_streaming:
-            self.requests = _Requests(handler.request_deserializer, self._taken)
-            self._run(self._stream())
-        if timeout is not None:
-            self._set_deadline(timeout)
-
-    def _run(self, body: Any) -> None:
-        """Run the call's body; it counts against the connection's concurrent streams until it
-        has finished, even if the client resets the stream first (`H2Connection.running`)."""
-        connection = self.connection
-        connection.handler_started()
-        self.task = task = self.server.loop.create_task(body)
-        self.server._track(task)
-        task.add_done_callback(lambda _: connection.handler_finished())
-
-    # -- from the connection -------------------------------------------------------------------
-
-    def on_data(self, data: bytes) -> None:
-        self.unreleased += len(data)
-        if not self.failed:
-            self._read(data)
-        if self.requests is None or not self.requests.waiting or self.failed:
-            self._release()
-
-    def _read(self, data: bytes) -> None:
-        buffer = self.buffer
-        buffer += data
-        self._hold(len(data))
-        limit = self.server.max_message_size
-        while len(buffer) >= 5:
-            compressed, length = _PREFIX.unpack_from(buffer)
-            if length > limit:
-                self._fail(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                           f"Received message larger than max ({length} vs. {limit})")
-                return
-            if len(buffer) < 5 + length:
-                break
-            message = bytes(buffer[5:5 + length])
-            del buffer[:5 + length]
-            if compressed:
-                decompressed = self._decompress(message)
-                if decompressed is None:
-                    return
-                message = decompressed
-            if self.requests is not None:
-                self._hold(len(message) - 5 - length)  # held until the body takes it
-                self.requests.push(message)
-            elif self.unary_request is None:
-                self.unary_request = message
-            else:
-                self._fail(grpc.StatusCode.UNIMPLEMENTED,
-                           "Received a second request message for a unary RPC")
-                return
-        if self.connection.buffered_input > self.connection.limits.max_buffered_input:
-            self._fail(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                       "The connection holds too many unread request bytes "
-                       f"(more than {self.connection.limits.max_buffered_input})")
-
-    def _hold(self, size: int) -> None:
-        self.held += size
-        self.connection.buffered_input += size
-
-    def _taken(self, size: int) -> None:
-        """The streaming body took a message: its bytes are the client's again (none once the
-        call has dropped what it held)."""
-        self._hold(-min(size, self.held))
-        if self.requests is not None and not self.requests.waiting:
-            self._release()
-
-    def _release(self) -> None:
-        if self.unreleased:
-            size, self.unreleased = self.unreleased, 0
-            self.connection.release(self.stream, size)
-
-    def _fail(self, code: grpc.StatusCode, details: str) -> None:
-        """The call cannot go on for something its client sent: its status now, its body (if
-        running) cancelled, anything more it sends dropped."""
-        self.failed = True
-        self._drop()
-        self._finish(code, details)
-        self.on_reset()
-
-    def _drop(self) -> None:
-        self.buffer = bytearray()
-        self.unary_request = None
-        self._hold(-self.held)
-
-    def on_end(self) -> None:
-        if self.requests is not None:
-            self.requests.end()
-            return
-        if self.stream.closed or self.failed:
-            return
-        if self.unary_request is None:
-            self._finish(grpc.StatusCode.INTERNAL, "Missing request message for a unary RPC")
-            return
-        message, self.unary_request = self.unary_request, None
-        self._drop()
-        if isinstance(self.handler, ImmediateUnary):
-            self._start_immediate(self.handler, message)
-            return
-        self._run(self._unary(message))
-
-    def on_reset(self) -> None:
-        if self.requests is not None:
-            self.requests.end()
-        self.cancel_immediate()
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-        self._clear_deadline()
-        self._drop()
-
-    # -- running the body ----------------------------------------------------------------------
-
-    async def _unary(self, message: bytes) -> None:
-        handler = self.handler
-        try:
-            deserialize = handler.request_deserializer
-            request = deserialize(message) if deserialize is not None else message
-            assert handler.unary_unary is not None  # a unary call has a unary behaviour
-            response = await handler.unary_unary(request, self.context)
-            serialize = handler.response_serializer
-            data = serialize(response) if serialize is not None else response
-        except BaseException as exc:
-            self._stopped(exc)
-        else:
-            self._clear_deadline()
-            self.connection.send_data(self.stream, self._message(data),
-                                      trailers=_OK_TRAILERS, headers=self.response_headers)
-
-    def _start_immediate(self, handler: ImmediateUnary, message: bytes) -> None:
-        self.immediate_running = True
-        self.connection.handler_started()
-        self.server._immediate.add(self)
-        try:
-            deserialize = handler.request_deserializer
-            handler.body(deserialize(message) if deserialize is not None else message, self)
-        except Exception as exc:
-            if self.immediate_running:
-                self._end_immediate()
-                self._stopped(exc)
-
-    def reply(self, data: bytes) -> None:
-        """An immediate body's response: the call ends OK."""
-        if not self.immediate_running:
-            return
-        self._end_immediate()
-        self._clear_deadline()
-        self.connection.send_data(self.stream, self._message(data),
-                                  trailers=_OK_TRAILERS, headers=self.response_headers)
-
-    def abort(self, code: grpc.StatusCode, details: str) -> None:
-        """An immediate body's failure: the call ends with this status."""
-        if not self.immediate_running:
-            return
-        self._end_immediate()
-        self._finish(code, details)
-
-    def cancel_immediate(self) -> None:
-        """End an immediate call unanswered (reset, deadline, server stop): its body hears of
-        it through `on_cancel`."""
-        if not self.immediate_running:
-            return
-        on_cancel = self.on_cancel
-        self._end_immediate()
-        if on_cancel is not None:
-            on_cancel()
-
-    def _end_immediate(self) -> None:
-        self.immediate_running = False
-        self.on_cancel = None
-        self.server._immediate.discard(self)
-        self.connection.handler_finished()
-
-    async def _stream(self) -> None:
-        handler = self.handler
-        serialize = handler.response_serializer
-        connection, stream = self.connection, self.stream
-        try:
-            assert self.requests is not None and handler.stream_stream is not None
-            responses: AsyncIterator[Any] = handler.stream_stream(self.requests, self.context)
-            async for response in responses:
-                data = serialize(response) if serialize is not None else response
-                message = self._message(data)
-                if stream.headers_sent:
-                    connection.send_data(stream, message)
-                else:
-                    connection.send_data(stream, message, headers=self.response_headers)
-        except BaseException as exc:
-            self._stopped(exc)
-        else:
-            self._finish(grpc.StatusCode.OK, "")
-
-    def _stopped(self, exc: BaseException) -> None:
-        """End a call whose body did not return: aborted (its status), cancelled (by the
-        client, silently, or by its deadline), or failed (UNKNOWN with grpc.aio's wording; the
-        server keeps serving)."""
-        if isinstance(exc, AbortError):
-            self._finish(exc.code, exc.details)
-        elif isinstance(exc, asyncio.CancelledError):
-            if self.deadline_passed:
-                self._finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
-        elif isinstance(exc, Exception):
-            log.error("gRPC call failed", exc_info=exc)
-            self._finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc)}: {exc}")
-        else:
-            raise exc
-
-    def _finish(self, code: grpc.StatusCode, details: str) -> None:
-        """End the call with a status (trailers, or a trailers-only answer)."""
-        self._clear_deadline()
-        stream = self.stream
-        if code is grpc.StatusCode.OK:
-            trailers = _OK_TRAILERS
-            fields: list[tuple[str, str]] = []
-        else:
-            fields = [("grpc-status", str(code.value[0]))]
-            if details:
-                fields.append(("grpc-message", _percent_encode(details)))
-            trailers = encode_headers(fields)
-        if stream.headers_sent:
-            self.connection.send_trailers(stream, trailers)
-        else:
-            block = _RESPONSE_HEADERS + (encode_headers(fields) if fields else _OK_TRAILERS)
-            self.connection.send_headers(stream, block, end_stream=True)
-
-    # -- helpers -------------------------------------------------------------------------------
-
-    def _message(self, data: bytes) -> bytes:
-        """One length-prefixed response message, compressed if the call's responses are."""
-        if self.compression is None:
-            return _PREFIX.pack(0, len(data)) + data
-        data = compress(self.compression, data)
-        return _PREFIX.pack(1, len(data)) + data
-
-    def _decompress(self, message: bytes) -> bytes | None:
-        """The message inflated, never past the maximum message size (a gzip bomb stops
-        there); None once the call has failed."""
-        wbits = _WBITS.get(self.encoding)
-        if wbits is None:
-            self._fail(grpc.StatusCode.UNIMPLEMENTED,
-                       f"Compression algorithm '{self.encoding}' is not supported")
-            return None
-        limit = self.server.max_message_size
-        try:
-            inflater = zlib.decompressobj(wbits)
-            data = inflater.decompress(message, limit + 1)
-            if len(data) > limit:
-                self._fail(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                           f"Received message larger than max (more than {limit} bytes "
-                           f"after decompression vs. {limit})")
-                return None
-            if not inflater.eof:
-                raise zlib.error("incomplete or truncated stream")
-            return data
-        except zlib.error:
-            self._fail(grpc.StatusCode.INTERNAL, "Failed to decompress the request message")
-            return None
-
-    def _set_deadline(self, text: str) -> None:
-        match = _TIMEOUT.match(text)
-        if match is None:
-            return
-        seconds = int(match.group(1)) * _TIMEOUT_UNITS[match.group(2)]
-        self.deadline = self.server.loop.call_later(seconds, self._deadline_expired)
-
-    def _deadline_expired(self) -> None:
-        self.deadline = None
-        self.deadline_passed = True
-        if self.immediate_running:
-            self.cancel_immediate()
-            self._finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
-        elif self.task is not None and not self.task.done():
-            self.task.cancel()
-        elif self.task is None:
-            self._finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
-
-    def _clear_deadline(self) -> None:
-        if self.deadline is not None:
-            self.deadline.cancel()
-            self.deadline = None
 
 
 class GrpcServer:
@@ -499,7 +54,7 @@ class GrpcServer:
         self.compression_level = compression_level
         self._connections: set[H2Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._immediate: set[_Call] = set()  # immediate calls not yet answered
+        self._immediate: set[Call] = set()  # immediate calls not yet answered
         self._server: asyncio.base_events.Server | None = None
         # The loop it serves on, known once a client connects.
         self.loop: asyncio.AbstractEventLoop
@@ -520,18 +75,18 @@ class GrpcServer:
         return connection
 
     def _start_call(self, connection: H2Connection, stream: H2Stream,
-                    headers: list[tuple[str, str]]) -> _Call | None:
+                    headers: list[tuple[str, str]]) -> Call | None:
         try:
             _check_headers(headers, self.limits.max_header_list_size)
             path = next((value for name, value in headers if name == ":path"), "")
             handler = self._handlers.get(path)
             if handler is None:
                 raise CallError(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
-            return _Call(self, connection, stream, handler, headers, path)
+            return Call(self, connection, stream, handler, headers, path)
         except CallError as err:
-            block = _RESPONSE_HEADERS + encode_headers([
+            block = RESPONSE_HEADERS + encode_headers([
                 ("grpc-status", str(err.code.value[0])),
-                ("grpc-message", _percent_encode(err.details)),
+                ("grpc-message", percent_encode(err.details)),
             ])
             connection.send_headers(stream, block, end_stream=True)
             return None
@@ -578,23 +133,3 @@ def _check_headers(headers: list[tuple[str, str]], max_list_size: int) -> None:
     if size > max_list_size:
         raise CallError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                         f"received metadata size exceeds limit ({size} vs. {max_list_size})")
-
-
-def _binary(name: str, value: str) -> bytes:
-    """A `-bin` metadata value: base64, padded or not (gRPC's wire form)."""
-    try:
-        return base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        raise CallError(grpc.StatusCode.INTERNAL,
-                        f"Error parsing '{name}' metadata: invalid base64 value") from None
-
-
-def _percent_encode(text: str) -> str:
-    """grpc-message's encoding: bytes outside printable ASCII, and '%', as %XX."""
-    out = []
-    for byte in text.encode("utf-8"):
-        if 0x20 <= byte <= 0x7E and byte != 0x25:
-            out.append(chr(byte))
-        else:
-            out.append(f"%{byte:02X}")
-    return "".join(out)
