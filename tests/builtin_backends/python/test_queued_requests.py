@@ -1,7 +1,8 @@
 """Requests that queue up for a Python model with no batcher: the server hands several to the
 stub in one exchange, but the model still sees what Triton gives it, one request per execute,
 in arrival order; a failing execution fails its own request alone; each counts as its own
-execution in the statistics."""
+execution in the statistics; a stub dying among them fails those not yet answered, and the
+restarted stub serves the next."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import tritonclient.grpc as grpcclient
 from support.server_process import ServerProcess
 
 MODEL = '''
+import os
 import time
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -30,6 +32,8 @@ class TritonPythonModel:
         responses = []
         for request in requests:
             value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            if value[0] == -2:
+                os._exit(1)  # the stub dies mid-queue
             if value[0] < 0:
                 raise ValueError("negative input")
             time.sleep(float(value[0]))
@@ -99,3 +103,26 @@ def test_queued_requests_run_one_per_execute_in_arrival_order(server) -> None:
     assert after.inference_stats.fail.count - before.inference_stats.fail.count == 1
     batch_stats = {b.batch_size: b.compute_infer.count for b in after.batch_stats}
     assert set(batch_stats) == {1}
+
+
+def test_a_stub_dying_among_queued_requests_fails_them_and_is_restarted(server) -> None:
+    answers: queue.Queue = queue.Queue()
+    ids = ["slow2", "a0", "crash", "a2", "a3"]
+    values = {"slow2": 0.5, "crash": -2.0}
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        for rid in ids:
+            client.async_infer("queued", _input(values.get(rid, 0.0)), request_id=rid,
+                               callback=lambda result, error, rid=rid: answers.put(
+                                   (rid, result, error)))
+        results = {}
+        for _ in ids:
+            rid, result, error = answers.get(timeout=60)
+            results[rid] = (result, error)
+        assert results["slow2"][1] is None  # answered before the crash
+        for rid in ("crash", "a2", "a3"):  # never run, or died running
+            assert results[rid][1] is not None, rid
+            assert "Stub process 'queued_0_0' is not healthy." in results[rid][1].message()
+        # "a0" ran before the crash; its answer may have been held with the ones after it.
+        # The restarted stub serves what comes next.
+        result = client.infer("queued", _input(0.0))
+        np.testing.assert_array_equal(result.as_numpy("OUT"), np.array([0.0], np.float32))
