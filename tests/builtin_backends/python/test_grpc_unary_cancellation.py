@@ -16,6 +16,8 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pbg
 from tritonclient.utils import InferenceServerException
 
+from support.models import write_model
+from support.python_backend_fixtures import grpc_input
 from support.server_process import ServerProcess
 
 MODEL = '''
@@ -56,18 +58,14 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     repo = tmp_path_factory.mktemp("repo")
-    (repo / "waiter" / "1").mkdir(parents=True)
-    (repo / "waiter" / "config.pbtxt").write_text(CONFIG)
-    (repo / "waiter" / "1" / "model.py").write_text(MODEL)
+    write_model(repo, "waiter", CONFIG, files={"1/model.py": MODEL})
     with ServerProcess([repo]) as process:
         process.repo = repo  # type: ignore[attr-defined]
         yield process
 
 
 def _wait_input(seconds: float) -> grpcclient.InferInput:
-    wait = grpcclient.InferInput("WAIT", [1], "FP32")
-    wait.set_data_from_numpy(np.array([seconds], np.float32))
-    return wait
+    return grpc_input("WAIT", np.array([seconds], np.float32), "FP32")
 
 
 def _seen_cancelled(repo: Path, request_id: str, timeout: float = 10.0) -> bool:

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
+from support.models import write_model
+from support.python_backend_fixtures import grpc_input, wait_for
 from support.server_process import ServerProcess
 
 MODEL = '''
@@ -53,40 +55,48 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     repo = tmp_path_factory.mktemp("repo")
-    (repo / "queued" / "1").mkdir(parents=True)
-    (repo / "queued" / "config.pbtxt").write_text(CONFIG)
-    (repo / "queued" / "1" / "model.py").write_text(MODEL)
+    write_model(repo, "queued", CONFIG, files={"1/model.py": MODEL})
     with ServerProcess([repo]) as process:
         process.repo = repo  # type: ignore[attr-defined]
         yield process
 
 
 def _input(value: float) -> list[grpcclient.InferInput]:
-    tensor = grpcclient.InferInput("IN", [1], "FP32")
-    tensor.set_data_from_numpy(np.array([value], np.float32))
-    return [tensor]
+    return [grpc_input("IN", np.array([value], np.float32), "FP32")]
+
+
+def _send_in_order(server: ServerProcess, client: grpcclient.InferenceServerClient,
+                   ids: list[str], values: dict[str, float]) -> dict[str, tuple]:
+    """Send the first request, and once the model runs it, the others on one connection, in
+    order (the server queues them in that order while the first runs): each id's (result,
+    error)."""
+    answers: queue.Queue = queue.Queue()
+    log = Path(server.repo) / "queued" / "executions.txt"  # type: ignore[attr-defined]
+    for index, rid in enumerate(ids):
+        client.async_infer("queued", _input(values.get(rid, 0.0)), request_id=rid,
+                           callback=lambda result, error, rid=rid: answers.put(
+                               (rid, result, error)))
+        if index == 0:
+            wait_for(lambda: log.exists() and ids[0] in log.read_text().split())
+    results = {}
+    for _ in ids:
+        rid, result, error = answers.get(timeout=60)
+        results[rid] = (result, error)
+    return results
 
 
 def test_queued_requests_run_one_per_execute_in_arrival_order(server) -> None:
     log = Path(server.repo) / "queued" / "executions.txt"
-    answers: queue.Queue = queue.Queue()
     ids = ["slow"] + [f"q{i}" for i in range(12)]
     values = {"slow": 0.5, "q5": -1.0}  # q5's execute raises
+    earlier = log.read_text().split("\n")[:-1] if log.exists() else []
     with grpcclient.InferenceServerClient(server.grpc_url) as client:
         before = client.get_inference_statistics("queued").model_stats[0]
-        # One connection, sent in order: the server queues them in that order while the slow
-        # one runs.
-        for rid in ids:
-            client.async_infer("queued", _input(values.get(rid, 0.0)), request_id=rid,
-                               callback=lambda result, error, rid=rid: answers.put(
-                                   (rid, result, error)))
-        results = {}
-        for _ in ids:
-            rid, result, error = answers.get(timeout=30)
-            results[rid] = (result, error)
+        results = _send_in_order(server, client, ids, values)
         after = client.get_inference_statistics("queued").model_stats[0]
 
-    assert log.read_text().split("\n")[:-1] == ids  # one request per execute, in order
+    executions = log.read_text().split("\n")[len(earlier):-1]
+    assert executions == ids  # one request per execute, in order
     for rid in ids:
         result, error = results[rid]
         if rid == "q5":
@@ -106,23 +116,16 @@ def test_queued_requests_run_one_per_execute_in_arrival_order(server) -> None:
 
 
 def test_a_stub_dying_among_queued_requests_fails_them_and_is_restarted(server) -> None:
-    answers: queue.Queue = queue.Queue()
     ids = ["slow2", "a0", "crash", "a2", "a3"]
-    values = {"slow2": 0.5, "crash": -2.0}
     with grpcclient.InferenceServerClient(server.grpc_url) as client:
-        for rid in ids:
-            client.async_infer("queued", _input(values.get(rid, 0.0)), request_id=rid,
-                               callback=lambda result, error, rid=rid: answers.put(
-                                   (rid, result, error)))
-        results = {}
-        for _ in ids:
-            rid, result, error = answers.get(timeout=60)
-            results[rid] = (result, error)
-        assert results["slow2"][1] is None  # answered before the crash
-        for rid in ("crash", "a2", "a3"):  # never run, or died running
-            assert results[rid][1] is not None, rid
-            assert "Stub process 'queued_0_0' is not healthy." in results[rid][1].message()
-        # "a0" ran before the crash; its answer may have been held with the ones after it.
-        # The restarted stub serves what comes next.
+        results = _send_in_order(server, client, ids, {"slow2": 0.5, "crash": -2.0})
+        assert results["slow2"][1] is None  # it ran alone, answered before the others came
+        assert "Stub process 'queued_0_0' is not healthy." in results["crash"][1].message()
+        # The others ran before the crash (their answers may have waited for its), died with
+        # the stub, or ran in the restarted one: answered, or failed as the stub failed.
+        for rid in ("a0", "a2", "a3"):
+            error = results[rid][1]
+            assert error is None or error.message() == "Stub process 'queued_0_0' is not healthy."
+        # The restarted stub serves the next.
         result = client.infer("queued", _input(0.0))
         np.testing.assert_array_equal(result.as_numpy("OUT"), np.array([0.0], np.float32))
