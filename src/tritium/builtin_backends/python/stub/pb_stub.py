@@ -245,7 +245,7 @@ class Stub:
                             os.close(fd)
                     outcomes, fds, first_end = [], [], 0
         finally:
-            if block is not None:  # a decoupled model's inputs are copies, for later threads
+            if block is not None:
                 block.release()
 
     def _execute_one(self, wire_requests: list, block: Any) -> tuple[tuple, list[int]]:
@@ -266,6 +266,10 @@ class Stub:
                               for name, datatype, shape, offset, nbytes in descriptors]
                 requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
                                             params, decoupled))
+            if decoupled and block is not None:
+                # The inputs were copied, for threads that use them after execute (a decoupled
+                # model is sent one execution at a time).
+                block.release()
         except BaseException as exc:
             return self._outcome(describe_exception(exc), None, None, (), (), start), []
 
