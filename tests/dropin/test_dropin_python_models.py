@@ -301,10 +301,11 @@ def test_a_batch_answered_through_its_senders_after_execute(server: ServerProces
     answers: dict[float, object] = {}
 
     def ask(value: float) -> None:
-        client = httpclient.InferenceServerClient(server.http_url, network_timeout=120)
-        x = httpclient.InferInput("IN", [1, 1], "FP32")
-        x.set_data_from_numpy(np.array([[value]], dtype=np.float32))
-        answers[value] = client.infer("sender_batch", [x]).as_numpy("OUT").tolist()
+        # Closed in the thread that made it (gevent's pool cannot be joined from another).
+        with httpclient.InferenceServerClient(server.http_url, network_timeout=120) as client:
+            x = httpclient.InferInput("IN", [1, 1], "FP32")
+            x.set_data_from_numpy(np.array([[value]], dtype=np.float32))
+            answers[value] = client.infer("sender_batch", [x]).as_numpy("OUT").tolist()
 
     threads = [threading.Thread(target=ask, args=(value,)) for value in (1.0, 2.0)]
     for thread in threads:
