@@ -182,6 +182,15 @@ def _python_models() -> dict[str, tuple[Inputs, list[str], str]]:
     }
 
 
+def add_load_arguments(parser: argparse.ArgumentParser, seconds: int) -> None:
+    """What the profiling tools (profile_server, thread_cpu) drive: one python-suite model over
+    one protocol at one concurrency."""
+    parser.add_argument("--model", default="add_sub", choices=sorted(_python_models()))
+    parser.add_argument("--protocol", default="http", choices=["http", "grpc"])
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--seconds", type=int, default=seconds)
+
+
 def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str],
                  batched: bool = False) -> str:
     """add_sub and identity_fp32 as they are, or (batched) a copy of add_sub named

@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from bench import _python_models  # noqa: E402
+from bench import _python_models, add_load_arguments  # noqa: E402
 from loadgen import run_load  # noqa: E402
 
 from support.server_process import ServerProcess  # noqa: E402
@@ -57,10 +57,7 @@ def summarise(collapsed: str, top: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="add_sub", choices=sorted(_python_models()))
-    parser.add_argument("--protocol", default="http", choices=["http", "grpc"])
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--seconds", type=int, default=10)
+    add_load_arguments(parser, seconds=10)
     parser.add_argument("--gil", action="store_true", help="only samples holding the GIL")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--output", type=Path, help="keep the collapsed stacks here")

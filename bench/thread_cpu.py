@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from bench import CLIENT_CORE, SERVER_CORE, _python_models  # noqa: E402
+from bench import CLIENT_CORE, SERVER_CORE, _python_models, add_load_arguments  # noqa: E402
 from loadgen import run_load  # noqa: E402
 from server_cpu import descendants  # noqa: E402
 
@@ -79,10 +79,7 @@ def report(before: Sample, after: Sample, server_pid: int, inferences: float) ->
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="add_sub", choices=sorted(_python_models()))
-    parser.add_argument("--protocol", default="http", choices=["http", "grpc"])
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--seconds", type=int, default=5)
+    add_load_arguments(parser, seconds=5)
     args = parser.parse_args()
     inputs, outputs, _ = _python_models()[args.model]
     client_pin = ["taskset", "-c", str(CLIENT_CORE)]

@@ -10,7 +10,7 @@ import os
 import queue
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,23 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from support.models import write_model
 from support.server_process import ServerProcess
 
 MODELS = Path(__file__).resolve().parent / "python_models"
 REPO = MODELS / "repo"
+
+
+def one_model_server(tmp_path_factory: pytest.TempPathFactory, name: str, config: str,
+                     model_py: str) -> Iterator[ServerProcess]:
+    """For a module-scoped fixture (`yield from`): a server over a repository holding one
+    Python model, written from `config` and its version 1 `model.py`; `server.repo` is that
+    repository."""
+    repo = tmp_path_factory.mktemp("repo")
+    write_model(repo, name, config, files={"1/model.py": model_py})
+    with ServerProcess([repo]) as process:
+        process.repo = repo  # type: ignore[attr-defined]
+        yield process
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pbg
 from tritonclient.utils import InferenceServerException
 
-from support.models import write_model
-from support.python_backend_fixtures import grpc_input
-from support.server_process import ServerProcess
+from support.python_backend_fixtures import grpc_input, one_model_server
 
 MODEL = '''
 import time
@@ -57,11 +55,7 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    repo = tmp_path_factory.mktemp("repo")
-    write_model(repo, "waiter", CONFIG, files={"1/model.py": MODEL})
-    with ServerProcess([repo]) as process:
-        process.repo = repo  # type: ignore[attr-defined]
-        yield process
+    yield from one_model_server(tmp_path_factory, "waiter", CONFIG, MODEL)
 
 
 def _wait_input(seconds: float) -> grpcclient.InferInput:

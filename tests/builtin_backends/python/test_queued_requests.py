@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from support.models import write_model
-from support.python_backend_fixtures import grpc_input, wait_for
+from support.python_backend_fixtures import grpc_input, one_model_server, wait_for
 from support.server_process import ServerProcess
 
 MODEL = '''
@@ -54,11 +53,7 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    repo = tmp_path_factory.mktemp("repo")
-    write_model(repo, "queued", CONFIG, files={"1/model.py": MODEL})
-    with ServerProcess([repo]) as process:
-        process.repo = repo  # type: ignore[attr-defined]
-        yield process
+    yield from one_model_server(tmp_path_factory, "queued", CONFIG, MODEL)
 
 
 def _input(value: float) -> list[grpcclient.InferInput]:
