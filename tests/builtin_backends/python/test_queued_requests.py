@@ -35,6 +35,12 @@ class TritonPythonModel:
             value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
             if value[0] == -2:
                 os._exit(1)  # the stub dies mid-queue
+            if value[0] == 9:  # wait for the test's go-ahead
+                release = os.path.dirname(self.log) + "/release"
+                deadline = time.monotonic() + 10
+                while not os.path.exists(release) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                value = value * 0
             if value[0] < 0:
                 raise ValueError("negative input")
             time.sleep(float(value[0]))
@@ -124,3 +130,21 @@ def test_a_stub_dying_among_queued_requests_fails_them_and_is_restarted(server) 
         # The restarted stub serves the next.
         result = client.infer("queued", _input(0.0))
         np.testing.assert_array_equal(result.as_numpy("OUT"), np.array([0.0], np.float32))
+
+
+def test_a_queued_answer_does_not_wait_for_a_slow_execution_after_it(server) -> None:
+    """B runs only once the test has A's answer: were A's answer held until B ends, B would
+    wait out its 10 s and the test its 5 s for A."""
+    release = Path(server.repo) / "queued" / "release"
+    answers: queue.Queue = queue.Queue()
+    log = Path(server.repo) / "queued" / "executions.txt"
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        for rid, value in (("first", 0.3), ("A", 0.2), ("B", 9.0)):
+            client.async_infer("queued", _input(value), request_id=rid,
+                               callback=lambda result, error, rid=rid: answers.put((rid, error)))
+            if rid == "first":
+                wait_for(lambda: log.exists() and "first" in log.read_text().split())
+        assert answers.get(timeout=5) == ("first", None)
+        assert answers.get(timeout=5) == ("A", None)
+        release.write_text("")
+        assert answers.get(timeout=15) == ("B", None)

@@ -33,8 +33,8 @@ from .pb_wire import WIRE_OF_CODE, wire_response
 from .runtime import StubRuntime
 
 _RELEASE_RESCHEDULE = 2
-# The longest an execution's answer waits for those of the executions after it in the same
-# EXECUTE message (which run one after the other).
+# How long an execution's answer may wait for those of the executions after it in the same
+# EXECUTE message (which run one after the other), judged by how long executions usually take.
 ANSWER_HOLD_NS = 1_000_000
 # Frames of files in these directories (the stub side and the wire, and pb_utils once imported)
 # stay out of tracebacks sent to clients: in Triton they are C++.
@@ -121,6 +121,8 @@ class Stub:
         self._loop_lock = threading.Lock()
         self._background: set = set()
         self._from_server: Any = None
+        # How long the model's execute usually takes (a moving average, ns).
+        self._usual_execution_ns = 0
 
     # -- main thread: the exec socket ----------------------------------------------------
 
@@ -224,29 +226,36 @@ class Stub:
         conn = self.exec_conn
         block = (None if block_descriptor is None
                  else open_block(block_descriptor, self.in_ring, conn.fds))
-        # Outcomes go back together while they come fast (one wake-up of the server's thread
-        # for several), but none waits more than ANSWER_HOLD_NS for the ones after it.
-        outcomes: list[tuple] = []
+        # Outcomes go back together while executions are fast (one wake-up of the server's
+        # thread for several): one waits for the next execution only if that one, taking as
+        # long as executions usually do, ends within ANSWER_HOLD_NS of it.
+        unsent: list[tuple] = []
         fds: list[int] = []
         first_end = 0
         try:
-            last = len(executions) - 1
-            for index, wire_requests in enumerate(executions):
+            for wire_requests in executions:
+                if unsent and (time.perf_counter_ns() - first_end + self._usual_execution_ns
+                             >= ANSWER_HOLD_NS):
+                    self._send_outcomes(unsent, fds)
+                    unsent, fds = [], []
                 outcome, outcome_fds = self._execute_one(wire_requests, block)
-                outcomes.append(outcome)
+                start, end = outcome[-2], outcome[-1]
+                self._usual_execution_ns = (3 * self._usual_execution_ns + end - start) // 4
+                if not unsent:
+                    first_end = end
+                unsent.append(outcome)
                 fds += outcome_fds
-                if not first_end:
-                    first_end = outcome[-1]
-                if index == last or outcome[-1] - first_end >= ANSWER_HOLD_NS:
-                    try:
-                        conn.send((messages.DONE, outcomes), fds)
-                    finally:
-                        for fd in fds:
-                            os.close(fd)
-                    outcomes, fds, first_end = [], [], 0
+            self._send_outcomes(unsent, fds)
         finally:
             if block is not None:
                 block.release()
+
+    def _send_outcomes(self, outcomes: list[tuple], fds: list[int]) -> None:
+        try:
+            self.exec_conn.send((messages.DONE, outcomes), fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def _execute_one(self, wire_requests: list, block: Any) -> tuple[tuple, list[int]]:
         """One execution -> (its outcome, the fds of its responses' block): (error, responses,
