@@ -77,14 +77,15 @@ class StubProcess:
         """Start the process and wait for its hello; then serve its async socket."""
         size = self.backend.ring_bytes
         prefix = self.backend.region_prefix
-        exec_ours, exec_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        async_ours, async_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        exec_conn, exec_theirs = messages.channel()
+        async_conn, async_theirs = messages.channel()
+        theirs = (*exec_theirs, *async_theirs)
         to_fd = from_fd = -1
         try:
             self.to_stub, to_fd = Ring.create(size, f"{prefix}_{self.name}_to_stub")
             self.from_stub, from_fd = Ring.create(size, f"{prefix}_{self.name}_from_stub")
             self.writer = TensorWriter(self.to_stub, f"{prefix}_{self.name}")
-            inherited = (exec_theirs.fileno(), async_theirs.fileno(), to_fd, from_fd)
+            inherited = (*(sock.fileno() for sock in theirs), to_fd, from_fd)
             command = [
                 self.model_state.python, "-c", BOOTSTRAP, _SOURCE_DIR,
                 *(str(fd) for fd in inherited), str(size), str(size), self.name,
@@ -92,14 +93,14 @@ class StubProcess:
             log.debug("Starting Python backend stub: %s", " ".join(command))
             self.process = subprocess.Popen(command, pass_fds=inherited, stdin=subprocess.DEVNULL)
         finally:
-            exec_theirs.close()
-            async_theirs.close()
+            for sock in theirs:
+                sock.close()
             for fd in (to_fd, from_fd):
                 if fd >= 0:
                     os.close(fd)
-        self.exec_conn = messages.Connection(exec_ours)
-        self.async_conn = messages.Connection(async_ours)
-        exec_ours.settimeout(self.backend.stub_timeout_s)
+        self.exec_conn = exec_conn
+        self.async_conn = async_conn
+        exec_conn.sock.settimeout(self.backend.stub_timeout_s)
         try:
             self.exec_conn.recv()  # the stub's hello
         except (EOFError, OSError) as exc:
@@ -110,7 +111,7 @@ class StubProcess:
                 f"connecting (interpreter {self.model_state.python})"
             ) from None
         finally:
-            exec_ours.settimeout(None)
+            exec_conn.sock.settimeout(None)
         self._reader = threading.Thread(
             target=self.channel.serve, name=f"{self.name}-stub-reader", daemon=True
         )

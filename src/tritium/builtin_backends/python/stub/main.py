@@ -1,10 +1,12 @@
 """The stub process's entry point (Triton's triton_python_backend_stub): started by the python
 backend (`server/stub_launcher.py`) as
 
-    <python> -c <BOOTSTRAP> <tritium source dir> <exec fd> <async fd> <in-ring fd> <out-ring fd>
-             <in-ring capacity> <out-ring capacity> <instance name>
+    <python> -c <BOOTSTRAP> <tritium source dir> <exec in fd> <exec out fd> <async in fd>
+             <async out fd> <in-ring fd> <out-ring fd> <in-ring capacity> <out-ring capacity>
+             <instance name>
 
-with both sockets and both ring regions inherited, it sets up the `Stub` (`pb_stub.py`) and
+with the sockets of both channels (one per direction, see `messages.channel`) and both ring
+regions inherited, it sets up the `Stub` (`pb_stub.py`) and
 serves until FINALIZE, or until the server goes away.
 
 This module imports only the standard library and the stub's own modules: the server imports
@@ -25,12 +27,14 @@ from .pb_stub import Stub
 
 
 def main(argv: list[str]) -> None:
-    source_dir, exec_fd, async_fd, in_fd, out_fd, in_size, out_size, name = argv
+    (source_dir, exec_in, exec_out, async_in, async_out, in_fd, out_fd, in_size, out_size,
+     name) = argv
     # Ctrl-C in a terminal reaches the whole process group: the server decides when the
     # stub ends (FINALIZE, or EOF when the server is gone).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    exec_conn = Connection(socket.socket(fileno=int(exec_fd)))
-    async_conn = Connection(socket.socket(fileno=int(async_fd)))
+    exec_conn = Connection(socket.socket(fileno=int(exec_in)), socket.socket(fileno=int(exec_out)))
+    async_conn = Connection(socket.socket(fileno=int(async_in)),
+                            socket.socket(fileno=int(async_out)))
     in_ring = Ring(int(in_fd), int(in_size))
     out_ring = Ring(int(out_fd), int(out_size))
     os.close(int(in_fd))

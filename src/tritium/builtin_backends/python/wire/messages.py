@@ -57,14 +57,31 @@ _RECV_SIZE = 256 * 1024
 _MAX_FDS = 16
 
 
+def channel() -> tuple[Connection, tuple[socket.socket, socket.socket]]:
+    """A new two-way channel: our end, and the peer's two sockets (the one it receives on,
+    the one it sends on) to pass to it.
+
+    Each direction has a socket pair of its own. On an AF_UNIX stream socket, reading what
+    the peer sent wakes every thread blocked on the peer's socket (the kernel's write-space
+    wake-up does not tell a blocked receive from a blocked send): on one shared pair, each
+    command woke the server's thread waiting for the answer, and each answer woke the stub
+    waiting for the next command, for nothing: two needless context switches per request.
+    """
+    to_peer, peer_receives = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    from_peer, peer_sends = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return Connection(from_peer, to_peer), (peer_receives, peer_sends)
+
+
 class Connection:
-    """One end of a socket carrying pickled frames, each with the fds sent alongside it.
+    """One end of a channel carrying pickled frames, each with the fds sent alongside it:
+    received on one socket, sent on another (see `channel`).
 
     `send` may be called from any thread. `recv` from one thread at a time.
     """
 
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+    def __init__(self, receiving: socket.socket, sending: socket.socket) -> None:
+        self.sock = receiving
+        self._sending = sending
         self._send_lock = threading.Lock()
         # Received bytes land in one reused buffer: frames are unpickled straight from it.
         self._buffer = bytearray(_RECV_SIZE)
@@ -78,9 +95,6 @@ class Connection:
         self.sent = 0
         self._ancillary = socket.CMSG_SPACE(_MAX_FDS * 4)
 
-    def fileno(self) -> int:
-        return self.sock.fileno()
-
     def send(self, message: tuple, fds: Sequence[int] = ()) -> None:
         """Send one message, and `fds` with it (the caller still owns and closes them)."""
         data = pickle.dumps(message, 5)
@@ -88,14 +102,14 @@ class Connection:
         with self._send_lock:
             self.sent += 1
             if fds:
-                sent = self.sock.sendmsg(
+                sent = self._sending.sendmsg(
                     [frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(
                         f"{len(fds)}i", *fds))]
                 )
                 if sent < len(frame):
-                    self.sock.sendall(frame[sent:])
+                    self._sending.sendall(frame[sent:])
             else:
-                self.sock.sendall(frame)
+                self._sending.sendall(frame)
 
     def recv(self) -> tuple:
         """The next message; EOFError when the peer has gone. Fds that came with it are
@@ -147,11 +161,12 @@ class Connection:
     def close(self) -> None:
         """Shut the socket (the peer sees EOF) and close any fds nobody took."""
         self.closed = True
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
+        for sock in (self.sock, self._sending):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
         while self.fds:
             try:
                 os.close(self.fds.popleft())
