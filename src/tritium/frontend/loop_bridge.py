@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable
 
+from .. import handoff
 from ..errors import TritonError
 from ..request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
 
@@ -99,6 +100,12 @@ def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnRespo
         # caller that passes its loop.
         loop = asyncio.get_running_loop()
 
+    deferral = handoff.current()
+    if deferral is not None:
+        # Counted while it awaits its answer: hand-offs are deferred only past a lone request.
+        on_response = _counted(deferral, on_response)
+        deferral.awaiting += 1
+
     def deliver(response: InferenceResponse | None, flags: int) -> None:
         try:
             loop.call_soon_threadsafe(
@@ -107,7 +114,21 @@ def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnRespo
         except RuntimeError:
             pass  # the loop has closed
 
-    submit(request, deliver)
+    try:
+        submit(request, deliver)
+    except BaseException:
+        if deferral is not None:
+            deferral.awaiting -= 1
+        raise
+
+
+def _counted(deferral: handoff.Deferral, on_response: OnResponse) -> OnResponse:
+    def counted(response: InferenceResponse | None, final: bool) -> None:
+        if final:
+            deferral.awaiting -= 1
+        on_response(response, final)
+
+    return counted
 
 
 def final_only(on_final: Callable[[InferenceResponse], None]) -> OnResponse:

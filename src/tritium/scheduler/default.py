@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ..backend.handles import ExecutionPolicy
+from ..handoff import hand_off
 from ..request import InferenceRequest
 from .base import ExecutionInstance
 
@@ -48,7 +49,9 @@ class DefaultScheduler:
             self._threads.append(thread)
 
     def enqueue(self, request: InferenceRequest) -> None:
-        self._queue.put(request)
+        # While other requests of the caller's frontend await their answers, those its event
+        # loop reads in one turn are queued together at the turn's end (see handoff).
+        hand_off(self._queue.put, request)
 
     def stop(self) -> None:
         for _ in self._threads:

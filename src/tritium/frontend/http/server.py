@@ -30,6 +30,8 @@ from urllib.parse import unquote
 
 import httptools
 
+from ...handoff import Deferral, deferring
+
 log = logging.getLogger("tritium.http")
 
 # Idle keep-alive connections are closed after this long (Triton keeps them open; clients with
@@ -156,6 +158,8 @@ class HttpConnection(asyncio.Protocol):
             pending.cancelled = True
 
     def data_received(self, data: bytes) -> None:
+        # The requests read in this turn reach their models together at its end (handoff).
+        outer = deferring(self._endpoint.deferral)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -165,6 +169,8 @@ class HttpConnection(asyncio.Protocol):
         except (httptools.HttpParserError, UnicodeDecodeError):
             log.warning("Invalid HTTP request received.")
             self._abort(_BAD_REQUEST)
+        finally:
+            deferring(outer)
 
     def eof_received(self) -> bool | None:
         return None
@@ -395,12 +401,14 @@ class HttpEndpoint:
         self.connections: set[HttpConnection] = set()
         self.stopping = False
         self.loop: asyncio.AbstractEventLoop  # set by start()
+        self.deferral: Deferral  # set by start(): the loop's hand-offs of one turn
         self._server: asyncio.AbstractServer | None = None
         self._sweeper: asyncio.TimerHandle | None = None
 
     async def start(self) -> None:
         """Bind and listen; returns once connections are accepted. OSError if the port is taken."""
         self.loop = asyncio.get_running_loop()
+        self.deferral = Deferral(self.loop.call_soon)
         sock = bind(self.address, self.port, self.reuse_port)
         self.port = sock.getsockname()[1]
         self.description = f"{self.service} at {self.address}:{self.port}"
