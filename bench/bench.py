@@ -72,7 +72,7 @@ class TritonProcess(ServerProcess):
 
 def cell(server: ServerProcess, protocol: str, model: str, concurrency: int, seconds: int,
          inputs: Inputs, outputs: list[str], client_pin: list[str]) -> Result:
-    port = server.http_port if protocol == "http" else server.grpc_port
+    port = server.grpc_port if protocol == "grpc" else server.http_port
     # Warm up apart from the timed run, so the CPU read around it covers that run only.
     run_load(protocol, "127.0.0.1", port, model, concurrency, 1, inputs, outputs, warmup=0,
              prefix=client_pin)
@@ -193,13 +193,13 @@ def add_load_arguments(parser: argparse.ArgumentParser, seconds: int) -> None:
 
 def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str],
                  batched: bool = False) -> str:
-    """add_sub and identity_fp32 as they are, or (batched) a copy of add_sub named
-    add_sub_batched with dynamic batching; the idle stubs' memory of both servers after."""
+    """add_sub and identity_fp32 as they are (and identity_fp32 with FP32 [1,1000] as JSON
+    data over HTTP), or (batched) a copy of add_sub named add_sub_batched with dynamic
+    batching; the idle stubs' memory of both servers after."""
     models = _python_models()
     if batched:
         inputs, outputs, title = models["add_sub"]
         models = {"add_sub_batched": (inputs, outputs, title + ", dynamic batching")}
-    concurrencies = args.batch_concurrency if batched else args.concurrency
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         shutil.copytree(HERE / "models", repo)
@@ -211,6 +211,8 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
                 + "dynamic_batching { }\n")
         tritium = ServerProcess([repo], prefix=pin).start()
         triton = None if args.no_triton else TritonProcess([repo], prefix=pin).start(timeout=300)
+        servers = (tritium, triton)
+        concurrencies = args.batch_concurrency if batched else args.concurrency
         tables = []
         try:
             memory = [f"- idle stub RSS, Tritium: {stub_memory(tritium.process.pid)}"]
@@ -218,24 +220,17 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
                 memory.append(f"- idle stub RSS, Triton (triton_python_backend_stub): "
                               f"{stub_memory(triton.process.pid)}")
             for model, (inputs, outputs, title) in models.items():
-                pairs, alone = [], []
-                for protocol in ("http", "grpc"):
-                    for concurrency in concurrencies:
-                        ours = cell(tritium, protocol, model, concurrency, args.seconds,
-                                    inputs, outputs, client_pin)
-                        line = (f"{model} {protocol} c={concurrency}: tritium "
-                                f"{ours.throughput:,.0f}/s {ours.cpu_us:,.0f} us CPU")
-                        if triton is None:
-                            alone.append(ours)
-                        else:
-                            theirs = cell(triton, protocol, model, concurrency, args.seconds,
-                                          inputs, outputs, client_pin)
-                            pairs.append((ours, theirs))
-                            line += (f", triton {theirs.throughput:,.0f}/s "
-                                     f"{theirs.cpu_us:,.0f} us CPU")
-                        print(line, flush=True)
-                tables.append(single_table(f"Tritium, {title}", alone) if triton is None
-                              else comparison_table(f"Tritium vs Triton 2.51, {title}", pairs))
+                tables.append(_python_rows(args.seconds, servers, client_pin, model,
+                                           ("http", "grpc"), concurrencies, inputs, outputs,
+                                           title))
+            if not batched:
+                inputs = [("INPUT0", np.random.default_rng(0).random((1, 1000),
+                                                                   dtype=np.float32))]
+                tables.append(_python_rows(
+                    args.seconds, servers, client_pin, "identity_fp32", ("http-json",),
+                    concurrencies, inputs, ["OUTPUT0"],
+                    "identity_fp32 python model, FP32 [1,1000] as JSON data both ways, two "
+                    "instances, dynamic batching (500 us)"))
         finally:
             tritium.stop()
             if triton is not None:
@@ -243,6 +238,31 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
     if not batched:
         tables.append("\n".join(memory))
     return "\n\n".join(tables)
+
+
+def _python_rows(seconds: int, servers: tuple[ServerProcess, ServerProcess | None],
+                 client_pin: list[str], model: str, protocols: tuple[str, ...],
+                 concurrencies: list[int], inputs: Inputs, outputs: list[str], title: str
+                 ) -> str:
+    """One model's table: each protocol at each concurrency, Tritium then Triton."""
+    tritium, triton = servers
+    pairs, alone = [], []
+    for protocol in protocols:
+        for concurrency in concurrencies:
+            ours = cell(tritium, protocol, model, concurrency, seconds, inputs, outputs,
+                        client_pin)
+            line = (f"{model} {protocol} c={concurrency}: tritium {ours.throughput:,.0f}/s "
+                    f"{ours.cpu_us:,.0f} us CPU")
+            if triton is None:
+                alone.append(ours)
+            else:
+                theirs = cell(triton, protocol, model, concurrency, seconds, inputs, outputs,
+                              client_pin)
+                pairs.append((ours, theirs))
+                line += f", triton {theirs.throughput:,.0f}/s {theirs.cpu_us:,.0f} us CPU"
+            print(line, flush=True)
+    return (single_table(f"Tritium, {title}", alone) if triton is None
+            else comparison_table(f"Tritium vs Triton 2.51, {title}", pairs))
 
 
 def main() -> int:

@@ -2,8 +2,10 @@
 the server it measures (each gets one core).
 
 - HTTP: `wrk`, one thread with `concurrency` keep-alive connections, each POSTing one pre-built
-  binary-tensor request back to back. Its Lua script sets method, headers and body and reports
-  request count, errors and latency percentiles (microseconds) from wrk's `done` hook.
+  binary-tensor request back to back (protocol "http-json": tensors as JSON `data`, the
+  outputs asked for as JSON too, as a client without the binary extension sends them). Its
+  Lua script sets method, headers and body and reports request count, errors and latency
+  percentiles (microseconds) from wrk's `done` hook.
 - gRPC: `h2load`, unary ModelInfer over one HTTP/2 connection carrying `concurrency` concurrent
   streams (`-c 1 -m N`), the way one grpc channel multiplexes calls. Per-request latencies come
   from its --log-file.
@@ -64,8 +66,18 @@ def _datatype(array: np.ndarray) -> str:
     return {np.float32: "FP32", np.int32: "INT32", np.int64: "INT64"}[array.dtype.type]
 
 
-def http_request(inputs: Inputs, outputs: list[str]) -> tuple[dict[str, str], bytes]:
-    """Headers and body of a binary-tensor infer request (JSON header, then raw tensors)."""
+def http_request(inputs: Inputs, outputs: list[str], json_data: bool = False
+                 ) -> tuple[dict[str, str], bytes]:
+    """Headers and body of a binary-tensor infer request (JSON header, then raw tensors), or
+    with `json_data` one whose tensors are JSON `data`."""
+    if json_data:
+        document = {
+            "inputs": [{"name": name, "datatype": _datatype(data), "shape": list(data.shape),
+                        "data": data.reshape(-1).tolist()} for name, data in inputs],
+            "outputs": [{"name": name, "parameters": {"binary_data": False}}
+                        for name in outputs],
+        }
+        return {"Content-Type": "application/json"}, json.dumps(document).encode()
     header = json.dumps(
         {
             "inputs": [
@@ -155,8 +167,9 @@ def _wrk_script(headers: dict[str, str], body: bytes) -> str:
 
 
 def _http_load(host: str, port: int, model: str, concurrency: int, seconds: int,
-               inputs: Inputs, outputs: list[str], warmup: int, prefix: list[str]) -> Result:
-    headers, body = http_request(inputs, outputs)
+               inputs: Inputs, outputs: list[str], warmup: int, prefix: list[str],
+               protocol: str) -> Result:
+    headers, body = http_request(inputs, outputs, json_data=protocol == "http-json")
     check_http(host, port, model, headers, body, outputs)
     url = f"http://{host}:{port}/v2/models/{model}/infer"
     with tempfile.TemporaryDirectory(prefix="bench-wrk-") as tmp:
@@ -170,7 +183,7 @@ def _http_load(host: str, port: int, model: str, concurrency: int, seconds: int,
     requests, duration_us, bad_status, socket_errors = (int(v) for v in line.split()[1:5])
     p50, p99 = (float(v) for v in line.split()[5:7])
     # wrk counts responses with status > 399 as requests too; they are errors here.
-    return Result("http", concurrency, requests - bad_status, bad_status + socket_errors,
+    return Result(protocol, concurrency, requests - bad_status, bad_status + socket_errors,
                   duration_us / 1e6, p50, p99)
 
 
@@ -213,8 +226,11 @@ def run_load(protocol: str, host: str, port: int, model: str, concurrency: int, 
     `prefix` runs the load generator under another command, e.g. ("taskset", "-c", "1").
     wrk takes whole seconds, so `seconds` and `warmup` (0: none) are integers.
     """
-    load = _http_load if protocol == "http" else _grpc_load
-    return load(host, port, model, concurrency, seconds, inputs, outputs, warmup, list(prefix))
+    if protocol == "grpc":
+        return _grpc_load(host, port, model, concurrency, seconds, inputs, outputs, warmup,
+                          list(prefix))
+    return _http_load(host, port, model, concurrency, seconds, inputs, outputs, warmup,
+                      list(prefix), protocol)
 
 
 def machine_load() -> str:
