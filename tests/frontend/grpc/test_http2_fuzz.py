@@ -196,9 +196,9 @@ def _check(fuzzed: _Fuzzed) -> None:
     connection = fuzzed.connection
     assert fuzzed.errors == []
     assert len(connection._buffer) <= 2**24 + 9
-    if connection._continuing is not None:
-        assert len(connection._continuing[1]) <= 2 * LIMITS.max_header_list_size
-    assert len(connection._header_cache) <= 64
+    if connection.header_blocks.continuing is not None:
+        assert len(connection.header_blocks.continuing[1]) <= 2 * LIMITS.max_header_list_size
+    assert len(connection.header_blocks.cache) <= 64
     assert len(connection.streams) <= 10 * LIMITS.max_concurrent_streams
     assert 0 <= connection.buffered_input <= LIMITS.max_buffered_input + 2 * MAX_MESSAGE
     pending = sum(len(s.pending) for s in connection.streams.values())

@@ -1,6 +1,6 @@
-"""The HTTP/2 wire format (RFC 9113 sections 4 and 6) and the HPACK table the connection
-decodes with: frame types, flags, error codes and settings, building frames and header blocks,
-the server's opening SETTINGS. `http2` is the connection that speaks it.
+"""The HTTP/2 wire format (RFC 9113 sections 4 and 6): frame types, flags, error codes and
+settings, building frames and header blocks, the server's opening SETTINGS, and the error that
+ends a connection. `http2` is the connection that speaks it.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import struct
 
 import hpack
-import hpack.table
 
 from .http2_limits import H2Limits
 
@@ -81,33 +80,18 @@ def server_preface(limits: H2Limits) -> bytes:
 SETTINGS_ACK = frame(SETTINGS, ACK, 0)
 
 
-class CountingTable(hpack.table.HeaderTable):
-    """hpack's dynamic table, counting every change (insertions and size updates, the only
-    ways entries come and go): a decoded block may be reused only while the count stands."""
+class H2ConnectionError(Exception):
+    """A fault that ends the connection: the GOAWAY's error code, and its debug data."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.generation = 0
-
-    def add(self, name: bytes, value: bytes) -> None:
-        self.generation += 1
-        super().add(name, value)
-
-    @property
-    def maxsize(self) -> int:
-        return self._maxsize
-
-    @maxsize.setter
-    def maxsize(self, newmax: int) -> None:
-        self.generation += 1
-        hpack.table.HeaderTable.maxsize.fset(self, newmax)  # type: ignore[attr-defined]
+    def __init__(self, code: int, debug: bytes = b"") -> None:
+        super().__init__(code)
+        self.code = code
+        self.debug = debug
 
 
 def unpad(payload: bytes) -> bytes:
-    """A PADDED frame's payload without its padding (ValueError if the padding is wrong)."""
-    if not payload:
-        raise ValueError("bad padding")
+    """A PADDED frame's payload without its padding (a PROTOCOL_ERROR if it is wrong)."""
+    if not payload or payload[0] >= len(payload):
+        raise H2ConnectionError(PROTOCOL_ERROR)
     pad = payload[0]
-    if pad >= len(payload):
-        raise ValueError("bad padding")
     return payload[1:len(payload) - pad]
