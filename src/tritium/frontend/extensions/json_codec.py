@@ -46,6 +46,12 @@ def parse_error(what: str, why: str) -> TritonError:
     return TritonError.invalid_arg(f"Unable to parse '{what}': {why}")
 
 
+def _integer(text: str) -> int | float:
+    """An integer literal as rapidjson (and orjson) reads it: past 64 bits, a double."""
+    value = int(text)
+    return value if -(1 << 63) <= value <= _UINT64_MAX else float(text)
+
+
 def is_uint(value: Any) -> bool:
     """Whether rapidjson reads `value` as an unsigned 64-bit integer (bool is not one)."""
     return type(value) is int and 0 <= value <= _UINT64_MAX
@@ -92,7 +98,7 @@ def load_json(header: bytes) -> Any:
     except orjson.JSONDecodeError:
         pass  # the standard library decides, and words the error
     try:
-        return json.loads(header)
+        return json.loads(header, parse_int=_integer)
     except UnicodeDecodeError:
         text = header.decode("utf-8", "surrogateescape")
     except json.JSONDecodeError as exc:
@@ -103,7 +109,7 @@ def load_json(header: bytes) -> Any:
         raise _too_deep() from None
     # Non-UTF-8 bytes, or something after the document: rapidjson stops at a NUL byte (a
     # binary tail read as JSON), anything else after the document is an error.
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=_integer)
     start = len(text) - len(text.lstrip(" \t\n\r"))
     try:
         document, end = decoder.raw_decode(text, start)
