@@ -31,17 +31,14 @@ Submit = Callable[[InferenceRequest, Deliver], None]
 OnResponse = Callable[[InferenceResponse | None, bool], None]
 
 
-async def answer(submit: Submit, request: InferenceRequest,
-                 loop: asyncio.AbstractEventLoop | None = None) -> InferenceResponse:
-    """Run `request` on the running loop (`loop`, when the caller knows it) and return its
-    final response (a decoupled model's last one).
+async def answer(submit: Submit, request: InferenceRequest) -> InferenceResponse:
+    """Run `request` and return its final response (a decoupled model's last one).
 
     Raises TritonError at once for a request that cannot be routed or validated, and for an
     error response. Cancelling the awaiting task marks the request cancelled. The backend's
     thread wakes the loop once, for the final response.
     """
-    if loop is None:
-        loop = asyncio.get_running_loop()  # a getpid() system call on Python 3.11
+    loop = asyncio.get_running_loop()
     done: asyncio.Future[InferenceResponse] = loop.create_future()
     kept: list[InferenceResponse] = []
 
