@@ -4,6 +4,9 @@ each thread sleeps (voluntary switches) or is preempted (involuntary) per reques
 
     PYTHONPATH=src python bench/thread_cpu.py --model add_sub --protocol http --concurrency 8
 
+`--triton` measures the reference Triton 2.51 the same way (its threads named as the kernel
+names them), to put a stage's cost beside its counterpart's.
+
 The server runs pinned to core 0 and the load generator to core 1, as in `bench.py`. Read from
 /proc (utime, stime, voluntary_ctxt_switches, nonvoluntary_ctxt_switches of every task).
 """
@@ -19,7 +22,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from bench import CLIENT_CORE, SERVER_CORE, _python_models, add_load_arguments  # noqa: E402
+from bench import (  # noqa: E402
+    CLIENT_CORE,
+    SERVER_CORE,
+    TritonProcess,
+    _python_models,
+    add_load_arguments,
+)
 from loadgen import run_load  # noqa: E402
 from server_cpu import descendants  # noqa: E402
 
@@ -51,7 +60,24 @@ def sample(pids: list[int]) -> Sample:
     return tasks
 
 
-def report(before: Sample, after: Sample, server_pid: int, inferences: float) -> str:
+def thread_names(pids: list[int]) -> dict[tuple[int, int], str]:
+    """(pid, tid) -> the thread's name (its `comm`)."""
+    names = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                names[(pid, int(tid))] = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            except OSError:
+                continue
+    return names
+
+
+def report(before: Sample, after: Sample, server_pid: int, inferences: float,
+           names: dict[tuple[int, int], str]) -> str:
     tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
     rows = []
     total = 0.0
@@ -64,6 +90,7 @@ def report(before: Sample, after: Sample, server_pid: int, inferences: float) ->
         pid, tid = key
         who = ("server, event loop" if tid == server_pid else
                "server, other thread" if pid == server_pid else f"stub {pid}")
+        who += f" ({names.get(key, '?')})"
         rows.append((cpu, f"| {who} | {tid} | {cpu:.1f} | "
                           f"{(user - user0) * tick_us / inferences:.1f} | "
                           f"{(system - system0) * tick_us / inferences:.1f} | "
@@ -80,10 +107,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_load_arguments(parser, seconds=5)
+    parser.add_argument("--triton", action="store_true", help="measure the reference Triton")
     args = parser.parse_args()
+    server_class = TritonProcess if args.triton else ServerProcess
     inputs, outputs, _ = _python_models()[args.model]
     client_pin = ["taskset", "-c", str(CLIENT_CORE)]
-    with ServerProcess([HERE / "models"], prefix=["taskset", "-c", SERVER_CORE]) as server:
+    with server_class([HERE / "models"], prefix=["taskset", "-c", SERVER_CORE]) as server:
         assert server.process is not None
         port = server.http_port if args.protocol == "http" else server.grpc_port
         run_load(args.protocol, "127.0.0.1", port, args.model, args.concurrency, 1, inputs,
@@ -93,11 +122,12 @@ def main() -> int:
         result = run_load(args.protocol, "127.0.0.1", port, args.model, args.concurrency,
                           args.seconds, inputs, outputs, warmup=0, prefix=client_pin)
         after = sample(pids)
+        names = thread_names(pids)
     inferences = result.throughput * args.seconds
     print(f"{args.model} over {args.protocol}, concurrency {args.concurrency}: "
           f"{result.throughput:,.0f} infer/s, p50 {result.p50_us:,.0f} us, "
           f"p99 {result.p99_us:,.0f} us\n")
-    print(report(before, after, server.process.pid, inferences))
+    print(report(before, after, server.process.pid, inferences, names))
     return 0
 
 

@@ -374,37 +374,46 @@ def encode_infer_response(
 ) -> bytes:
     """InferenceResponse -> ModelInferResponse wire bytes, every output as raw contents.
 
-    The small part (names, shapes, parameters) is a protobuf message; the tensors are appended
-    as raw_output_contents fields straight from their buffers (a protobuf message may list its
-    fields in any order, and repeated fields concatenate). `final` (ModelStreamInfer only) adds
-    the `triton_final_response` parameter. Outputs in `regions` are written there and go out
-    as an empty raw entry, as Triton sends them. An output requested with `classification: N`
-    goes out as its top N classes (BYTES), which reads the model's `config` and its `labels`
-    (by output).
+    The small part (names, shapes, parameters) is written as protobuf writes it; the tensors
+    are appended as raw_output_contents fields straight from their buffers (a protobuf message
+    may list its fields in any order, and repeated fields concatenate). `final`
+    (ModelStreamInfer only) adds the `triton_final_response` parameter. Outputs in `regions`
+    are written there and go out as an empty raw entry, as Triton sends them. An output
+    requested with `classification: N` goes out as its top N classes (BYTES), which reads the
+    model's `config` and its `labels` (by output).
     """
-    head = pb.ModelInferResponse(
-        model_name=response.model_name, model_version=response.model_version, id=response.id
-    )
-    if response.parameters:
-        _set_parameters(head.parameters, response.parameters)
-    if final is not None:
-        head.parameters[FINAL_RESPONSE].bool_param = final
+    # The small part is written field by field (what upb would write, in its order): building
+    # a message to serialise cost more than the rest of the encoding together.
+    key = (response.model_name, response.model_version)
+    head = _MODEL_FIELDS.get(key)
+    if head is None:
+        if len(_MODEL_FIELDS) >= _CACHE_LIMIT:
+            _MODEL_FIELDS.clear()
+        head = _MODEL_FIELDS[key] = (_string_field(b"\x0a", response.model_name)
+                                     + _string_field(b"\x12", response.model_version))
+    parts: list[Any] = [head, _string_field(b"\x1a", response.id) if response.id else b""]
+    if response.parameters or final is not None:
+        # A serialised message holding only the map is that map's field-4 entries.
+        holder = pb.ModelInferResponse()
+        if response.parameters:
+            _set_parameters(holder.parameters, response.parameters)
+        if final is not None:
+            holder.parameters[FINAL_RESPONSE].bool_param = final
+        parts.append(holder.SerializeToString())
     outputs = response.outputs
     classified: dict[str, int] = {}
     if request.requested_outputs:
         wanted = set(request.requested_output_names)
         outputs = [t for t in outputs if t.name in wanted]
         classified = requested_classes(request)
-    parts: list[Any] = [b""]
+    contents: list[Any] = []
     model_labels = labels if classified and labels is not None else {}
     for tensor in outputs:
         if classified and tensor.name in classified:
             datatype, shape, data = classify(tensor, classified[tensor.name], config,
                                              model_labels.get(tensor.name))
             tensor = Tensor(tensor.name, datatype, tuple(shape), data, tensor.parameters)
-        entry = head.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
-        if tensor.parameters:
-            _set_parameters(entry.parameters, tensor.parameters)
+        parts.append(_output_entry(tensor))
         payload: Any
         if regions and tensor.name in regions:
             write_output(regions[tensor.name], tensor.name, tensor.datatype, tensor.data)
@@ -423,10 +432,10 @@ def encode_infer_response(
                     or not array.flags.c_contiguous:
                 array = np.ascontiguousarray(array, dtype=dtype)
             size = array.nbytes
-            payload = array.reshape(-1).view(np.uint8) if size else b""
-        parts.append(_RAW_OUTPUT_TAG + _varint(size))
-        parts.append(payload)
-    parts[0] = head.SerializeToString()
+            payload = array if size else b""  # joined as its (C-contiguous) buffer
+        contents.append(_RAW_OUTPUT_TAG + _varint(size))
+        contents.append(payload)
+    parts += contents
     return b"".join(parts)
 
 
@@ -439,6 +448,44 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def _string_field(tag: bytes, text: str) -> bytes:
+    """A string field as protobuf writes it; proto3 leaves an empty one out."""
+    if not text:
+        return b""
+    data = text.encode()
+    return tag + _varint(len(data)) + data
+
+
+# Written fields kept for the next response: model_name + model_version by model, and the
+# InferOutputTensor entries (field 5) by (name, datatype, shape), of which a model answers with
+# few. Bounded, as shapes may vary without end.
+_CACHE_LIMIT = 1024
+_MODEL_FIELDS: dict[tuple[str, str], bytes] = {}
+_OUTPUT_ENTRIES: dict[tuple[str, str, tuple[int, ...]], bytes] = {}
+
+
+def _output_entry(tensor: Tensor) -> bytes:
+    """The output's name, datatype, shape (and parameters) as one `outputs` entry."""
+    key = (tensor.name, tensor.datatype, tensor.shape)
+    entry = None if tensor.parameters else _OUTPUT_ENTRIES.get(key)
+    if entry is not None:
+        return entry
+    dims = b"".join(_varint(d & 0xFFFFFFFFFFFFFFFF) for d in tensor.shape)  # int64, packed
+    body = _string_field(b"\x0a", tensor.name) + _string_field(b"\x12", tensor.datatype)
+    if dims:
+        body += b"\x1a" + _varint(len(dims)) + dims
+    if tensor.parameters:
+        holder = pb.ModelInferResponse.InferOutputTensor()
+        _set_parameters(holder.parameters, tensor.parameters)
+        body += holder.SerializeToString()
+    entry = b"\x2a" + _varint(len(body)) + body
+    if not tensor.parameters:
+        if len(_OUTPUT_ENTRIES) >= _CACHE_LIMIT:
+            _OUTPUT_ENTRIES.clear()
+        _OUTPUT_ENTRIES[key] = entry
+    return entry
 
 
 def _set_parameters(target: Any, values: dict[str, Any]) -> None:
