@@ -1,6 +1,8 @@
 # The README's quick start: `make serve` and `make test` on a fresh machine.
 # `make serve ARGS="--http-port 9000 --log-verbose 1"` passes more tritonserver flags.
-PYTHON ?= python3
+# The interpreter .venv is built with: python3, or the system's when python3 is an unoptimised
+# build (tools/pick-python says why); `make PYTHON=python3.12 ...` chooses another.
+PYTHON ?= $(shell tools/pick-python)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
