@@ -39,14 +39,20 @@ def test_python_based_backend_serves_every_model_naming_it() -> None:
         assert client.get_model_config("adder")["backend"] == "pyadd"
 
 
+def _environment(venv: Path) -> None:
+    """An execution environment: a venv of the base interpreter that finds numpy (the stub's
+    one dependency) where this test run's does, and nothing of Tritium's."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    (site / "numpy_from_the_test_run.pth").write_text(str(Path(np.__file__).parent.parent))
+
+
 def test_execution_environment_runs_the_model_with_its_python(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(MODELS / "env_model", repo / "env_model")
     venv = repo / "env_model" / "venv"
-    # The base interpreter's site-packages hold numpy; the venv holds nothing of Tritium's.
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-                   check=True)
+    _environment(venv)
     with ServerProcess([repo]) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         result = client.infer("env_model", [http_input("IN", np.array([1], np.int32), "INT32")])
@@ -59,9 +65,7 @@ def test_execution_environment_from_an_archive(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(MODELS / "env_model", repo / "env_model")
     venv = tmp_path / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-                   check=True)
+    _environment(venv)
     with tarfile.open(repo / "env_model" / "env.tar.gz", "w:gz") as archive:
         archive.add(venv, arcname=".")
     config = repo / "env_model" / "config.pbtxt"

@@ -56,9 +56,11 @@ def test_the_stub_side_imports_only_itself_and_the_wire() -> None:
         if m not in allowed and not m.startswith(allowed_packages)
     }
     assert strays == set()
-    # Outside tritium: the standard library and numpy (the one dependency a stub needs).
+    # Outside tritium: the standard library and numpy (the one dependency a stub needs), and
+    # the site hooks an interpreter may run at start-up (Debian's Python has a sitecustomize).
     foreign = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names)
-    assert foreign <= {"numpy", "tritium", "_distutils_hack", "__main__"}, foreign
+    assert foreign <= {"numpy", "tritium", "_distutils_hack", "__main__", "sitecustomize",
+                       "usercustomize"}, foreign
 
 
 def test_the_wire_imports_neither_side() -> None:
