@@ -37,9 +37,10 @@ from support.server_process import ServerProcess  # noqa: E402
 Sample = dict[tuple[int, int], tuple[int, int, int, int]]
 
 
-def sample(pids: list[int]) -> Sample:
-    """(pid, tid) -> (utime, stime in clock ticks, voluntary, involuntary switches)."""
-    tasks: Sample = {}
+def _read_tasks(pids: list[int], *names: str) -> dict[tuple[int, int], list[str]]:
+    """(pid, tid) -> the text of the named /proc files of each thread of `pids` (threads gone
+    while read are left out)."""
+    tasks = {}
     for pid in pids:
         try:
             tids = os.listdir(f"/proc/{pid}/task")
@@ -47,33 +48,28 @@ def sample(pids: list[int]) -> Sample:
             continue
         for tid in tids:
             try:
-                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-                status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+                tasks[(pid, int(tid))] = [Path(f"/proc/{pid}/task/{tid}/{name}").read_text()
+                                          for name in names]
             except OSError:
                 continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            switches = {line.split(":")[0]: int(line.split()[1])
-                        for line in status.splitlines() if "ctxt_switches" in line}
-            tasks[(pid, int(tid))] = (int(fields[11]), int(fields[12]),
-                                      switches["voluntary_ctxt_switches"],
-                                      switches["nonvoluntary_ctxt_switches"])
+    return tasks
+
+
+def sample(pids: list[int]) -> Sample:
+    """(pid, tid) -> (utime, stime in clock ticks, voluntary, involuntary switches)."""
+    tasks: Sample = {}
+    for key, (stat, status) in _read_tasks(pids, "stat", "status").items():
+        fields = stat[stat.rindex(")") + 2:].split()
+        switches = {line.split(":")[0]: int(line.split()[1])
+                    for line in status.splitlines() if "ctxt_switches" in line}
+        tasks[key] = (int(fields[11]), int(fields[12]), switches["voluntary_ctxt_switches"],
+                      switches["nonvoluntary_ctxt_switches"])
     return tasks
 
 
 def thread_names(pids: list[int]) -> dict[tuple[int, int], str]:
     """(pid, tid) -> the thread's name (its `comm`)."""
-    names = {}
-    for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                names[(pid, int(tid))] = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            except OSError:
-                continue
-    return names
+    return {key: comm.strip() for key, (comm,) in _read_tasks(pids, "comm").items()}
 
 
 def report(before: Sample, after: Sample, server_pid: int, inferences: float,
