@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .frontend.busy_poll import DEFAULT_BUDGET_US
 from .frontend.extensions.restricted_api import build_restrictions
 from .frontend.grpc.options import GrpcOptions
 from .frontend.grpc.server import DEFAULT_MAX_MESSAGE_SIZE
@@ -192,6 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="largest gRPC request message, in bytes, also after decompression "
                             "(default 64 MB; Tritium's own flag)")
     serve.add_argument("--id", default="triton")
+    serve.add_argument("--busy-poll-us", type=_non_negative_int, default=DEFAULT_BUDGET_US,
+                       help="after answering the last request in flight, keep polling for the "
+                            "next one this long before sleeping (default "
+                            f"{DEFAULT_BUDGET_US}; 0: off; Tritium's own flag)")
     serve.add_argument("--ray-address", default="",
                        help="auto | ray://HOST:PORT | HOST:PORT: the Ray cluster that models "
                             "whose config has a 'ray' parameter place their instances on")

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from . import heap
 from .errors import TritonError
+from .frontend import busy_poll
 from .frontend.grpc import GrpcFrontend
 from .frontend.http import HttpFrontend
 from .frontend.http.server import bind
@@ -71,6 +72,7 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     print(model_table(server), file=sys.stderr, flush=True)
     print(options_table(server), file=sys.stderr, flush=True)
 
+    busy_poll.install(loop, args.busy_poll_us)
     try:
         for frontend in frontends:
             await frontend.start()

@@ -10,6 +10,9 @@ in-process API:
 - `each_on_loop`: every response handed to a callback on the loop, for frontends that answer
   from callbacks rather than tasks (the HTTP/1.1 protocol; `final_only` when it answers once).
 
+`each_on_loop` also counts the loop's requests in flight for its busy poll (`busy_poll`), which
+keeps the loop polling for a while after it answers the last of them.
+
 `submit` is `InferenceServer.infer_async` (the server looks the model up) or the `submit` of a
 model the frontend resolved once for the request (`InferenceServer.resolve`), so that decode,
 inference and encode all see one version. A response that arrives after the loop closed (a
@@ -24,6 +27,7 @@ from collections.abc import AsyncGenerator, Callable
 from .. import handoff
 from ..errors import TritonError
 from ..request import RESPONSE_COMPLETE_FINAL, Deliver, InferenceRequest, InferenceResponse
+from . import busy_poll
 
 # How a request reaches the core: InferenceServer.infer_async or ResolvedModel.submit.
 Submit = Callable[[InferenceRequest, Deliver], None]
@@ -102,6 +106,10 @@ def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnRespo
         # Counted while it awaits its answer: hand-offs are deferred only past a lone request.
         on_response = _counted(deferral, on_response)
         deferral.awaiting += 1
+    poll = busy_poll.current()
+    if poll is not None:
+        on_response = _polled(poll, on_response)
+        poll.inflight += 1
 
     def deliver(response: InferenceResponse | None, flags: int) -> None:
         try:
@@ -116,7 +124,20 @@ def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnRespo
     except BaseException:
         if deferral is not None:
             deferral.awaiting -= 1
+        if poll is not None:
+            poll.inflight -= 1
         raise
+
+
+def _polled(poll: busy_poll.BusyPoll, on_response: OnResponse) -> OnResponse:
+    def polled(response: InferenceResponse | None, final: bool) -> None:
+        try:
+            on_response(response, final)
+        finally:
+            if final:  # after the answer is written: the poll waits for the next request
+                poll.answered()
+
+    return polled
 
 
 def _counted(deferral: handoff.Deferral, on_response: OnResponse) -> OnResponse:
