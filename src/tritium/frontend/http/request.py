@@ -102,11 +102,17 @@ def decode_infer_request(
     if header_length == 0:
         return _decode_raw(model_name, model_version, body, config)
 
-    document = load_json(body[:header_length] if header_length != len(body) else body)
+    header = body[:header_length] if header_length != len(body) else body
+    key = (header, len(body))
+    template = _TEMPLATES.get(key)
+    if template is not None:
+        return template.request(model_name, model_version, memoryview(body), header_length)
+    document = load_json(header)
     if not isinstance(document, dict):
         raise parse_error("inputs", missing("inputs"))
     request = InferenceRequest(model_name, model_version)
     plan = OutputPlan()
+    parameters: dict[str, Any] = {}
     # Same order as Triton: id, parameters, inputs (+ binary data), outputs.
     if "id" in document:
         request_id = document["id"]
@@ -114,17 +120,78 @@ def decode_infer_request(
             raise parse_error("id", NOT_STRING)
         request.id = request_id
     if "parameters" in document:
-        apply_parameters(request, _request_parameters(document["parameters"], plan))
+        parameters = _request_parameters(document["parameters"], plan)
+        apply_parameters(request, parameters)
     prefix = log_prefix(request.id)
     view = memoryview(body)
-    offset = _decode_inputs(document, request, view, header_length, config, prefix, regions)
+    offset, sizes = _decode_inputs(document, request, view, header_length, config, prefix,
+                                   regions)
     if offset != len(body):
         raise TritonError.invalid_arg(
             f"unexpected additional input data for model '{model_name}'"
         )
     if "outputs" in document:
         _decode_outputs(document["outputs"], request, plan, regions)
+    if (sizes is not None and plan.regions is None and not request.id
+            and len(header) <= _TEMPLATE_HEADER_LIMIT):
+        if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = _Template.of(request, parameters, sizes, plan)
     return request, plan
+
+
+# Decoded headers by (header bytes, body length): clients send the same header with every
+# request of a kind (tritonclient, perf_analyzer), and a header that decoded once, with a body
+# as long, decodes again to the same request: only its tensors' bytes differ. Kept for headers
+# whose inputs are all binary and that name no shared memory (regions may change between
+# requests), so a request from a template reads nothing but its own body; not for headers with
+# an `id`, which is most often new with every request. Bounded, as headers may vary without end.
+_TEMPLATE_LIMIT = 256
+_TEMPLATE_HEADER_LIMIT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """What a header decodes to, less the tensors' bytes."""
+
+    id: str
+    parameters: dict[str, Any]  # as apply_parameters takes them
+    inputs: tuple[tuple[str, str, tuple[int, ...], int], ...]  # name, datatype, shape, size
+    outputs: tuple[tuple[str, dict[str, Any]], ...]  # requested: name, parameters
+    default_binary: bool
+    requested: dict[str, tuple[bool, int]]
+    classifies: bool
+
+    @classmethod
+    def of(cls, request: InferenceRequest, parameters: dict[str, Any], sizes: list[int],
+           plan: OutputPlan) -> _Template:
+        inputs = tuple((t.name, t.datatype, t.shape, size)
+                       for t, size in zip(request.inputs.values(), sizes, strict=True))
+        outputs = tuple((o.name, dict(o.parameters)) for o in request.requested_outputs)
+        return cls(request.id, dict(parameters), inputs, outputs, plan.default_binary,
+                   dict(plan.requested), plan.classifies)
+
+    def request(self, model_name: str, model_version: int, view: memoryview, offset: int
+                ) -> tuple[InferenceRequest, OutputPlan]:
+        """A request of this header, its tensors read from `view` past the header. The
+        conversion of each tensor's bytes is checked again (BYTES elements are the body's)."""
+        request = InferenceRequest(model_name, model_version, id=self.id)
+        if self.parameters:
+            apply_parameters(request, self.parameters)
+        prefix = log_prefix(self.id)
+        tensors = request.inputs
+        for name, datatype, shape, size in self.inputs:
+            tensors[name] = Tensor(name, datatype, shape, input_from_wire(
+                view[offset : offset + size], datatype, shape, name, model_name, prefix))
+            offset += size
+        requested = request.requested_outputs
+        for name, parameters in self.outputs:
+            requested.append(RequestedOutput(name, dict(parameters)))
+        return request, OutputPlan(self.default_binary, dict(self.requested), None,
+                                   self.classifies)
+
+
+_TEMPLATES: dict[tuple[bytes, int], _Template] = {}
 
 
 # The request parameters Triton's HTTP frontend reads itself: what each value must be, and the
@@ -180,9 +247,11 @@ def _decode_inputs(
     config: Any,
     prefix: str,
     regions: SharedMemoryManager,
-) -> int:
-    """Fill request.inputs; return the body offset after the last binary input."""
+) -> tuple[int, list[int] | None]:
+    """Fill request.inputs; return the body offset after the last binary input, and each
+    input's size in the body when every input is binary (else None)."""
     model_name = request.model_name
+    sizes: list[int] | None = []
     if "inputs" not in document:
         raise parse_error("inputs", missing("inputs"))
     inputs = document["inputs"]
@@ -221,14 +290,18 @@ def _decode_inputs(
                 view[offset : offset + size], datatype, shape, name, model_name, prefix
             )
             offset += size
+            if sizes is not None:
+                sizes.append(size)
         elif "shared_memory_region" in params:
             data = input_from_wire(
                 _tensor_region(params, regions), datatype, shape, name, model_name, prefix
             )
+            sizes = None
         else:
             data = array_from_json(name, datatype, shape, item["data"], model_name, prefix)
+            sizes = None
         tensors[name] = Tensor(name, datatype, shape, data)
-    return offset
+    return offset, sizes
 
 
 def _entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]]:
