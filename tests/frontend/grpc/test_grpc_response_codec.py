@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tritonclient.grpc import service_pb2 as pb
 
-from tritium.frontend.grpc.codec import encode_infer_response
+from tritium.frontend.grpc.infer_response import encode_infer_response
 from tritium.request import InferenceRequest, InferenceResponse
 from tritium.tensor import Tensor
 

@@ -4,7 +4,8 @@
 may ask of it; `options` is the endpoint's configuration (TLS, keepalive, limits); `server` runs
 grpcio method handlers over it, each RPC a `call` (`immediate`: ModelInfer's, without a task);
 `service` holds the RPC bodies (`GrpcFrontend` is the endpoint `tritium serve` starts); `codec`
-is the ModelInfer wire format; `stream` is ModelStreamInfer; `repository` and `shared_memory`
+reads ModelInfer requests and `infer_response` writes the answers (`protowire`: the varints and
+fields both handle by hand); `stream` is ModelStreamInfer; `repository` and `shared_memory`
 answer the repository and shared-memory RPCs.
 """
 

@@ -31,13 +31,9 @@ from ..extensions import logging_api, trace_api
 from ..extensions.header_forward import forward_headers
 from ..extensions.restricted_api import Restriction, restrict_grpc
 from ..extensions.statistics_api import statistics_proto
-from .codec import (
-    ParsedInferRequest,
-    decode_infer_request,
-    encode_infer_response,
-    parse_infer_request,
-)
+from .codec import ParsedInferRequest, decode_infer_request, parse_infer_request
 from .immediate import ImmediateCall, ImmediateUnary, MethodHandler
+from .infer_response import encode_infer_response
 from .options import GrpcOptions
 from .repository import RepositoryService
 from .server import GrpcServer

@@ -43,14 +43,8 @@ from ...server import InferenceServer, ResolvedModel
 from .. import loop_bridge
 from ..extensions.header_forward import forward_headers
 from ..extensions.shared_memory import OutputRegion
-from .codec import (
-    ParsedInferRequest,
-    decode_infer_request,
-    enable_empty_final_response,
-    encode_infer_response,
-    encode_stream_head,
-    encode_stream_response,
-)
+from .codec import ParsedInferRequest, decode_infer_request, enable_empty_final_response
+from .infer_response import encode_infer_response, encode_stream_head, encode_stream_response
 
 log = logging.getLogger("tritium.frontend.grpc")
 
