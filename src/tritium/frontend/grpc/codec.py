@@ -10,6 +10,7 @@ message (`np.frombuffer` on it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from ...tensor import (
 )
 from ..extensions.limits import check_requested_outputs
 from ..extensions.shared_memory import OutputRegion, SharedMemoryManager, region_view
-from .protowire import read_varint
+from .protowire import read_varint, varint
 
 _DTYPES: dict[str, np.dtype] = {name: numpy_dtype(name) for name in DATATYPES}
 
@@ -47,15 +48,21 @@ _SCAN_THRESHOLD = 48 * 1024
 
 # -- ModelInferRequest: parsing -----------------------------------------------------------------
 
-ParsedInferRequest = tuple[pb.ModelInferRequest, Sequence["bytes | memoryview"]]
+# The message, its raw_input_contents, and its bytes before them (the key to its template).
+ParsedInferRequest = tuple[pb.ModelInferRequest, Sequence["bytes | memoryview"], "bytes | None"]
 
 
 def parse_infer_request(data: bytes) -> ParsedInferRequest:
-    """Wire bytes -> (message without its raw contents, raw_input_contents).
+    """Wire bytes -> (message, raw_input_contents, template key: see `template_key`).
 
     Big messages are scanned field by field: raw_input_contents (field 7) entries become
     memoryviews of `data` (no copy) and only the rest goes through protobuf.
     """
+    message, raws = _parse(data)
+    return message, raws, template_key(data, raws)
+
+
+def _parse(data: bytes) -> tuple[pb.ModelInferRequest, Sequence[bytes | memoryview]]:
     if len(data) < _SCAN_THRESHOLD:
         message = pb.ModelInferRequest.FromString(data)
         return message, list(message.raw_input_contents)
@@ -97,19 +104,28 @@ def decode_infer_request(
     message: pb.ModelInferRequest,
     raws: Sequence[bytes | memoryview],
     regions: SharedMemoryManager,
+    key: bytes | None = None,
 ) -> tuple[InferenceRequest, dict[str, OutputRegion] | None]:
     """ModelInferRequest -> InferenceRequest, with Triton's checks and messages, and the
-    outputs to write into client shared memory (`regions` are the registered ones)."""
+    outputs to write into client shared memory (`regions` are the registered ones). With the
+    message's template `key`, a message decoded before is decoded from its template."""
+    if key is not None:
+        template = _TEMPLATES.get(key)
+        if template is not None and len(raws) == len(template.inputs):
+            return template.request(raws), None
     model = message.model_name
     rid = message.id
     request = InferenceRequest(model, parse_version(message.model_version), id=rid)
+    request_parameters: dict[str, Any] = {}
     if message.parameters:
-        apply_parameters(request, _request_parameters(message.parameters))
+        request_parameters = _request_parameters(message.parameters)
+        apply_parameters(request, request_parameters)
 
     prefix = log_prefix(rid)
     inputs: dict[str, Tensor] = request.inputs
     raw_count = len(raws)
     raw_index = 0
+    all_raw = True
     for io in message.inputs:
         name = io.name
         if name in inputs:
@@ -141,6 +157,7 @@ def decode_infer_request(
             data = input_from_wire(view, datatype, shape, name, model, prefix)
             # Triton lets a shared-memory input leave its raw_input_contents slot unused.
             raw_index += raw_index < raw_count
+            all_raw = False
         elif io.HasField("contents"):
             if raw_count:
                 raise TritonError.invalid_arg(
@@ -148,6 +165,7 @@ def decode_infer_request(
                     f"'{name}' for model '{model}'"
                 )
             data = _contents_array(io, datatype, dtype, shape, model, prefix)
+            all_raw = False
         elif raw_index < raw_count:
             data = input_from_wire(raws[raw_index], datatype, shape, name, model, prefix)
             raw_index += 1
@@ -186,7 +204,85 @@ def decode_infer_request(
                 targets = {}
             targets[out.name] = OutputRegion(_tensor_region(out.parameters, out.name, regions))
         request.requested_outputs.append(RequestedOutput(out.name, out_parameters))
+    if key is not None and all_raw and targets is None and not rid and _whole_fields(key):
+        if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = _Template.of(request, request_parameters)
     return request, targets
+
+
+# -- ModelInferRequest: templates ----------------------------------------------------------------
+
+# Decoded requests by the message's bytes before its raw_input_contents: clients send the same
+# fields with every request of a kind, and the same fields decode to the same request but for
+# its tensors' bytes (as HTTP's header templates, http/request.py). Kept for messages whose
+# inputs are all raw contents, that name no shared memory and carry no id. Bounded.
+_TEMPLATE_LIMIT = 256
+_TEMPLATE_KEY_LIMIT = 4096
+_RAW_INPUT_TAG = b"\x3a"  # field 7 (raw_input_contents), wire type 2
+
+
+def template_key(data: bytes, raws: Sequence[bytes | memoryview]) -> bytes | None:
+    """`data` before its raw_input_contents when those are its last fields, each whole and in
+    order (protobuf writes a message's fields in number order, raw_input_contents last); None
+    for any other layout and for long keys."""
+    end = len(data)
+    for raw in reversed(raws):
+        size = len(raw)
+        head = _RAW_INPUT_TAG + varint(size)
+        end -= len(head) + size
+        if end < 0 or data[end : end + len(head)] != head:
+            return None
+    return bytes(data[:end]) if end <= _TEMPLATE_KEY_LIMIT else None
+
+
+def _whole_fields(key: bytes) -> bool:
+    """Whether `key` is whole fields holding no raw contents: then it ends where the message's
+    raw_input_contents begin (its parse follows the message's own up to there), and every
+    message starting with it and ending in raw contents only has the fields it has. Checked
+    once, before a template is kept: without it, a message whose raw contents merely look like
+    that layout could keep its own fields under another client's key."""
+    try:
+        return not pb.ModelInferRequest.FromString(key).raw_input_contents
+    except Exception:  # not whole fields (protobuf's DecodeError)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """What a message decodes to, less its tensors' bytes."""
+
+    model: str
+    version: int
+    parameters: dict[str, Any]  # as apply_parameters takes them
+    inputs: tuple[tuple[str, str, tuple[int, ...], dict[str, Any]], ...]
+    outputs: tuple[tuple[str, dict[str, Any]], ...]
+
+    @classmethod
+    def of(cls, request: InferenceRequest, parameters: dict[str, Any]) -> _Template:
+        return cls(request.model_name, request.model_version, dict(parameters),
+                   tuple((t.name, t.datatype, t.shape, dict(t.parameters))
+                         for t in request.inputs.values()),
+                   tuple((o.name, dict(o.parameters)) for o in request.requested_outputs))
+
+    def request(self, raws: Sequence[bytes | memoryview]) -> InferenceRequest:
+        """A request of this template, its tensors from `raws` (each conversion checked)."""
+        request = InferenceRequest(self.model, self.version)
+        if self.parameters:
+            apply_parameters(request, self.parameters)
+        model = self.model
+        prefix = log_prefix("")
+        inputs = request.inputs
+        for (name, datatype, shape, parameters), raw in zip(self.inputs, raws, strict=True):
+            inputs[name] = Tensor(name, datatype, shape, input_from_wire(
+                raw, datatype, shape, name, model, prefix), dict(parameters))
+        requested = request.requested_outputs
+        for name, parameters in self.outputs:
+            requested.append(RequestedOutput(name, dict(parameters)))
+        return request
+
+
+_TEMPLATES: dict[bytes, _Template] = {}
 
 
 _SHM_PARAMETERS = frozenset(("shared_memory_region", "shared_memory_offset",

@@ -248,7 +248,7 @@ class _InferenceService:
         callback on the loop."""
         if parsed is None:
             return call.abort(grpc.StatusCode.INTERNAL, _UNPARSABLE)
-        message, raws = parsed
+        message, raws, key = parsed
         try:
             # Like Triton: the model (and whether ModelInfer may serve it) is settled before the
             # tensors are looked at, so an unknown model wins over anything wrong in the data.
@@ -258,7 +258,8 @@ class _InferenceService:
                     raise TritonError.unsupported(
                         "ModelInfer RPC doesn't support models with decoupled transaction policy"
                     )
-                request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+                request, regions = decode_infer_request(message, raws,
+                                                        self.server.shared_memory, key)
                 context = call.context
                 if self.header_forward is not None:
                     forward_headers(request, self.header_forward, context.invocation_metadata())

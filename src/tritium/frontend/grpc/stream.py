@@ -137,7 +137,7 @@ class _Stream:
 
     def _start(self, parsed: ParsedInferRequest) -> None:
         """Decode one request (in arrival order) and start the task that runs it."""
-        message, raws = parsed
+        message, raws, key = parsed
         decoupled = False
         model: ResolvedModel | None = None
         request: InferenceRequest | None = None
@@ -148,7 +148,8 @@ class _Stream:
             # once: decode, inference and encode see the same version.
             model = self.server.resolve(message.model_name, message.model_version)
             decoupled = model.decoupled
-            request, regions = decode_infer_request(message, raws, self.server.shared_memory)
+            request, regions = decode_infer_request(message, raws, self.server.shared_memory,
+                                                    key)
             forward_headers(request, self.header_forward, self.metadata)
         except TritonError as err:
             error = err
