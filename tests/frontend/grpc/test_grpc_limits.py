@@ -157,6 +157,7 @@ def test_a_compressed_message_within_the_limit_is_served(limited) -> None:
 @pytest.mark.parametrize("header, status, text", [
     (("", "x"), "13", "Illegal header key"),
     (("Upper-Case", "x"), "13", "Illegal header key"),
+    (("x-newline\n", "x"), "13", "Illegal header key"),
     (("x-trace-bin", "!!not base64!!"), "13", "Error parsing 'x-trace-bin' metadata"),
     (("x-big", "v" * 70_000), "8", "received metadata size exceeds limit"),
 ])
