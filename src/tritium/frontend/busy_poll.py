@@ -4,11 +4,12 @@ polling its sockets for `--busy-poll-us` before it sleeps.
 Why: a client that waits for each answer before it asks again (concurrency 1) sends its next
 request within tens of microseconds of the answer. If the server's core has gone idle in that
 gap, taking the request first wakes the core: on a virtual machine that is an interrupt to a
-halted virtual CPU, whose latency adds to every request (measured here: a lone add_sub client
-got 11-29 % more answers per second with the poll, at the same CPU per request). Triton's
-threads keep its core busy the same way (gRPC's completion-queue polling, the python backend's
-message-queue waits); Linux's `net.core.busy_poll` is the kernel's form of it, which loopback
-and most virtual NICs do not offer.
+halted virtual CPU, whose latency adds to every request (measured on the benchmark VM: a lone
+add_sub client got 9-35 % more answers per second with the poll, at about the same CPU per
+request). Triton's server keeps its core busier at concurrency 1 (its core measured 99 % busy
+against Tritium's 81 % without the poll, its gRPC thread preempted twice per request);
+Linux's `net.core.busy_poll` is the kernel's form of the idea, which loopback and most virtual
+NICs do not offer.
 
 The poll is bounded three ways, so that it costs nothing under load and little at rest: it
 starts only when the loop's last in-flight request has been answered, it stops as soon as a
