@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from tritonclient.grpc import service_pb2 as pb
 
+from ...datatypes import NUMPY_DTYPES
 from ...errors import TritonError
 from ...request import (
     InferenceRequest,
@@ -34,13 +35,10 @@ from ...tensor import (
     empty_input,
     input_data_error,
     input_from_wire,
-    numpy_dtype,
 )
 from ..extensions.limits import check_requested_outputs
 from ..extensions.shared_memory import OutputRegion, SharedMemoryManager, region_view
 from .protowire import read_varint, varint
-
-_DTYPES: dict[str, np.dtype] = {name: numpy_dtype(name) for name in DATATYPES}
 
 # Requests at least this big are scanned by hand so raw tensors stay views of the message; below
 # it protobuf's C parser is faster than the Python scan and the copies are negligible.
@@ -135,7 +133,7 @@ def decode_infer_request(
         if parameters and _SHM_PARAMETERS.intersection(parameters):
             view = _tensor_region(io.parameters, name, regions)
         datatype = io.datatype
-        dtype = _DTYPES.get(datatype)
+        dtype = NUMPY_DTYPES.get(datatype)
         if dtype is None:
             raise TritonError.invalid_arg(
                 f"{prefix}invalid datatype '{datatype}' for input '{name}' of model "
@@ -361,7 +359,7 @@ def _contents_array(
         elif carried == datatype:
             data = np.array(values, dtype=dtype)
         else:  # INT8/INT16/UINT8/UINT16 from 32-bit elements: keep the low bytes
-            data = np.array(values, dtype=_DTYPES[carried]).astype(dtype)
+            data = np.array(values, dtype=NUMPY_DTYPES[carried]).astype(dtype)
     count = element_count(shape)
     got = 0 if data is None else len(data)
     if got != count:

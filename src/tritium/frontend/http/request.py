@@ -103,8 +103,9 @@ def decode_infer_request(
         return _decode_raw(model_name, model_version, body, config)
 
     header = body[:header_length] if header_length != len(body) else body
-    key = (header, len(body))
-    template = _TEMPLATES.get(key)
+    # (A header too long to be kept is not hashed: JSON data can make it megabytes.)
+    key = (header, len(body)) if len(header) <= _TEMPLATE_HEADER_LIMIT else None
+    template = _TEMPLATES.get(key) if key is not None else None
     if template is not None:
         return template.request(model_name, model_version, memoryview(body), header_length)
     document = load_json(header)
@@ -132,8 +133,7 @@ def decode_infer_request(
         )
     if "outputs" in document:
         _decode_outputs(document["outputs"], request, plan, regions)
-    if (sizes is not None and plan.regions is None and not request.id
-            and len(header) <= _TEMPLATE_HEADER_LIMIT):
+    if key is not None and sizes is not None and plan.regions is None and not request.id:
         if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
             _TEMPLATES.clear()
         _TEMPLATES[key] = _Template.of(request, parameters, sizes, plan)
