@@ -25,7 +25,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-_local = threading.local()
+
+class _Local(threading.local):
+    # A class default, so that a thread that never deferred finds None without the
+    # AttributeError a missing attribute raises (and getattr's default swallows) each time.
+    deferral: Deferral | None = None
+
+
+_local = _Local()
 
 
 class Deferral:
@@ -54,21 +61,20 @@ class Deferral:
 def deferring(deferral: Deferral | None) -> Deferral | None:
     """Make this thread's hand-offs go through `deferral` (None: at once), until the next
     call; returns the one before, for the caller to restore."""
-    previous: Deferral | None = getattr(_local, "deferral", None)
+    previous = _local.deferral
     _local.deferral = deferral
     return previous
 
 
 def current() -> Deferral | None:
     """The deferral this thread's hand-offs go through now, if any."""
-    deferral: Deferral | None = getattr(_local, "deferral", None)
-    return deferral
+    return _local.deferral
 
 
 def hand_off(put: Callable[[Any], None], item: Any) -> None:
     """`put(item)` now, or at the end of the loop's turn while this thread defers and other
     requests than this one await their answers."""
-    deferral: Deferral | None = getattr(_local, "deferral", None)
+    deferral = _local.deferral
     if deferral is None or deferral.awaiting <= 1:
         put(item)
     else:

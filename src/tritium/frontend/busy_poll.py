@@ -29,7 +29,13 @@ from time import perf_counter_ns
 # `tritium serve --busy-poll-us`'s default: beyond a local client's turnaround (under 50 us here).
 DEFAULT_BUDGET_US = 100
 
-_local = threading.local()
+
+class _Local(threading.local):
+    # A class default: a thread without a poll finds None without raising AttributeError.
+    poll: BusyPoll | None = None
+
+
+_local = _Local()
 _yield = getattr(os, "sched_yield", lambda: None)
 
 
@@ -73,8 +79,7 @@ def install(loop: asyncio.AbstractEventLoop, budget_us: int) -> None:
 
 def current() -> BusyPoll | None:
     """The busy poll of the loop running on this thread, if `install` set one up."""
-    poll: BusyPoll | None = getattr(_local, "poll", None)
-    return poll
+    return _local.poll
 
 
 __all__ = ["DEFAULT_BUDGET_US", "BusyPoll", "current", "install"]

@@ -236,6 +236,10 @@ class DynamicBatchScheduler:
 
     def _shape_key(self, request: InferenceRequest) -> Hashable:
         inputs = request.inputs
+        names = self._equal_shape_inputs
+        if len(names) == 1 and not self._has_optional:  # the usual case, without a generator
+            tensor = inputs.get(names[0])
+            return (tensor.shape[1:] if tensor is not None else None,)
         key = tuple(
             inputs[name].shape[1:] if name in inputs else None
             for name in self._equal_shape_inputs

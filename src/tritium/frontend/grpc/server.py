@@ -82,7 +82,11 @@ class GrpcServer:
                     headers: list[tuple[str, str]]) -> Call | None:
         try:
             _check_headers(headers, self.limits.max_header_list_size)
-            path = next((value for name, value in headers if name == ":path"), "")
+            path = ""
+            for name, value in headers:  # a loop: next() over a generator costs more
+                if name == ":path":
+                    path = value
+                    break
             handler = self._handlers.get(path)
             if handler is None:
                 raise CallError(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
