@@ -63,7 +63,9 @@ def parse_infer_request(data: bytes) -> ParsedInferRequest:
 def _parse(data: bytes) -> tuple[pb.ModelInferRequest, Sequence[bytes | memoryview]]:
     if len(data) < _SCAN_THRESHOLD:
         message = pb.ModelInferRequest.FromString(data)
-        return message, list(message.raw_input_contents)
+        # Slices, not iteration: protobuf's repeated fields iterate by index until an
+        # IndexError (its message formatted, then dropped), at three times the cost.
+        return message, message.raw_input_contents[:]
     view = memoryview(data)
     rest: list[memoryview] = []
     raws: list[memoryview] = []
@@ -124,7 +126,7 @@ def decode_infer_request(
     raw_count = len(raws)
     raw_index = 0
     all_raw = True
-    for io in message.inputs:
+    for io in message.inputs[:]:
         name = io.name
         if name in inputs:
             raise TritonError.invalid_arg(f"{prefix}input '{name}' already exists in request")
@@ -139,7 +141,7 @@ def decode_infer_request(
                 f"{prefix}invalid datatype '{datatype}' for input '{name}' of model "
                 f"'{model}'; expected one of {', '.join(sorted(DATATYPES))}"
             )
-        shape = tuple(io.shape)
+        shape = tuple(io.shape[:])
         for dim in shape:
             if dim < 0:
                 raise TritonError.invalid_arg(
@@ -181,7 +183,7 @@ def decode_infer_request(
 
     check_requested_outputs(len(message.outputs), model)
     targets: dict[str, OutputRegion] | None = None
-    for out in message.outputs:
+    for out in message.outputs[:]:
         out_parameters = _plain(out.parameters) if out.parameters else {}
         if out_parameters and "classification" in out_parameters:
             if "shared_memory_region" in out_parameters:
