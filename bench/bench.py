@@ -4,7 +4,8 @@ Suites:
 - identity: Tritium's identity backend (FP32 [1,16]), the server's own overhead.
 - python: Triton's add_sub python-backend model (FP32 [16], max_batch_size 8, one instance)
   and issue 14's identity_fp32 (FP32 [-1], two instances, dynamic batching 500 us), served by
-  Tritium and by real Triton 2.51, measured in alternation in the same run; with each cell the
+  Tritium and by real Triton 2.51, measured in alternation in the same run (`--rounds`, default
+  2: each cell's runs alternate between the servers and are added up); with each cell the
   server CPU per inference (server_cpu.py), and the idle stubs' RSS of both servers.
 - onnx: a small ONNX MLP (64 -> 128 -> 16, FP32) on Tritium's onnxruntime backend at
   concurrency 1, batch 1 and 8, next to the same onnxruntime session settings called directly in
@@ -82,6 +83,23 @@ def cell(server: ServerProcess, protocol: str, model: str, concurrency: int, sec
                           outputs, warmup=0, prefix=client_pin)
     result.cpu_us = meter.per_request_us(result.requests + result.errors)
     return result
+
+
+def merge_rounds(results: list[Result]) -> Result:
+    """Rounds of one cell as one: requests over the time of all, CPU per request over all,
+    latency percentiles averaged (the load generators report percentiles, not samples)."""
+    if len(results) == 1:
+        return results[0]
+    served = sum(r.requests + r.errors for r in results)
+    return Result(
+        results[0].protocol, results[0].concurrency,
+        requests=sum(r.requests for r in results), errors=sum(r.errors for r in results),
+        seconds=sum(r.seconds for r in results),
+        p50_us=sum(r.p50_us for r in results) / len(results),
+        p99_us=sum(r.p99_us for r in results) / len(results),
+        cpu_us=sum(r.cpu_us * (r.requests + r.errors) for r in results) / served
+        if served else float("nan"),
+    )
 
 
 def single_table(title: str, results: list[Result]) -> str:
@@ -222,7 +240,7 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
             for model, (inputs, outputs, title) in models.items():
                 tables.append(_python_rows(args.seconds, servers, client_pin, model,
                                            ("http", "grpc"), concurrencies, inputs, outputs,
-                                           title))
+                                           title, args.rounds))
             if not batched:
                 inputs = [("INPUT0", np.random.default_rng(0).random((1, 1000),
                                                                    dtype=np.float32))]
@@ -230,7 +248,7 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
                     args.seconds, servers, client_pin, "identity_fp32", ("http-json",),
                     concurrencies, inputs, ["OUTPUT0"],
                     "identity_fp32 python model, FP32 [1,1000] as JSON data both ways, two "
-                    "instances, dynamic batching (500 us)"))
+                    "instances, dynamic batching (500 us)", args.rounds))
         finally:
             tritium.stop()
             if triton is not None:
@@ -242,22 +260,29 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
 
 def _python_rows(seconds: int, servers: tuple[ServerProcess, ServerProcess | None],
                  client_pin: list[str], model: str, protocols: tuple[str, ...],
-                 concurrencies: list[int], inputs: Inputs, outputs: list[str], title: str
-                 ) -> str:
-    """One model's table: each protocol at each concurrency, Tritium then Triton."""
+                 concurrencies: list[int], inputs: Inputs, outputs: list[str], title: str,
+                 rounds: int = 1) -> str:
+    """One model's table: each protocol at each concurrency, Tritium then Triton, `rounds`
+    times in alternation (a slow spell of the host then falls on both servers)."""
     tritium, triton = servers
     pairs, alone = [], []
     for protocol in protocols:
         for concurrency in concurrencies:
-            ours = cell(tritium, protocol, model, concurrency, seconds, inputs, outputs,
-                        client_pin)
+            ours_rounds: list[Result] = []
+            theirs_rounds: list[Result] = []
+            for _ in range(rounds):
+                ours_rounds.append(cell(tritium, protocol, model, concurrency, seconds, inputs,
+                                        outputs, client_pin))
+                if triton is not None:
+                    theirs_rounds.append(cell(triton, protocol, model, concurrency, seconds,
+                                              inputs, outputs, client_pin))
+            ours = merge_rounds(ours_rounds)
             line = (f"{model} {protocol} c={concurrency}: tritium {ours.throughput:,.0f}/s "
                     f"{ours.cpu_us:,.0f} us CPU")
             if triton is None:
                 alone.append(ours)
             else:
-                theirs = cell(triton, protocol, model, concurrency, seconds, inputs, outputs,
-                              client_pin)
+                theirs = merge_rounds(theirs_rounds)
                 pairs.append((ours, theirs))
                 line += f", triton {theirs.throughput:,.0f}/s {theirs.cpu_us:,.0f} us CPU"
             print(line, flush=True)
@@ -273,6 +298,9 @@ def main() -> int:
                                             "ray", "all"],
                         default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="python suites: measured runs per cell, Tritium and Triton in "
+                             "alternation (throughput and CPU over all, percentiles averaged)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--batch-concurrency", type=int, nargs="+", default=[32],
                         help="concurrency of the batching suites")
@@ -312,7 +340,8 @@ def main() -> int:
         tables.append(native_bench.native_suite(args, pin, client_pin))
     text = "\n\n".join(tables)
     pinning = "server on core 0, wrk/h2load on core 1" if pin else "unpinned"
-    text += f"\n\n({args.seconds} s per cell, {pinning})\n"
+    rounds = f", python suites {args.rounds} rounds in alternation" if args.rounds > 1 else ""
+    text += f"\n\n({args.seconds} s per cell{rounds}, {pinning})\n"
     print("\n" + text)
     args.output.write_text(text)
     return 0
