@@ -12,8 +12,6 @@ the body takes them.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import logging
 import re
 import struct
@@ -24,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
+from .call_headers import CallHeaders
 from .compression import INFER_METHODS, compress, encoding_header, response_algorithm
 from .http2 import H2Connection, H2Stream, encode_headers
 from .immediate import ImmediateUnary
@@ -36,23 +35,10 @@ log = logging.getLogger("tritium.frontend.grpc")
 RESPONSE_HEADERS = encode_headers([(":status", "200"), ("content-type", "application/grpc")])
 _OK_TRAILERS = encode_headers([("grpc-status", "0")])
 _PREFIX = struct.Struct(">BI")
-# Headers that are the transport's, not the call's metadata (grpc.aio leaves them out too).
-_TRANSPORT_HEADERS = frozenset((
-    "content-type", "te", "grpc-timeout", "grpc-encoding", "grpc-accept-encoding",
-))
 _TIMEOUT = re.compile(r"^(\d{1,8})([HMSmun])$")
 _TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 # zlib window bits per grpc-encoding.
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-
-
-class CallError(Exception):
-    """A request that cannot become a call: it is answered with this status alone."""
-
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(details)
-        self.code = code
-        self.details = details
 
 
 class AbortError(Exception):
@@ -146,10 +132,9 @@ class Call:
     """One RPC on one stream (the `http2.StreamHandler` of that stream)."""
 
     def __init__(self, server: GrpcServer, connection: H2Connection, stream: H2Stream,
-                 handler: _AioMethodHandler, headers: list[tuple[str, str]],
-                 path: str = "") -> None:
+                 handler: _AioMethodHandler, headers: CallHeaders) -> None:
         self.server = server
-        self.path = path
+        self.path = headers.path
         self.connection = connection
         self.stream = stream
         self.handler = handler
@@ -161,37 +146,25 @@ class Call:
         self.on_cancel: Callable[[], None] | None = None
         self.deadline: asyncio.TimerHandle | None = None
         self.deadline_passed = False
-        self.encoding = "identity"
+        self.encoding = headers.encoding
         self.held = 0  # request bytes counted in connection.buffered_input
         self.unreleased = 0  # DATA bytes not yet given back to the client's window
         self.failed = False
-        metadata: list[tuple[str, Any]] = []
-        timeout = None
-        accept_encoding = None
-        for name, value in headers:
-            if name[0] == ":" or name in _TRANSPORT_HEADERS:
-                if name == "grpc-timeout":
-                    timeout = value
-                elif name == "grpc-encoding":
-                    self.encoding = value
-                elif name == "grpc-accept-encoding":
-                    accept_encoding = value
-                continue
-            metadata.append((name, _binary(name, value) if name.endswith("-bin") else value))
-        self.context = _Context(tuple(metadata), server.loop)
+        self.context = _Context(headers.metadata, server.loop)
         # The response's compression (--grpc-infer-response-compression-level): its headers.
         self.response_headers = RESPONSE_HEADERS
         self.compression: str | None = None
         if server.compression_level != "none" and self.path in INFER_METHODS:
-            self.compression = response_algorithm(server.compression_level, accept_encoding)
+            self.compression = response_algorithm(server.compression_level,
+                                                  headers.accept_encoding)
             if self.compression is not None:
                 self.response_headers += encoding_header(self.compression)
         self.requests: _Requests | None = None
         if handler.request_streaming:
             self.requests = _Requests(handler.request_deserializer, self._taken)
             self._run(self._stream())
-        if timeout is not None:
-            self._set_deadline(timeout)
+        if headers.timeout is not None:
+            self._set_deadline(headers.timeout)
 
     def _run(self, body: Any) -> None:
         """Run the call's body; it counts against the connection's concurrent streams until it
@@ -468,15 +441,6 @@ class Call:
         if self.deadline is not None:
             self.deadline.cancel()
             self.deadline = None
-
-
-def _binary(name: str, value: str) -> bytes:
-    """A `-bin` metadata value: base64, padded or not (gRPC's wire form)."""
-    try:
-        return base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        raise CallError(grpc.StatusCode.INTERNAL,
-                        f"Error parsing '{name}' metadata: invalid base64 value") from None
 
 
 def percent_encode(text: str) -> str:

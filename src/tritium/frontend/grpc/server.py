@@ -4,7 +4,8 @@ The RPC bodies stay what grpc.aio runs: `grpc.RpcMethodHandler`s (unary-unary an
 stream-stream, with their request deserializer and response serializer) whose behaviours are
 `async def` functions taking `(request, context)`; the context offers what those bodies use,
 `invocation_metadata()` and `await abort(code, details)`; an `ImmediateUnary` handler's body
-answers from callbacks instead, without a task (immediate.py). Each RPC is a `Call` (call.py).
+answers from callbacks instead, without a task (immediate.py). Each RPC is a `Call` (call.py),
+its request headers checked and read by call_headers.py.
 Only the transport changes: grpcio's server costs about 280 us of CPU per unary call, which
 alone would cap a one-core server at 3,500 calls/s; see `http2` for the figures.
 
@@ -24,22 +25,16 @@ the call takes them, so a slow streaming body slows its client down instead of p
 from __future__ import annotations
 
 import asyncio
-import re
 import ssl
 
 import grpc
 
-from .call import RESPONSE_HEADERS, Call, CallError, percent_encode
+from .call import RESPONSE_HEADERS, Call, percent_encode
+from .call_headers import CallError, KnownHeaders, check_headers, path_of, read_headers
 from .http2 import H2Connection, H2Stream, encode_headers
 from .http2_limits import H2Limits
 from .immediate import MethodHandler
 
-# Characters an HTTP/2 header name may hold (RFC 9113 8.2.1: lowercase tokens).
-_HEADER_NAME = re.compile(r":?[!#$%&'*+\-.^_`|~0-9a-z]+")
-# Names already found legal: every call repeats the same few, and matching each against the
-# pattern was 5 % of the event loop's time at identity_fp32 gRPC c=32. Bounded.
-_LEGAL_NAMES: set[str] = set()
-_LEGAL_NAMES_LIMIT = 1024
 # The default largest request message (after decompression too): Tritium's own, as big as the
 # HTTP frontend's default body limit (Triton's gRPC takes up to 2 GiB).
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
@@ -59,6 +54,7 @@ class GrpcServer:
         self._connections: set[H2Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._immediate: set[Call] = set()  # immediate calls not yet answered
+        self._known_headers = KnownHeaders()
         self._server: asyncio.base_events.Server | None = None
         # The loop it serves on, known once a client connects.
         self.loop: asyncio.AbstractEventLoop
@@ -81,16 +77,19 @@ class GrpcServer:
     def _start_call(self, connection: H2Connection, stream: H2Stream,
                     headers: list[tuple[str, str]]) -> Call | None:
         try:
-            _check_headers(headers, self.limits.max_header_list_size)
-            path = ""
-            for name, value in headers:  # a loop: next() over a generator costs more
-                if name == ":path":
-                    path = value
-                    break
+            known = self._known_headers.get(headers)
+            if known is None:
+                check_headers(headers, self.limits.max_header_list_size)
+                path = path_of(headers)
+            else:
+                path = known.path
             handler = self._handlers.get(path)
             if handler is None:
                 raise CallError(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
-            return Call(self, connection, stream, handler, headers, path)
+            if known is None:
+                known = read_headers(headers, path)
+                self._known_headers.add(headers, known)
+            return Call(self, connection, stream, handler, known)
         except CallError as err:
             block = RESPONSE_HEADERS + encode_headers([
                 ("grpc-status", str(err.code.value[0])),
@@ -129,18 +128,3 @@ class GrpcServer:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
-
-
-def _check_headers(headers: list[tuple[str, str]], max_list_size: int) -> None:
-    """Refuse, for this call alone, metadata larger than advertised or an illegal name."""
-    size = 0
-    for name, value in headers:
-        size += len(name) + len(value) + 32
-        if name not in _LEGAL_NAMES:
-            if not _HEADER_NAME.fullmatch(name):  # (`$` would let a final newline by)
-                raise CallError(grpc.StatusCode.INTERNAL, f"Illegal header key: {name!r}")
-            if len(_LEGAL_NAMES) < _LEGAL_NAMES_LIMIT:
-                _LEGAL_NAMES.add(name)
-    if size > max_list_size:
-        raise CallError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                        f"received metadata size exceeds limit ({size} vs. {max_list_size})")
