@@ -10,7 +10,8 @@ values decoded) and the transport's settings: `grpc-timeout`, `grpc-encoding`,
 A client sends the same header block with each call of a kind, and the HTTP/2 layer's HPACK
 cache answers a repeated block with the same list (http2_headers.py): `KnownHeaders` keeps what
 such a list was read to, so that the checks and the reading run once per block, not per call
-(about a tenth of the event loop's time per call at identity_fp32 gRPC c=32).
+(identity_fp32 gRPC c=32 under phase timers: 3.5 us of the event loop's ~30 per call before,
+1.1 us after).
 """
 
 from __future__ import annotations
