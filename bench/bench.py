@@ -261,7 +261,7 @@ def python_suite(args: argparse.Namespace, pin: list[str], client_pin: list[str]
 def _python_rows(seconds: int, servers: tuple[ServerProcess, ServerProcess | None],
                  client_pin: list[str], model: str, protocols: tuple[str, ...],
                  concurrencies: list[int], inputs: Inputs, outputs: list[str], title: str,
-                 rounds: int = 1) -> str:
+                 rounds: int) -> str:
     """One model's table: each protocol at each concurrency, Tritium then Triton, `rounds`
     times in alternation (a slow spell of the host then falls on both servers)."""
     tritium, triton = servers
