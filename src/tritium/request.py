@@ -119,6 +119,7 @@ class InferenceRequest:
         "answered_later",
         "reschedulable",
         "rescheduled",
+        "form",
     )
 
     def __init__(
@@ -166,6 +167,10 @@ class InferenceRequest:
         # `rescheduled`: the backend asked for that during this execution (`release`).
         self.reschedulable = False
         self.rescheduled = False
+        # Set by a frontend that decoded the request from a kept template: the same object for
+        # every request with the same input names, datatypes and shapes and the same requested
+        # outputs, so a model checks such a request's form once (request_normalizer).
+        self.form: object | None = None
 
     @property
     def requested_output_names(self) -> list[str]:

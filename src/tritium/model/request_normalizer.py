@@ -5,7 +5,9 @@ datatypes and shapes as configured, one batch size within max_batch_size, reshap
 messages follow Triton's wording, prefixed with the request id as Triton does.
 
 What the checks read from the configuration is gathered once per model (`RequestSpec`): reading
-protobuf fields costs more than the checks themselves.
+protobuf fields costs more than the checks themselves. A request decoded from a frontend's
+template carries its `form`; a form that passed once passes again (the checks read nothing
+else), so the spec remembers it with its batch size.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class RequestSpec:
     """What normalization needs from a model configuration."""
 
     __slots__ = ("model", "inputs", "names", "required", "required_names", "outputs",
-                 "max_batch_size")
+                 "max_batch_size", "passed")
 
     def __init__(self, config: mc.ModelConfig) -> None:
         self.model = config.name
@@ -46,11 +48,37 @@ class RequestSpec:
         self.required_names = frozenset(self.required)
         self.outputs = frozenset(o.name for o in config.output)
         self.max_batch_size = config.max_batch_size
+        # Request forms that passed, with their batch size; not kept when an input reshapes
+        # (the reshape is applied to each request's tensors). Bounded.
+        self.passed: dict[object, int] | None = None if any(
+            spec.reshape is not None for spec in self.inputs.values()) else {}
+
+
+_PASSED_LIMIT = 64
 
 
 def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelConfig) -> None:
+    """Check `request` (TritonError with Triton's message if it fails), set its batch size and
+    apply the configured reshapes."""
     if not isinstance(spec, RequestSpec):
         spec = RequestSpec(spec)
+    form = request.form
+    passed = spec.passed
+    if form is not None and passed is not None:
+        batch_size = passed.get(form)
+        if batch_size is None:
+            batch_size = _checked_batch_size(request, spec)
+            if len(passed) >= _PASSED_LIMIT:
+                passed.clear()
+            passed[form] = batch_size
+    else:
+        batch_size = _checked_batch_size(request, spec)
+    request.batch_size = batch_size
+
+
+def _checked_batch_size(request: InferenceRequest, spec: RequestSpec) -> int:
+    """The request's batch size (1 for a model without batching), once every check passed;
+    reshapes applied."""
     model = spec.model
     inputs = spec.inputs
     given = request.inputs
@@ -122,9 +150,8 @@ def normalize_request(request: InferenceRequest, spec: RequestSpec | mc.ModelCon
                 f"{log_prefix(request.id)}inference request batch-size must be <= "
                 f"{max_batch_size} for '{model}'"
             )
-        request.batch_size = batch_size
-    else:
-        request.batch_size = 1
+        return batch_size
+    return 1
 
 
 _BATCH_NOTE = (

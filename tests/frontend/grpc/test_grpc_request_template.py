@@ -1,7 +1,9 @@
 """A ModelInferRequest decoded once is decoded again from its template, keyed by the message's
 bytes before its raw_input_contents: the request made from the template must be the one the
 full decoding makes, whatever the fields, and a message laid out otherwise, or one whose raw
-contents only look like the usual layout, must never leave a template."""
+contents only look like the usual layout, must never leave a template. A message of a kept
+template's size is tried against it before it is parsed: whatever its bytes, it must decode as
+it would with no template kept."""
 
 from __future__ import annotations
 
@@ -45,6 +47,11 @@ def _messages(draw: Any) -> pb.ModelInferRequest:
     return message
 
 
+def _forget_templates() -> None:
+    codec._TEMPLATES.clear()
+    codec._BY_SIZE.clear()
+
+
 def _decode(data: bytes, keyed: bool = True) -> tuple[Any, Any]:
     message, raws, key = parse_infer_request(data)
     return decode_infer_request(message, raws, None, key if keyed else None)  # type: ignore[arg-type]
@@ -53,7 +60,7 @@ def _decode(data: bytes, keyed: bool = True) -> tuple[Any, Any]:
 def _described(decoded: tuple[Any, Any]) -> dict[str, Any]:
     request, regions = decoded
     fields = {name: getattr(request, name) for name in type(request).__slots__
-              if name not in ("inputs", "requested_outputs")}
+              if name not in ("inputs", "requested_outputs", "form")}
     fields["inputs"] = [(n, t.datatype, t.shape, t.data.dtype.str, t.data.tolist(), t.parameters)
                         for n, t in request.inputs.items()]
     fields["outputs"] = [(o.name, o.parameters) for o in request.requested_outputs]
@@ -65,7 +72,7 @@ def _described(decoded: tuple[Any, Any]) -> dict[str, Any]:
 @given(_messages())
 def test_a_request_from_its_template_is_the_decoded_one(message: pb.ModelInferRequest) -> None:
     data = message.SerializeToString()
-    codec._TEMPLATES.clear()
+    _forget_templates()
     full = _described(_decode(data, keyed=False))
     assert _described(_decode(data)) == full
     assert len(codec._TEMPLATES) == (0 if message.id else 1)  # a message with an id: none
@@ -77,6 +84,33 @@ def test_a_request_from_its_template_is_the_decoded_one(message: pb.ModelInferRe
     for output in request.requested_outputs:
         output.parameters["changed"] = 1
     assert _described(_decode(data)) == full  # the template's requests own their containers
+    if codec._TEMPLATES:  # and the requests of one template share their form
+        assert _decode(data)[0].form is _decode(data)[0].form is not None
+
+
+def _outcome(data: bytes) -> Any:
+    """What decoding `data` gives: the request described, or the error's type and text."""
+    try:
+        return _described(_decode(data))
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_messages(), st.data())
+def test_a_message_of_a_kept_templates_size_decodes_as_itself(
+        message: pb.ModelInferRequest, data: st.DataObject) -> None:
+    """One byte of a templated message changed (in its fields, a raw entry's head or its
+    bytes): the message has the template's size, and decodes as it does with no template."""
+    kept = message.SerializeToString()
+    at = data.draw(st.integers(0, len(kept) - 1))
+    changed = kept[:at] + bytes([data.draw(st.integers(0, 255))]) + kept[at + 1 :]
+    _forget_templates()
+    expected = _outcome(changed)
+    _forget_templates()
+    _decode(kept)
+    assert len(codec._BY_SIZE) == (0 if message.id else 1)
+    assert _outcome(changed) == expected
 
 
 def _add_sub_message() -> pb.ModelInferRequest:
@@ -92,7 +126,7 @@ def test_raw_contents_not_last_leave_no_template() -> None:
     output = pb.ModelInferRequest(outputs=[pb.ModelInferRequest.InferRequestedOutputTensor(
         name="OUTPUT0")]).SerializeToString()
     data = head + b"\x3a\x40" + raw + output  # raw_input_contents, then outputs
-    codec._TEMPLATES.clear()
+    _forget_templates()
     assert parse_infer_request(data)[2] is None
     request, _ = _decode(data)
     assert [o.name for o in request.requested_outputs] == ["OUTPUT0"]
@@ -111,7 +145,7 @@ def test_raw_contents_that_look_like_the_layout_leave_no_template() -> None:
     raw = bytearray(64)
     raw[len(output) - 2 : len(output)] = b"\x3a\x40"  # where the key's check looks
     data = head + b"\x3a\x40" + bytes(raw) + output
-    codec._TEMPLATES.clear()
+    _forget_templates()
     key = parse_infer_request(data)[2]
     assert key is not None and len(key) == len(head) + len(output)  # the look-alike layout
     request, _ = _decode(data)

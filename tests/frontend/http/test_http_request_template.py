@@ -73,7 +73,7 @@ def _decode(body: bytes, header_length: int) -> tuple[Any, Any]:
 def _described(request: Any, plan: Any) -> dict[str, Any]:
     """Everything a decoded request and plan say, tensors as (datatype, shape, dtype, bytes)."""
     fields = {name: getattr(request, name) for name in type(request).__slots__
-              if name not in ("inputs", "requested_outputs")}
+              if name not in ("inputs", "requested_outputs", "form")}
     fields["inputs"] = [(name, t.datatype, t.shape, t.data.dtype.str, t.data.tolist())
                         for name, t in request.inputs.items()]
     fields["requested_outputs"] = [(o.name, o.parameters) for o in request.requested_outputs]

@@ -54,8 +54,15 @@ def parse_infer_request(data: bytes) -> ParsedInferRequest:
     """Wire bytes -> (message, raw_input_contents, template key: see `template_key`).
 
     Big messages are scanned field by field: raw_input_contents (field 7) entries become
-    memoryviews of `data` (no copy) and only the rest goes through protobuf.
+    memoryviews of `data` (no copy) and only the rest goes through protobuf. A message that is
+    a kept template's fields followed by raw contents of the sizes the template was made with
+    is not parsed at all: its message is the template's.
     """
+    template = _BY_SIZE.get(len(data))
+    if template is not None:
+        kept = template.raws(data)
+        if kept is not None:
+            return template.message, kept, template.key
     message, raws = _parse(data)
     return message, raws, template_key(data, raws)
 
@@ -204,10 +211,8 @@ def decode_infer_request(
                 targets = {}
             targets[out.name] = OutputRegion(_tensor_region(out.parameters, out.name, regions))
         request.requested_outputs.append(RequestedOutput(out.name, out_parameters))
-    if key is not None and all_raw and targets is None and not rid and _whole_fields(key):
-        if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
-            _TEMPLATES.clear()
-        _TEMPLATES[key] = _Template.of(request, request_parameters)
+    if key is not None and all_raw and targets is None and not rid:
+        _keep_template(key, raws, request, request_parameters)
     return request, targets
 
 
@@ -236,38 +241,77 @@ def template_key(data: bytes, raws: Sequence[bytes | memoryview]) -> bytes | Non
     return bytes(data[:end]) if end <= _TEMPLATE_KEY_LIMIT else None
 
 
-def _whole_fields(key: bytes) -> bool:
-    """Whether `key` is whole fields holding no raw contents: then it ends where the message's
-    raw_input_contents begin (its parse follows the message's own up to there), and every
-    message starting with it and ending in raw contents only has the fields it has. Checked
-    once, before a template is kept: without it, a message whose raw contents merely look like
-    that layout could keep its own fields under another client's key."""
+def _key_message(key: bytes) -> pb.ModelInferRequest | None:
+    """`key` parsed, if it is whole fields holding no raw contents: then it ends where the
+    message's raw_input_contents begin (its parse follows the message's own up to there), and
+    every message starting with it and ending in raw contents only has the fields it has.
+    Checked once, before a template is kept: without it, a message whose raw contents merely
+    look like that layout could keep its own fields under another client's key."""
     try:
-        return not pb.ModelInferRequest.FromString(key).raw_input_contents
+        message = pb.ModelInferRequest.FromString(key)
     except Exception:  # not whole fields (protobuf's DecodeError)
-        return False
+        return None
+    return None if message.raw_input_contents else message
 
 
-@dataclass(frozen=True, slots=True)
+def _keep_template(key: bytes, raws: Sequence[bytes | memoryview], request: InferenceRequest,
+                   parameters: dict[str, Any]) -> None:
+    message = _key_message(key)
+    if message is None:
+        return
+    if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
+        _TEMPLATES.clear()
+        _BY_SIZE.clear()
+    layout = []
+    at = len(key)
+    for raw in raws:
+        head = _RAW_INPUT_TAG + varint(len(raw))
+        start = at + len(head)
+        layout.append((at, head, start, start + len(raw)))
+        at = start + len(raw)
+    template = _Template(key, message, tuple(layout), request.model_name, request.model_version,
+                         dict(parameters),
+                         tuple((t.name, t.datatype, t.shape, dict(t.parameters))
+                               for t in request.inputs.values()),
+                         tuple((o.name, dict(o.parameters)) for o in request.requested_outputs))
+    _TEMPLATES[key] = template
+    # One template per message size (the last kept): the size picks the template to try
+    # before parsing.
+    _BY_SIZE[at] = template
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class _Template:
-    """What a message decodes to, less its tensors' bytes."""
+    """What a message decodes to, less its tensors' bytes; the `form` of its requests (compared
+    by identity). `layout`: where each raw_input_contents entry's field head (tag and length)
+    and bytes were in the message it was made from."""
 
+    key: bytes
+    message: pb.ModelInferRequest  # the key's fields; read, never changed
+    layout: tuple[tuple[int, bytes, int, int], ...]  # head at, head, bytes start, bytes stop
     model: str
     version: int
     parameters: dict[str, Any]  # as apply_parameters takes them
     inputs: tuple[tuple[str, str, tuple[int, ...], dict[str, Any]], ...]
     outputs: tuple[tuple[str, dict[str, Any]], ...]
 
-    @classmethod
-    def of(cls, request: InferenceRequest, parameters: dict[str, Any]) -> _Template:
-        return cls(request.model_name, request.model_version, dict(parameters),
-                   tuple((t.name, t.datatype, t.shape, dict(t.parameters))
-                         for t in request.inputs.values()),
-                   tuple((o.name, dict(o.parameters)) for o in request.requested_outputs))
+    def raws(self, data: bytes) -> list[bytes | memoryview] | None:
+        """The raw contents of `data` if it is this template's fields followed by raw contents
+        laid out as those it was made from (None otherwise: it is parsed)."""
+        if not data.startswith(self.key):
+            return None
+        source: bytes | memoryview = memoryview(data) if len(data) >= _SCAN_THRESHOLD else data
+        raws: list[bytes | memoryview] = []
+        for at, head, start, stop in self.layout:
+            if data[at:start] != head:
+                return None
+            raws.append(source[start:stop])
+        return raws
 
     def request(self, raws: Sequence[bytes | memoryview]) -> InferenceRequest:
         """A request of this template, its tensors from `raws` (each conversion checked)."""
         request = InferenceRequest(self.model, self.version)
+        request.form = self
         if self.parameters:
             apply_parameters(request, self.parameters)
         model = self.model
@@ -283,6 +327,7 @@ class _Template:
 
 
 _TEMPLATES: dict[bytes, _Template] = {}
+_BY_SIZE: dict[int, _Template] = {}
 
 
 _SHM_PARAMETERS = frozenset(("shared_memory_region", "shared_memory_offset",

@@ -150,9 +150,10 @@ _TEMPLATE_LIMIT = 256
 _TEMPLATE_HEADER_LIMIT = 4096
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class _Template:
-    """What a header decodes to, less the tensors' bytes."""
+    """What a header decodes to, less the tensors' bytes; the `form` of its requests (compared
+    by identity)."""
 
     id: str
     parameters: dict[str, Any]  # as apply_parameters takes them
@@ -176,6 +177,7 @@ class _Template:
         """A request of this header, its tensors read from `view` past the header. The
         conversion of each tensor's bytes is checked again (BYTES elements are the body's)."""
         request = InferenceRequest(model_name, model_version, id=self.id)
+        request.form = self
         if self.parameters:
             apply_parameters(request, self.parameters)
         prefix = log_prefix(self.id)
