@@ -8,10 +8,12 @@ in-process API:
 - `answer`: the request's final response, awaited (an error response raises);
 - `responses`: every response as it comes, as an async iterator (decoupled models, streams);
 - `each_on_loop`: every response handed to a callback on the loop, for frontends that answer
-  from callbacks rather than tasks (the HTTP/1.1 protocol; `final_only` when it answers once).
+  from callbacks rather than tasks (the HTTP/1.1 protocol, streams);
+- `final_on_loop`: the same for a frontend that answers once (HTTP and gRPC inference): only
+  the final response, the loop woken once.
 
-`each_on_loop` also counts the loop's requests in flight for its busy poll (`busy_poll`), which
-keeps the loop polling for a while after it answers the last of them.
+Both also count the loop's requests in flight for its busy poll (`busy_poll`), which keeps the
+loop polling for a while after it answers the last of them.
 
 `submit` is `InferenceServer.infer_async` (the server looks the model up) or the `submit` of a
 model the frontend resolved once for the request (`InferenceServer.resolve`), so that decode,
@@ -149,18 +151,70 @@ def _counted(deferral: handoff.Deferral, on_response: OnResponse) -> OnResponse:
     return counted
 
 
-def final_only(on_final: Callable[[InferenceResponse], None]) -> OnResponse:
-    """For `each_on_loop`: hand only the final response (the last one sent, error set when the
-    request failed) to `on_final`, as a frontend that answers once wants it."""
-    kept: list[InferenceResponse] = []
+def final_on_loop(submit: Submit, request: InferenceRequest,
+                  on_final: Callable[[InferenceResponse], None],
+                  loop: asyncio.AbstractEventLoop) -> None:
+    """Start `request`; `on_final` runs on `loop` with its final response (the last one sent,
+    error set when the request failed). The backend's thread keeps the responses before it and
+    wakes the loop once.
 
-    def on_response(response: InferenceResponse | None, final: bool) -> None:
+    Raises TritonError at once for a request that cannot be routed or validated.
+    """
+    relay = _FinalRelay(on_final, loop)
+    try:
+        submit(request, relay.deliver)
+    except BaseException:
+        relay.withdraw()
+        raise
+
+
+class _FinalRelay:
+    """One request's way back to the loop for `final_on_loop`: one object, rather than a
+    closure per concern (deferral, busy poll, final response only), as it is made for every
+    request."""
+
+    __slots__ = ("on_final", "loop", "last", "deferral", "poll")
+
+    def __init__(self, on_final: Callable[[InferenceResponse], None],
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.on_final = on_final
+        self.loop = loop
+        self.last: InferenceResponse | None = None
+        # Counted while it awaits its answer: hand-offs are deferred only past a lone request.
+        self.deferral = deferral = handoff.current()
+        if deferral is not None:
+            deferral.awaiting += 1
+        self.poll = poll = busy_poll.current()
+        if poll is not None:
+            poll.inflight += 1
+
+    def deliver(self, response: InferenceResponse | None, flags: int) -> None:
+        """On the backend's thread."""
         if response is not None:
-            kept.append(response)
-        if final:
-            on_final(_last(kept))
+            self.last = response
+        if flags & RESPONSE_COMPLETE_FINAL:
+            try:
+                self.loop.call_soon_threadsafe(self.on_loop)
+            except RuntimeError:
+                pass  # the loop has closed
 
-    return on_response
+    def on_loop(self) -> None:
+        deferral = self.deferral
+        if deferral is not None:
+            deferral.awaiting -= 1
+        last = self.last
+        try:
+            self.on_final(last if last is not None else _last([]))
+        finally:
+            if self.poll is not None:  # after the answer is written
+                self.poll.answered()
+
+    def withdraw(self) -> None:
+        """The request was refused: it awaits nothing."""
+        if self.deferral is not None:
+            self.deferral.awaiting -= 1
+        if self.poll is not None:
+            self.poll.inflight -= 1
 
 
 def _last(kept: list[InferenceResponse]) -> InferenceResponse:

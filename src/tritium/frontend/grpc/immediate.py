@@ -3,7 +3,7 @@
 A grpc.aio behaviour is a coroutine: each call becomes a task, whose first step and whose
 wake-up after the answer each take a turn of the event loop (an epoll_pwait and the task's
 machinery; about 4 loop turns a call instead of 2). ModelInfer, the call that matters, already
-has its answer delivered by a callback on the loop (`loop_bridge.each_on_loop`), so it needs no
+has its answer delivered by a callback on the loop (`loop_bridge.final_on_loop`), so it needs no
 task: `body(request, call)` starts the work and returns, and the answer goes out from the
 callback through `call.reply` or `call.abort`.
 """

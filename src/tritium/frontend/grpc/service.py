@@ -278,8 +278,7 @@ class _InferenceService:
                     call.reply(data)
 
                 call.on_cancel = partial(setattr, request, "cancelled", True)
-                loop_bridge.each_on_loop(model.submit, request, loop_bridge.final_only(answer),
-                                         context.loop)
+                loop_bridge.final_on_loop(model.submit, request, answer, context.loop)
         except TritonError as err:
             _fail(call, err)
         except Exception as exc:

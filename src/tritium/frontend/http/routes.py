@@ -20,7 +20,7 @@ from ...server import InferenceServer
 from ..extensions.header_forward import forward_headers
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
-from ..loop_bridge import each_on_loop, final_only
+from ..loop_bridge import final_on_loop
 from .compression import accepted_encoding, compress, decompress
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
@@ -278,9 +278,9 @@ class HttpApp:
                 plan.labels = model.labels
             # If the frontend stops before the answer, the request is marked cancelled.
             conn.pending = request
-            each_on_loop(model.submit, request, final_only(partial(
+            final_on_loop(model.submit, request, partial(
                 _answer, conn, http_request, request, plan, config, accept_encoding
-            )), conn.loop)
+            ), conn.loop)
 
 
 def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:
