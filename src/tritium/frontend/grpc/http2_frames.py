@@ -51,9 +51,16 @@ U32 = struct.Struct(">I")
 SETTING = struct.Struct(">HI")
 
 
+_HEAD_OUT = struct.Struct(">BHBBI")  # length as 8+16 bits, type, flags, stream id
+
+
 def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
-    size = len(payload)
-    return struct.pack(">BHBBI", size >> 16, size & 0xFFFF, kind, flags, stream_id) + payload
+    return frame_head(kind, flags, stream_id, len(payload)) + payload
+
+
+def frame_head(kind: int, flags: int, stream_id: int, size: int) -> bytes:
+    """A frame's 9-byte head, for a payload of `size` bytes written after it."""
+    return _HEAD_OUT.pack(size >> 16, size & 0xFFFF, kind, flags, stream_id)
 
 
 def encode_headers(headers: list[tuple[str, str]]) -> bytes:

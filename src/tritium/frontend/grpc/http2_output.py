@@ -29,6 +29,7 @@ from .http2_frames import (
     RST_STREAM,
     U32,
     frame,
+    frame_head,
 )
 from .http2_limits import H2Limits
 
@@ -94,10 +95,11 @@ class H2Output:
     _write_paused: bool
     _keepalive: Keepalive
 
-    def write(self, data: bytes) -> None:
+    def write(self, *data: bytes) -> None:
+        """Queue bytes (one frame, or a frame's head and payload, ...) for the next write."""
         if self.closed or self.transport is None:
             return
-        self._pending.append(data)
+        self._pending += data
         if self._handling_input or self._flush_scheduled:
             return
         if len(self.streams) <= 1:
@@ -137,10 +139,11 @@ class H2Output:
         if stream.closed:
             return
         self._data_sent()
+        # Frame heads and payloads are joined once, when the connection's output is written.
         parts: list[bytes] = []
         if headers is not None:
             stream.headers_sent = True
-            parts.append(frame(HEADERS, END_HEADERS, stream.id, headers))
+            parts += (frame_head(HEADERS, END_HEADERS, stream.id, len(headers)), headers)
         if stream.pending or stream.pending_end is not None:
             stream.pending += data
         else:
@@ -149,16 +152,17 @@ class H2Output:
                     and size <= self._send_window and not self._write_paused:
                 stream.send_window -= size
                 self._send_window -= size
-                parts.append(frame(DATA, 0, stream.id, data))
+                parts += (frame_head(DATA, 0, stream.id, size), data)
                 if trailers is not None:
-                    parts.append(frame(HEADERS, END_HEADERS | END_STREAM, stream.id, trailers))
-                self.write(b"".join(parts))
+                    parts += (frame_head(HEADERS, END_HEADERS | END_STREAM, stream.id,
+                                         len(trailers)), trailers)
+                self.write(*parts)
                 if trailers is not None:
                     self._close_stream(stream)
                 return
             stream.pending += data
         if parts:
-            self.write(b"".join(parts))
+            self.write(*parts)
         if trailers is not None:
             stream.pending_end = trailers
         self._flush(stream)
