@@ -7,6 +7,7 @@ it would with no template kept."""
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,15 @@ from tritium.frontend.grpc import codec
 from tritium.frontend.grpc.codec import decode_infer_request, parse_infer_request
 
 _NAMES = st.text(min_size=1, max_size=6)
-_KINDS = st.sampled_from([("FP32", "<f4"), ("INT64", "<i8"), ("BOOL", "?")])
+_KINDS = st.sampled_from([("FP32", "<f4"), ("INT64", "<i8"), ("BOOL", "?"), ("BYTES", None)])
+
+
+def _raw(dtype: str | None, count: int, width: int) -> bytes:
+    if dtype is None:  # BYTES: length-prefixed elements (of 4 bytes: 8 bytes an element, as
+        # many as an object array's items take)
+        return b"".join(struct.pack("<I", width) + f"{i:0{width}d}".encode()[:width]
+                        for i in range(count))
+    return np.arange(count).astype(dtype).tobytes()
 
 
 @st.composite
@@ -39,7 +48,7 @@ def _messages(draw: Any) -> pb.ModelInferRequest:
         if draw(st.booleans()):
             tensor.parameters["note"].string_param = "n"
         message.raw_input_contents.append(
-            np.arange(int(np.prod(shape))).astype(dtype).tobytes())
+            _raw(dtype, int(np.prod(shape)), draw(st.sampled_from([1, 4]))))
     for name in draw(st.lists(_NAMES, max_size=2, unique=True)):
         output = message.outputs.add(name=name)
         if draw(st.booleans()):

@@ -30,6 +30,7 @@ from ...tensor import (
     DATATYPES,
     STRING_COUNT_MISMATCH,
     Tensor,
+    WireInput,
     dims_string,
     element_count,
     empty_input,
@@ -271,7 +272,7 @@ def _keep_template(key: bytes, raws: Sequence[bytes | memoryview], request: Infe
         at = start + len(raw)
     template = _Template(key, message, tuple(layout), request.model_name, request.model_version,
                          dict(parameters),
-                         tuple((t.name, t.datatype, t.shape, dict(t.parameters))
+                         tuple((WireInput(t.name, t.datatype, t.shape), dict(t.parameters))
                                for t in request.inputs.values()),
                          tuple((o.name, dict(o.parameters)) for o in request.requested_outputs))
     _TEMPLATES[key] = template
@@ -292,7 +293,7 @@ class _Template:
     model: str
     version: int
     parameters: dict[str, Any]  # as apply_parameters takes them
-    inputs: tuple[tuple[str, str, tuple[int, ...], dict[str, Any]], ...]
+    inputs: tuple[tuple[WireInput, dict[str, Any]], ...]
     outputs: tuple[tuple[str, dict[str, Any]], ...]
 
     def raws(self, data: bytes) -> list[bytes | memoryview] | None:
@@ -317,9 +318,9 @@ class _Template:
         model = self.model
         prefix = log_prefix("")
         inputs = request.inputs
-        for (name, datatype, shape, parameters), raw in zip(self.inputs, raws, strict=True):
-            inputs[name] = Tensor(name, datatype, shape, input_from_wire(
-                raw, datatype, shape, name, model, prefix), dict(parameters))
+        for (wire, parameters), raw in zip(self.inputs, raws, strict=True):
+            inputs[wire.name] = Tensor(wire.name, wire.datatype, wire.shape,
+                                       wire.array(raw, model, prefix), dict(parameters))
         requested = request.requested_outputs
         for name, parameters in self.outputs:
             requested.append(RequestedOutput(name, dict(parameters)))

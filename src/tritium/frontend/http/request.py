@@ -22,6 +22,7 @@ from ...request import InferenceRequest, RequestedOutput, apply_parameters, log_
 from ...tensor import (
     DATATYPES,
     Tensor,
+    WireInput,
     element_count,
     input_from_wire,
     numpy_dtype,
@@ -157,7 +158,7 @@ class _Template:
 
     id: str
     parameters: dict[str, Any]  # as apply_parameters takes them
-    inputs: tuple[tuple[str, str, tuple[int, ...], int], ...]  # name, datatype, shape, size
+    inputs: tuple[tuple[WireInput, int], ...]  # and each one's size in the body
     outputs: tuple[tuple[str, dict[str, Any]], ...]  # requested: name, parameters
     default_binary: bool
     requested: dict[str, tuple[bool, int]]
@@ -166,7 +167,7 @@ class _Template:
     @classmethod
     def of(cls, request: InferenceRequest, parameters: dict[str, Any], sizes: list[int],
            plan: OutputPlan) -> _Template:
-        inputs = tuple((t.name, t.datatype, t.shape, size)
+        inputs = tuple((WireInput(t.name, t.datatype, t.shape), size)
                        for t, size in zip(request.inputs.values(), sizes, strict=True))
         outputs = tuple((o.name, dict(o.parameters)) for o in request.requested_outputs)
         return cls(request.id, dict(parameters), inputs, outputs, plan.default_binary,
@@ -182,9 +183,10 @@ class _Template:
             apply_parameters(request, self.parameters)
         prefix = log_prefix(self.id)
         tensors = request.inputs
-        for name, datatype, shape, size in self.inputs:
-            tensors[name] = Tensor(name, datatype, shape, input_from_wire(
-                view[offset : offset + size], datatype, shape, name, model_name, prefix))
+        for wire, size in self.inputs:
+            tensors[wire.name] = Tensor(wire.name, wire.datatype, wire.shape,
+                                        wire.array(view[offset : offset + size], model_name,
+                                                   prefix))
             offset += size
         requested = request.requested_outputs
         for name, parameters in self.outputs:
