@@ -112,7 +112,9 @@ class DynamicBatchScheduler:
                 or queued in self._preferred:
             return False
         if self._equal_shape_inputs or self._has_optional:
-            return self._shape_key(request) == self._shape_key(next(iter(self._queue)))
+            first = next(iter(self._queue))
+            return _same_form(request, first) \
+                or self._shape_key(request) == self._shape_key(first)
         return True
 
     def stop(self) -> None:
@@ -194,31 +196,36 @@ class DynamicBatchScheduler:
     def _batch_plan(self, now: int, closest_deadline: int) -> tuple[int, int]:
         """How many queued requests to send now, or (0, nanoseconds to wait)."""
         max_preferred = self._max_preferred
+        max_batch_size = self._max_batch_size
+        preferred = self._preferred
         pending = count = 0
         best_count = 0
         send_now = False
         oldest = now
         shape: Hashable = None
+        first: InferenceRequest | None = None
         check_shapes = bool(self._equal_shape_inputs) or self._has_optional
         for request in self._queue:
             size = request.batch_size if request.batch_size > 1 else 1
-            if count == 0:
+            if first is None:
+                first = request
                 if check_shapes:
                     shape = self._shape_key(request)
             else:
                 if pending + size > max_preferred and not best_count:
                     best_count = count
-                if pending + size > self._max_batch_size:
+                if pending + size > max_batch_size:
                     send_now = True
                     break
-                if check_shapes and self._shape_key(request) != shape:
+                if check_shapes and not _same_form(request, first) \
+                        and self._shape_key(request) != shape:
                     send_now = True
                     break
             pending += size
             count += 1
             if request.queue_start_ns < oldest:
                 oldest = request.queue_start_ns
-            if pending in self._preferred:
+            if pending in preferred:
                 best_count = count
         delay_ns = self._delay_ns
         # Within the usual lateness of a timed wait from the end of the delay counts as ended:
@@ -247,6 +254,12 @@ class DynamicBatchScheduler:
         if self._has_optional:
             return key, frozenset(inputs)
         return key
+
+
+def _same_form(request: InferenceRequest, other: InferenceRequest) -> bool:
+    """Whether both requests were decoded from one template: then their inputs have the same
+    names and shapes, and comparing their shape keys can be skipped."""
+    return request.form is not None and request.form is other.form
 
 
 def _size_of(requests: list[InferenceRequest]) -> int:
