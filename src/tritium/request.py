@@ -169,7 +169,8 @@ class InferenceRequest:
         self.rescheduled = False
         # Set by a frontend that decoded the request from a kept template: the same object for
         # every request with the same input names, datatypes and shapes and the same requested
-        # outputs, so a model checks such a request's form once (request_normalizer).
+        # outputs, so a model checks such a request's form once (request_normalizer) and the
+        # dynamic batcher need not compare the shapes of two requests of one form.
         self.form: object | None = None
 
     @property

@@ -8,7 +8,7 @@ in-process API:
 - `answer`: the request's final response, awaited (an error response raises);
 - `responses`: every response as it comes, as an async iterator (decoupled models, streams);
 - `each_on_loop`: every response handed to a callback on the loop, for frontends that answer
-  from callbacks rather than tasks (the HTTP/1.1 protocol, streams);
+  from callbacks rather than tasks (generate, the OpenAI frontend, the in-process API);
 - `final_on_loop`: the same for a frontend that answers once (HTTP and gRPC inference): only
   the final response, the loop woken once.
 
