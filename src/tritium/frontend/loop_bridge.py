@@ -103,52 +103,28 @@ def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnRespo
         # caller that passes its loop.
         loop = asyncio.get_running_loop()
 
-    deferral = handoff.current()
-    if deferral is not None:
-        # Counted while it awaits its answer: hand-offs are deferred only past a lone request.
-        on_response = _counted(deferral, on_response)
-        deferral.awaiting += 1
-    poll = busy_poll.current()
-    if poll is not None:
-        on_response = _polled(poll, on_response)
-        poll.inflight += 1
+    flight = _InFlight()
+
+    def on_loop(response: InferenceResponse | None, final: bool) -> None:
+        if not final:
+            return on_response(response, False)
+        flight.answering()
+        try:
+            on_response(response, True)
+        finally:
+            flight.answered()
 
     def deliver(response: InferenceResponse | None, flags: int) -> None:
         try:
-            loop.call_soon_threadsafe(
-                on_response, response, bool(flags & RESPONSE_COMPLETE_FINAL)
-            )
+            loop.call_soon_threadsafe(on_loop, response, bool(flags & RESPONSE_COMPLETE_FINAL))
         except RuntimeError:
             pass  # the loop has closed
 
     try:
         submit(request, deliver)
     except BaseException:
-        if deferral is not None:
-            deferral.awaiting -= 1
-        if poll is not None:
-            poll.inflight -= 1
+        flight.withdraw()
         raise
-
-
-def _polled(poll: busy_poll.BusyPoll, on_response: OnResponse) -> OnResponse:
-    def polled(response: InferenceResponse | None, final: bool) -> None:
-        try:
-            on_response(response, final)
-        finally:
-            if final:  # after the answer is written: the poll waits for the next request
-                poll.answered()
-
-    return polled
-
-
-def _counted(deferral: handoff.Deferral, on_response: OnResponse) -> OnResponse:
-    def counted(response: InferenceResponse | None, final: bool) -> None:
-        if final:
-            deferral.awaiting -= 1
-        on_response(response, final)
-
-    return counted
 
 
 def final_on_loop(submit: Submit, request: InferenceRequest,
@@ -168,25 +144,51 @@ def final_on_loop(submit: Submit, request: InferenceRequest,
         raise
 
 
-class _FinalRelay:
-    """One request's way back to the loop for `final_on_loop`: one object, rather than a
-    closure per concern (deferral, busy poll, final response only), as it is made for every
-    request."""
+class _InFlight:
+    """A request counted in flight on this thread's loop from its submission until its final
+    answer has been handled: by the HTTP hand-off deferral (hand-offs are deferred only past a
+    lone request) and by the busy poll (which starts once none is left)."""
 
-    __slots__ = ("on_final", "loop", "last", "deferral", "poll")
+    __slots__ = ("deferral", "poll")
 
-    def __init__(self, on_final: Callable[[InferenceResponse], None],
-                 loop: asyncio.AbstractEventLoop) -> None:
-        self.on_final = on_final
-        self.loop = loop
-        self.last: InferenceResponse | None = None
-        # Counted while it awaits its answer: hand-offs are deferred only past a lone request.
+    def __init__(self) -> None:
         self.deferral = deferral = handoff.current()
         if deferral is not None:
             deferral.awaiting += 1
         self.poll = poll = busy_poll.current()
         if poll is not None:
             poll.inflight += 1
+
+    def answering(self) -> None:
+        """The final response reached the loop: it awaits nothing more."""
+        if self.deferral is not None:
+            self.deferral.awaiting -= 1
+
+    def answered(self) -> None:
+        """The final answer has been handled (written): the poll may start."""
+        if self.poll is not None:
+            self.poll.answered()
+
+    def withdraw(self) -> None:
+        """The request was refused: it was never in flight."""
+        if self.deferral is not None:
+            self.deferral.awaiting -= 1
+        if self.poll is not None:
+            self.poll.inflight -= 1
+
+
+class _FinalRelay(_InFlight):
+    """One request's way back to the loop for `final_on_loop`: one object, rather than a
+    closure per concern (in flight, final response only), as it is made for every request."""
+
+    __slots__ = ("on_final", "loop", "last")
+
+    def __init__(self, on_final: Callable[[InferenceResponse], None],
+                 loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self.on_final = on_final
+        self.loop = loop
+        self.last: InferenceResponse | None = None
 
     def deliver(self, response: InferenceResponse | None, flags: int) -> None:
         """On the backend's thread."""
@@ -199,28 +201,20 @@ class _FinalRelay:
                 pass  # the loop has closed
 
     def on_loop(self) -> None:
-        deferral = self.deferral
-        if deferral is not None:
-            deferral.awaiting -= 1
+        self.answering()
         last = self.last
         try:
-            self.on_final(last if last is not None else _last([]))
+            self.on_final(last if last is not None else _no_response())
         finally:
-            if self.poll is not None:  # after the answer is written
-                self.poll.answered()
-
-    def withdraw(self) -> None:
-        """The request was refused: it awaits nothing."""
-        if self.deferral is not None:
-            self.deferral.awaiting -= 1
-        if self.poll is not None:
-            self.poll.inflight -= 1
+            self.answered()
 
 
 def _last(kept: list[InferenceResponse]) -> InferenceResponse:
-    return kept[-1] if kept else InferenceResponse(
-        error=TritonError.internal("model sent no response")
-    )
+    return kept[-1] if kept else _no_response()
+
+
+def _no_response() -> InferenceResponse:
+    return InferenceResponse(error=TritonError.internal("model sent no response"))
 
 
 def _resolve(done: asyncio.Future[InferenceResponse], response: InferenceResponse) -> None:
