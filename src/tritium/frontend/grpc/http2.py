@@ -99,12 +99,12 @@ class H2Connection(H2Output, asyncio.Protocol):
         self._max_send_frame = DEFAULT_FRAME
         self._recv_window = max(limits.connection_window, DEFAULT_WINDOW)
         self._released = 0
-        # Frames not yet written: gathered while input is handled and written at its end, and
-        # those sent from elsewhere (answers) written at the end of the loop's turn, so that
-        # the answers to a batch of requests leave in one write, not one each.
+        # Frames not yet written: gathered while input is handled and written at its end;
+        # answers in a burst's doubling writes (http2_output).
         self._pending: list[bytes] = []
         self._handling_input = False
         self._flush_scheduled = False
+        self._burst_written = self._burst_waiting = 0
         # Stream handlers whose work has not finished (a reset stream's too): while as many run
         # as streams may be open, nothing more is read (resetting streams frees nothing: Rapid
         # Reset).

@@ -1,10 +1,15 @@
 """Frames out on one HTTP/2 connection: the streams' answers (HEADERS, DATA within the peer's
 flow-control windows, trailers), resets, GOAWAY, and how they are written.
 
-Frames sent while input is handled are gathered and written at its end, and those sent from
-elsewhere (answers) at the end of the event loop's turn, so that the answers to a batch of
-requests leave in one write, not one each; a connection's only stream is answered at once
-(waiting would only add a turn to a lone request's latency). DATA beyond the windows waits in
+Frames sent while input is handled are gathered and written at its end. Those sent from
+elsewhere (answers, which come in bursts: a batch's requests are answered in one turn of the
+event loop) leave in writes that double: the burst's first answer at once, the next when one
+waits, then two, four, ... and whatever is left at the end of the turn. The client starts on
+the first answers (and sends its next requests) while the server is still encoding the rest,
+yet a burst of n answers costs about log2(n) writes, not n. One write for the whole burst, as
+before, left the server's core idle ~11 % of the time at 32 unary calls on one connection
+(the client turned 32 answers around only after the last was written) and cost the first
+answer the encoding of all the others. DATA beyond the windows waits in
 its stream for WINDOW_UPDATE; a client that does not read may not make the server hold more
 than `H2Limits.max_buffered_output`.
 
@@ -91,7 +96,9 @@ class H2Output:
     _max_send_frame: int
     _pending: list[bytes]
     _handling_input: bool
-    _flush_scheduled: bool
+    _flush_scheduled: bool  # a burst is under way: its end is called soon
+    _burst_written: int  # answers of the burst written so far
+    _burst_waiting: int  # answers of the burst pending since its last write
     _write_paused: bool
     _keepalive: Keepalive
 
@@ -100,19 +107,31 @@ class H2Output:
         if self.closed or self.transport is None:
             return
         self._pending += data
-        if self._handling_input or self._flush_scheduled:
+        if self._handling_input:
             return
-        if len(self.streams) <= 1:
-            # Nothing else under way could join it: waiting for the loop's turn to end would
-            # only add a turn to the lone request's latency.
-            self._write_pending()
+        if self._flush_scheduled:
+            # Within a burst, a write each time as many answers wait as have been written.
+            self._burst_waiting += 1
+            if self._burst_waiting >= self._burst_written:
+                self._burst_written += self._burst_waiting
+                self._burst_waiting = 0
+                self._write_pending()
             return
-        self._flush_scheduled = True
-        self._loop.call_soon(self._write_pending)
+        # The first of a burst goes at once; a lone stream's answer ends its burst too.
+        self._write_pending()
+        if len(self.streams) > 1:
+            self._burst_written = 1
+            self._burst_waiting = 0
+            self._flush_scheduled = True
+            self._loop.call_soon(self._end_burst)
+
+    def _end_burst(self) -> None:
+        """The loop's turn is over: what the burst still holds goes out."""
+        self._flush_scheduled = False
+        self._write_pending()
 
     def _write_pending(self) -> None:
         """Write the pending frames, in the order they were sent, in one write."""
-        self._flush_scheduled = False
         pending = self._pending
         if not pending:
             return
