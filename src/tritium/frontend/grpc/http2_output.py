@@ -6,12 +6,13 @@ elsewhere (answers, which come in bursts: a batch's requests are answered in one
 event loop) leave in writes that double: the burst's first answer at once, the next when one
 waits, then two, four, ... and whatever is left at the end of the turn. The client starts on
 the first answers (and sends its next requests) while the server is still encoding the rest,
-yet a burst of n answers costs about log2(n) writes, not n. One write for the whole burst, as
-before, left the server's core idle ~11 % of the time at 32 unary calls on one connection
-(the client turned 32 answers around only after the last was written) and cost the first
-answer the encoding of all the others. DATA beyond the windows waits in
-its stream for WINDOW_UPDATE; a client that does not read may not make the server hold more
-than `H2Limits.max_buffered_output`.
+yet a burst of n answers costs about log2(n) writes, not n. Writing a whole burst at the end
+of the turn cost the first answer the encoding of all the others and left the server's core
+idle ~11 % of the time at 32 unary calls on one connection (the client turned the answers
+around only after the last was written).
+
+DATA beyond the windows waits in its stream for WINDOW_UPDATE; a client that does not read may
+not make the server hold more than `H2Limits.max_buffered_output`.
 
 `H2Output` is the output half of `http2.H2Connection` (a mixin: the state is the
 connection's, set up in its __init__).
@@ -96,7 +97,7 @@ class H2Output:
     _max_send_frame: int
     _pending: list[bytes]
     _handling_input: bool
-    _flush_scheduled: bool  # a burst is under way: its end is called soon
+    _in_burst: bool  # a burst of answers is under way: its end is scheduled
     _burst_written: int  # answers of the burst written so far
     _burst_waiting: int  # answers of the burst pending since its last write
     _write_paused: bool
@@ -109,7 +110,7 @@ class H2Output:
         self._pending += data
         if self._handling_input:
             return
-        if self._flush_scheduled:
+        if self._in_burst:
             # Within a burst, a write each time as many answers wait as have been written.
             self._burst_waiting += 1
             if self._burst_waiting >= self._burst_written:
@@ -117,17 +118,17 @@ class H2Output:
                 self._burst_waiting = 0
                 self._write_pending()
             return
-        # The first of a burst goes at once; a lone stream's answer ends its burst too.
+        # The first answer of a burst goes at once (a lone stream's answer: a burst of one).
         self._write_pending()
         if len(self.streams) > 1:
             self._burst_written = 1
             self._burst_waiting = 0
-            self._flush_scheduled = True
+            self._in_burst = True
             self._loop.call_soon(self._end_burst)
 
     def _end_burst(self) -> None:
         """The loop's turn is over: what the burst still holds goes out."""
-        self._flush_scheduled = False
+        self._in_burst = False
         self._write_pending()
 
     def _write_pending(self) -> None:
