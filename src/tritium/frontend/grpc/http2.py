@@ -103,7 +103,6 @@ class H2Connection(H2Output, asyncio.Protocol):
         # answers in a burst's doubling writes (http2_output).
         self._pending: list[bytes] = []
         self._handling_input = False
-        self._in_burst = False
         self._burst_written = self._burst_waiting = 0
         # Stream handlers whose work has not finished (a reset stream's too): while as many run
         # as streams may be open, nothing more is read (resetting streams frees nothing: Rapid

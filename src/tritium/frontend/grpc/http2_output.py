@@ -97,8 +97,7 @@ class H2Output:
     _max_send_frame: int
     _pending: list[bytes]
     _handling_input: bool
-    _in_burst: bool  # a burst of answers is under way: its end is scheduled
-    _burst_written: int  # answers of the burst written so far
+    _burst_written: int  # answers of the burst under way written so far (0: none under way)
     _burst_waiting: int  # answers of the burst pending since its last write
     _write_paused: bool
     _keepalive: Keepalive
@@ -110,7 +109,7 @@ class H2Output:
         self._pending += data
         if self._handling_input:
             return
-        if self._in_burst:
+        if self._burst_written:
             # Within a burst, a write each time as many answers wait as have been written.
             self._burst_waiting += 1
             if self._burst_waiting >= self._burst_written:
@@ -123,12 +122,11 @@ class H2Output:
         if len(self.streams) > 1:
             self._burst_written = 1
             self._burst_waiting = 0
-            self._in_burst = True
             self._loop.call_soon(self._end_burst)
 
     def _end_burst(self) -> None:
         """The loop's turn is over: what the burst still holds goes out."""
-        self._in_burst = False
+        self._burst_written = 0
         self._write_pending()
 
     def _write_pending(self) -> None:
