@@ -92,7 +92,7 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
                 request.compute_input_end_ns = mark
         conn.send((messages.EXECUTE, wire, block), fds)
     except (EOFError, OSError):
-        stub.on_death()  # fails every request it held, these included
+        _stub_lost(stub, executions)
         return
     except Exception as exc:
         for execution_handles in handles:
@@ -109,7 +109,7 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
             try:
                 _, outcomes = conn.recv()  # the next executions' (a few at a time)
             except (EOFError, OSError):
-                stub.on_death()  # fails every request it held, these included
+                _stub_lost(stub, executions)
                 return
             outcomes.reverse()
         outcome = outcomes.pop()
@@ -127,6 +127,16 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
             mark = time.perf_counter_ns()
             for request in requests:
                 request.exec_end_ns = mark
+
+
+def _stub_lost(stub: StubProcess, executions: Sequence[Sequence[InferenceRequest]]) -> None:
+    """The stub went away during this call. Its death fails every request in its table, but a
+    request this call put in the table after another thread's death handling had taken the
+    table (the async reader, or Ray's actor shutting down) would be left open: those of this
+    call's requests still open get the same 'not healthy' error here."""
+    stub.on_death()
+    for requests in executions:
+        stub.fail_unanswered(requests)
 
 
 def _answer(stub: StubProcess, requests: Sequence[InferenceRequest], handles: list[int],

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -176,6 +177,17 @@ class StubProcess:
             if ring is not None:
                 ring.close()
 
+    def fail_unanswered(self, requests: Iterable[InferenceRequest]) -> None:
+        """Answer those of `requests` still open with Triton's 'not healthy' error."""
+        error = not_healthy(self.owner.name if self.owner is not None else self.name)
+        for request in requests:
+            sender = request.response_sender
+            if sender is not None and not sender.is_completed:
+                try:
+                    request.respond_error(error)
+                except TritonError:
+                    pass
+
     def on_death(self) -> None:
         """The stub is gone (or going): fail what it held, free what it made. Idempotent;
         a second caller waits until the first has finished."""
@@ -183,16 +195,9 @@ class StubProcess:
             if self.dead:
                 return
             self.dead = True
-            error = not_healthy(self.owner.name if self.owner is not None else self.name)
             pending, self.requests = self.requests, {}
             self.rescheduled = {}
-            for request in pending.values():
-                sender = request.response_sender
-                if sender is not None and not sender.is_completed:
-                    try:
-                        request.respond_error(error)
-                    except TritonError:
-                        pass
+            self.fail_unanswered(pending.values())
             self.channel.stub_died()
             process = self.process
             if process is not None and process.poll() is None and not self.stopping:
