@@ -142,9 +142,10 @@ class H2Connection(H2Output, asyncio.Protocol):
         self._keepalive.stop()
         streams, self.streams = self.streams, {}
         for stream in streams.values():
-            if not stream.closed and stream.handler is not None:
+            handler, stream.handler = stream.handler, None
+            if not stream.closed and handler is not None:
                 stream.closed = True
-                stream.handler.on_reset()
+                handler.on_reset()
         self._on_close(self)
 
     def pause_writing(self) -> None:
@@ -297,8 +298,9 @@ class H2Connection(H2Output, asyncio.Protocol):
         if stream is not None and not stream.closed:
             stream.closed = True
             stream.pending.clear()
-            if stream.handler is not None:
-                stream.handler.on_reset()
+            handler, stream.handler = stream.handler, None
+            if handler is not None:
+                handler.on_reset()
 
     def _data(self, flags: int, stream_id: int, payload: bytes) -> None:
         size = len(payload)
