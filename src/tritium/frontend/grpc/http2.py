@@ -142,10 +142,8 @@ class H2Connection(H2Output, asyncio.Protocol):
         self._keepalive.stop()
         streams, self.streams = self.streams, {}
         for stream in streams.values():
-            handler, stream.handler = stream.handler, None
-            if not stream.closed and handler is not None:
-                stream.closed = True
-                handler.on_reset()
+            if not stream.closed:
+                self._abandon(stream)
         self._on_close(self)
 
     def pause_writing(self) -> None:
@@ -294,13 +292,9 @@ class H2Connection(H2Output, asyncio.Protocol):
         if stream_id == 0 or stream_id > self._last_stream_id:
             raise H2ConnectionError(PROTOCOL_ERROR)  # an idle stream cannot be reset
         self._calm(self._resets)
-        stream = self.streams.pop(stream_id, None)
+        stream = self.streams.get(stream_id)
         if stream is not None and not stream.closed:
-            stream.closed = True
-            stream.pending.clear()
-            handler, stream.handler = stream.handler, None
-            if handler is not None:
-                handler.on_reset()
+            self._abandon(stream)
 
     def _data(self, flags: int, stream_id: int, payload: bytes) -> None:
         size = len(payload)

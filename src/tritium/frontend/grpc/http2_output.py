@@ -239,8 +239,14 @@ class H2Output:
         """End one stream for a fault of its own (RST_STREAM); its handler is told."""
         if stream.closed:
             return
+        self.write(frame(RST_STREAM, 0, stream.id, U32.pack(code)))
+        self._abandon(stream)
+
+    def _abandon(self, stream: H2Stream) -> None:
+        """Close a stream that was not answered (reset by either side, or its connection lost)
+        and tell its handler."""
         handler = stream.handler
-        self.reset(stream, code)
+        self._close_stream(stream, reset=False)
         if handler is not None:
             handler.on_reset()
 
