@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve lint test test-all bench install clean native
+.PHONY: serve lint test test-all test-gpu bench install clean native
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ test: lint native
 # Everything, including the slow soak/fuzz runs that `make test` skips.
 test-all: lint native
 	$(BIN)/pytest -q -m ''
+
+# The tests that need a CUDA GPU (marked `gpu`; `make test` skips them, with the reason, where
+# there is none). tools/gpu-check.sh runs this on the GPU machine.
+test-gpu: native
+	$(BIN)/pytest -q -m gpu -rs
 
 # Load comes from wrk (HTTP) and h2load (gRPC), installed from Debian when missing.
 bench: $(STAMP) native

@@ -287,6 +287,8 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         model_config_name=args.model_config_name,
         model_load_retry_count=args.model_load_retry_count,
         ray_address=args.ray_address,
+        min_supported_compute_capability=args.min_supported_compute_capability,
+        model_load_gpu_limit=dict(args.model_load_gpu_limit),
     )
 
 

@@ -21,6 +21,7 @@ from .backend.manager import BackendManager
 from .config import model_config_to_json
 from .custom_metrics import MetricRegistry
 from .errors import TritonError
+from .gpus import GpuInventory, discover, log_inventory
 from .logging_settings import LogSettings
 from .model import LoadedModel, ModelRetired, ResolvedModel, StatisticsSnapshot
 from .repository import (
@@ -93,6 +94,13 @@ class ServerOptions:
     model_load_retry_count: int = 0
     # --ray-address: the Ray cluster that models asking for it place their instances on.
     ray_address: str = ""
+    # --min-supported-compute-capability: GPUs below it get no model instance (None: Triton's
+    # 6.0).
+    min_supported_compute_capability: float | None = None
+    # --model-load-gpu-limit: device id -> fraction of its memory above which loads are refused.
+    model_load_gpu_limit: dict[int, float] = field(default_factory=dict)
+    # The GPUs to place instances on; None: ask NVML at start-up (tritium.gpus.discover).
+    gpus: GpuInventory | None = None
 
 
 class InferenceServer:
@@ -101,12 +109,15 @@ class InferenceServer:
         self.id = options.server_id
         self.version = __version__
         self.metrics = MetricRegistry()
+        self.gpus = (options.gpus if options.gpus is not None
+                     else discover(options.min_supported_compute_capability))
+        log_inventory(self.gpus)
         self.backends = BackendManager(
             options.backend_directories, options.backend_config, server=self
         )
         self.repository = RepositoryScanner(
             options.model_repositories, auto_complete=options.auto_complete,
-            config_name=options.model_config_name,
+            gpus=self.gpus, config_name=options.model_config_name,
         )
         self.response_cache = ResponseCache.from_config(options.cache_config)
         self.lifecycle = ModelLifeCycle(

@@ -61,12 +61,25 @@ def _setting(text: str) -> tuple[str, str]:
     return key, value
 
 
-# Flags that only matter with GPUs (or NUMA pinning of GPU transfers): accepted, warned about.
+def _gpu_limit(text: str) -> tuple[int, float]:
+    """--model-load-gpu-limit <device_id>:<fraction>, as Triton reads it."""
+    device, sep, fraction = text.partition(":")
+    try:
+        limit = (int(device), float(fraction))
+    except ValueError:
+        limit = (-1, -1.0)
+    if not sep or limit[0] < 0 or not 0.0 <= limit[1] <= 1.0:
+        raise argparse.ArgumentTypeError(
+            f"expected <device_id>:<fraction> with a fraction in [0.0, 1.0], got '{text}'")
+    return limit
+
+
+# Memory-pool and transfer tuning of Triton's own CUDA memory manager, which Tritium does not
+# have (frameworks allocate device memory themselves): accepted, warned about.
 NO_GPU_FLAGS = (
-    "--enable-peer-access", "--allow-gpu-metrics", "--pinned-memory-pool-byte-size",
+    "--enable-peer-access", "--pinned-memory-pool-byte-size",
     "--cuda-memory-pool-byte-size", "--cuda-virtual-address-size",
-    "--min-supported-compute-capability", "--buffer-manager-thread-count", "--host-policy",
-    "--model-load-gpu-limit",
+    "--buffer-manager-thread-count", "--host-policy",
 )
 # Flags for parts Tritium does not have: accepted, warned about when given.
 NO_EFFECT_FLAGS = {
@@ -156,7 +169,7 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
     other.add_argument("--response-cache-byte-size", type=_non_negative_int, default=None,
                        help="DEPRECATED: the same as --cache-config=local,size=<bytes>")
 
-    gpu = serve.add_argument_group("memory and devices (accepted; no effect without GPUs)")
+    gpu = serve.add_argument_group("GPUs, memory and devices")
     gpu.add_argument("--pinned-memory-pool-byte-size", type=int, default=None,
                      help="pinned host memory for GPU transfers (Triton's default 256 MB)")
     gpu.add_argument("--cuda-memory-pool-byte-size", action="append", default=[],
@@ -170,7 +183,9 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
     gpu.add_argument("--host-policy", action="append", default=[],
                      help="<policy>,<setting>=<value>: numa-node, cpu-cores")
     gpu.add_argument("--model-load-gpu-limit", action="append", default=[],
-                     help="<device>:<fraction> of GPU memory a load may use")
+                     type=_gpu_limit,
+                     help="<device>:<fraction>: refuse to load models onto the GPU while more "
+                          "than this fraction of its memory is in use")
     _flag(gpu, "--enable-peer-access", default=True,
           help="enable GPU peer access (default: true); no effect without GPUs")
 
@@ -296,7 +311,8 @@ def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
     present = given_flags(argv)
     for flag in NO_GPU_FLAGS:
         if flag in present:
-            log.warning("%s has no effect: Tritium runs without GPUs", flag)
+            log.warning("%s has no effect: Tritium has no memory pools of its own (the "
+                        "frameworks allocate GPU memory)", flag)
     for flag, reason in NO_EFFECT_FLAGS.items():
         if flag in present:
             log.warning("%s has no effect: %s", flag, reason)

@@ -231,7 +231,7 @@ def test_instance_groups_with_gpus():
     cfg = config(
         'name: "m" backend: "python" instance_group [ { }, { gpus: [ 5 ] }, { kind: KIND_GPU } ]'
     )
-    normalize_instance_groups(cfg, gpu_count=2)
+    normalize_instance_groups(cfg, gpus=[0, 1])
     assert groups(cfg) == [("m_0", GPU, 1, [0, 1]), ("m_1", CPU, 1, [5]), ("m_2", GPU, 1, [0, 1])]
 
 
@@ -242,7 +242,7 @@ def test_preferred_groups():
     normalize_instance_groups(cfg, [gpu_pref, cpu_pref])  # no GPUs: the GPU preference is skipped
     assert groups(cfg) == [("m", CPU, 3, [])]
     cfg = config('name: "m" backend: "x"')
-    normalize_instance_groups(cfg, [gpu_pref, cpu_pref], gpu_count=1)
+    normalize_instance_groups(cfg, [gpu_pref, cpu_pref], gpus=[0])
     assert groups(cfg) == [("m", GPU, 4, [0])]
     cfg = config('name: "m" backend: "x" instance_group [ { kind: KIND_CPU } ]')
     normalize_instance_groups(cfg, [cpu_pref])  # an unset count comes from the preference

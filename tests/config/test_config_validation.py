@@ -167,7 +167,7 @@ def test_valid_configs_pass(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "groups_text, gpu_count, message",
+    "groups_text, gpus, message",
     [
         (
             "[ { kind: KIND_GPU } ]",
@@ -198,10 +198,10 @@ def test_valid_configs_pass(tmp_path):
         ),
     ],
 )
-def test_validate_instance_groups(groups_text, gpu_count, message):
+def test_validate_instance_groups(groups_text, gpus, message):
     cfg = valid(f"instance_group {groups_text}")
-    normalize_instance_groups(cfg, gpu_count=gpu_count)
-    err = error_of(validate_instance_groups, cfg, gpu_count=gpu_count)
+    normalize_instance_groups(cfg, gpus=range(gpus))
+    err = error_of(validate_instance_groups, cfg, gpus=range(gpus))
     assert err.code is Code.INVALID_ARG
     assert err.message == message
 

@@ -9,8 +9,8 @@ what Triton core does to it, in the order Triton does it:
     if not auto_complete:
         validate_model_io_config(config)
     # ... model load: the backend may auto-complete the config here ...
-    normalize_instance_groups(config, backend_preferred_groups, gpu_count)
-    validate_instance_groups(config, gpu_count=gpu_count)
+    normalize_instance_groups(config, backend_preferred_groups, gpus)
+    validate_instance_groups(config, gpus=gpus)
     validate_model_io_config(config)
 
 `model_config_to_json` is the body of GET /v2/models/<m>/config.

@@ -14,7 +14,7 @@ When each step runs, in Triton's order:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,17 +80,18 @@ def normalize_model_config(
 def normalize_instance_groups(
     config: mc.ModelConfig,
     preferred_groups: Sequence[mc.ModelInstanceGroup] = (),
-    gpu_count: int = 0,
+    gpus: Collection[int] = (),
 ) -> None:
     """Triton's NormalizeInstanceGroup: give every group a name, a resolved kind and a count.
 
     `preferred_groups` are the backend's preferred instance groups (its
-    TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup calls); `gpu_count` GPUs are
-    numbered 0..gpu_count-1. Ensembles have no instance groups and are left alone.
+    TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup calls); `gpus` are the device ids
+    of the GPUs placement may use (Triton's supported GPUs, `tritium.gpus`). Ensembles have no
+    instance groups and are left alone.
     """
     if config.HasField("ensemble_scheduling"):
         return
-    supported = list(range(gpu_count))
+    supported = sorted(gpus)
 
     if not config.instance_group:
         # One group named after the model (not "<model>_0"), shaped by the first usable

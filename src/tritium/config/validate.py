@@ -13,7 +13,7 @@ When each check runs, in Triton's order:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -92,8 +92,14 @@ def validate_model_config(config: mc.ModelConfig) -> None:
         _validate_model_metrics(config.model_metrics)
 
 
-def validate_instance_groups(config: mc.ModelConfig, *, gpu_count: int = 0) -> None:
-    """Triton's ValidateInstanceGroup, on groups already normalized; GPUs are 0..gpu_count-1."""
+def validate_instance_groups(
+    config: mc.ModelConfig,
+    *,
+    gpus: Collection[int] = (),
+    min_compute_capability: float = MIN_COMPUTE_CAPABILITY,
+) -> None:
+    """Triton's ValidateInstanceGroup, on groups already normalized; `gpus` are the device ids
+    placement may use (those at or above `min_compute_capability`)."""
     if config.HasField("ensemble_scheduling"):
         return
     if not config.instance_group:
@@ -105,15 +111,15 @@ def validate_instance_groups(config: mc.ModelConfig, *, gpu_count: int = 0) -> N
                 raise _invalid(f"{where} has kind KIND_MODEL but specifies one or more GPUs")
         elif group.kind == mc.ModelInstanceGroup.KIND_GPU:
             if not group.gpus:
-                why = "no GPUs are available" if gpu_count == 0 else "specifies no GPUs"
+                why = "no GPUs are available" if not gpus else "specifies no GPUs"
                 raise _invalid(f"{where} has kind KIND_GPU but {why}")
             for gpu in group.gpus:
-                if not 0 <= gpu < gpu_count:
-                    available = ", ".join(str(g) for g in range(gpu_count))
+                if gpu not in gpus:
+                    available = ", ".join(str(g) for g in sorted(gpus))
                     raise _invalid(
                         f"{where} specifies invalid or unsupported gpu id {gpu}. GPUs with at "
                         "least the minimum required CUDA compute compatibility of "
-                        f"{MIN_COMPUTE_CAPABILITY:.6f} are: {available}"
+                        f"{min_compute_capability:.6f} are: {available}"
                     )
         elif group.kind == mc.ModelInstanceGroup.KIND_CPU:
             if group.gpus:

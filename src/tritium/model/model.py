@@ -28,6 +28,7 @@ from ..config import (
     validate_model_config,
     validate_model_io_config,
 )
+from ..gpus import NO_GPUS, GpuInventory
 from ..response_cache import ModelResponseCache, ResponseCache
 from ..scheduler import create_scheduler
 from ..scheduler.rate_limiter import RateLimiter
@@ -70,7 +71,7 @@ class TritonModel(LoadedModel):
         backends: BackendManager,
         *,
         auto_complete: bool,
-        gpu_count: int = 0,
+        gpus: GpuInventory = NO_GPUS,
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
     ) -> TritonModel:
@@ -91,7 +92,7 @@ class TritonModel(LoadedModel):
             raise
         model = cls(backends, loaded, handle, ModelStatistics(config.name, str(version)))
         try:
-            model._complete_config(loaded, gpu_count)
+            model._complete_config(loaded, gpus)
             model.labels = read_labels(model.config, model_path)
             model._create_instances(parallel=loaded.attributes.parallel_instance_loading,
                                     rate_limiter=rate_limiter)
@@ -105,7 +106,7 @@ class TritonModel(LoadedModel):
             raise
         return model
 
-    def _complete_config(self, loaded: LoadedBackend, gpu_count: int) -> None:
+    def _complete_config(self, loaded: LoadedBackend, gpus: GpuInventory) -> None:
         """After the backend's model_initialize (which may have auto-completed the
         configuration), normalise and validate what instances will be built from."""
         config = _copy(self.handle.config)
@@ -113,8 +114,9 @@ class TritonModel(LoadedModel):
         # directory's name).
         normalize_model_config(config, self.handle.repository_path, model_name=self.name)
         validate_model_config(config)
-        normalize_instance_groups(config, loaded.attributes.preferred_groups, gpu_count)
-        validate_instance_groups(config, gpu_count=gpu_count)
+        normalize_instance_groups(config, loaded.attributes.preferred_groups, gpus.supported_ids)
+        validate_instance_groups(config, gpus=gpus.supported_ids,
+                                 min_compute_capability=gpus.min_compute_capability)
         validate_model_io_config(config)
         self.handle._replace_config(config)
 

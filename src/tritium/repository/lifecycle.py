@@ -115,7 +115,7 @@ class ModelLifeCycle:
                     source.path,
                     self._backends,
                     auto_complete=self._repository.auto_complete,
-                    gpu_count=self._repository.gpu_count,
+                    gpus=self._repository.gpus,
                     response_cache=self._response_cache,
                     rate_limiter=self._rate_limiter,
                 )

@@ -24,6 +24,7 @@ from ..config import (
     validate_model_io_config,
 )
 from ..errors import TritonError
+from ..gpus import NO_GPUS, GpuInventory
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,12 @@ class RepositoryScan:
 
 
 class RepositoryScanner:
-    def __init__(self, repositories: list[Path], *, auto_complete: bool, gpu_count: int = 0,
-                 config_name: str = ""):
+    def __init__(self, repositories: list[Path], *, auto_complete: bool,
+                 gpus: GpuInventory = NO_GPUS, config_name: str = ""):
         self.repositories = [Path(r) for r in repositories]
         self.auto_complete = auto_complete
         self.config_name = config_name  # --model-config-name
-        self.gpu_count = gpu_count
+        self.gpus = gpus  # where KIND_GPU / KIND_AUTO instances may go
         # Registered name mappings: model name -> where it lives.
         self.mappings: dict[str, ModelSource] = {}
 

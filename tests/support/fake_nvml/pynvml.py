@@ -1,0 +1,119 @@
+"""A stand-in for nvidia-ml-py's `pynvml` that answers what a real GPU answered.
+
+Tests put this folder first on a server process's PYTHONPATH and name a probe file (NVML's
+answers recorded on a real machine, tests/support/data/gpu/h200-probe.json, or one a test
+writes with more devices) in TRITIUM_FAKE_NVML; without it `nvmlInit` fails as it does on a
+machine without the NVIDIA driver. Only the calls Tritium makes are here: a new call fails
+loudly (AttributeError) rather than answering something no GPU said.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+from typing import Any
+
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+
+
+class NVMLError(Exception):
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value
+
+    def __str__(self) -> str:
+        return {NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
+                NVML_ERROR_UNINITIALIZED: "Uninitialized",
+                NVML_ERROR_NOT_SUPPORTED: "Not Supported"}.get(self.value, "Unknown Error")
+
+
+_probe: dict[str, Any] | None = None
+
+
+def _devices() -> list[dict[str, Any]]:
+    if _probe is None:
+        raise NVMLError(NVML_ERROR_UNINITIALIZED)
+    return _probe["nvml_devices"]
+
+
+def nvmlInit() -> None:
+    global _probe
+    path = os.environ.get("TRITIUM_FAKE_NVML")
+    if not path:
+        raise NVMLError(NVML_ERROR_DRIVER_NOT_LOADED)
+    with open(path) as f:
+        _probe = json.load(f)
+
+
+def nvmlShutdown() -> None:
+    pass
+
+
+def nvmlSystemGetDriverVersion() -> str:
+    _devices()
+    assert _probe is not None
+    return _probe["nvml_driver"]
+
+
+def nvmlSystemGetCudaDriverVersion() -> int:
+    _devices()
+    assert _probe is not None
+    return _probe["nvml_cuda_driver_version"]
+
+
+def nvmlDeviceGetCount() -> int:
+    return len(_devices())
+
+
+def nvmlDeviceGetHandleByIndex(index: int) -> dict[str, Any]:
+    return _devices()[index]
+
+
+def nvmlDeviceGetName(handle: dict[str, Any]) -> str:
+    return handle["name"]
+
+
+def nvmlDeviceGetUUID(handle: dict[str, Any]) -> str:
+    return handle["uuid"]
+
+
+def nvmlDeviceGetIndex(handle: dict[str, Any]) -> int:
+    return handle["index"]
+
+
+def nvmlDeviceGetPciInfo(handle: dict[str, Any]) -> SimpleNamespace:
+    return SimpleNamespace(busId=handle["pci_bus_id"])
+
+
+def nvmlDeviceGetCudaComputeCapability(handle: dict[str, Any]) -> tuple[int, int]:
+    major, minor = handle["compute_capability"]
+    return major, minor
+
+
+def nvmlDeviceGetMemoryInfo(handle: dict[str, Any]) -> SimpleNamespace:
+    total, used = handle["memory_total"], handle["memory_used"]
+    return SimpleNamespace(total=total, used=used, free=total - used)
+
+
+def nvmlDeviceGetUtilizationRates(handle: dict[str, Any]) -> SimpleNamespace:
+    return SimpleNamespace(gpu=handle["utilization_gpu_pct"], memory=0)
+
+
+def nvmlDeviceGetPowerUsage(handle: dict[str, Any]) -> int:
+    return handle["power_usage_mw"]
+
+
+def nvmlDeviceGetEnforcedPowerLimit(handle: dict[str, Any]) -> int:
+    return handle["power_limit_mw"]
+
+
+def nvmlDeviceGetPowerManagementLimit(handle: dict[str, Any]) -> int:
+    return handle["power_limit_mw"]
+
+
+def nvmlDeviceGetTotalEnergyConsumption(handle: dict[str, Any]) -> int:
+    return handle["energy_mj"]
