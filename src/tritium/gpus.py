@@ -19,8 +19,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
+
+from .errors import TritonError
 
 log = logging.getLogger("tritium.gpus")
 
@@ -53,6 +55,9 @@ class GpuInventory:
     devices: tuple[GpuDevice, ...] = ()
     min_compute_capability: float = DEFAULT_MIN_COMPUTE_CAPABILITY
     driver_version: str = ""
+    # --model-load-gpu-limit: device id -> the fraction of its memory in use above which no
+    # further model instance is loaded onto it.
+    load_limits: Mapping[int, float] = field(default_factory=dict)
 
     @property
     def supported(self) -> tuple[GpuDevice, ...]:
@@ -68,6 +73,18 @@ class GpuInventory:
             if device.device_id == device_id:
                 return device
         return None
+
+    def check_load_limit(self, device_id: int) -> None:
+        """Refuse to load onto a GPU whose memory in use is past its --model-load-gpu-limit,
+        with Triton's error (UNAVAILABLE: the load may succeed once memory is freed)."""
+        limit = self.load_limits.get(device_id)
+        device = self.device(device_id)
+        if limit is None or device is None:
+            return
+        used = memory_used(device)
+        if used is not None and used > limit * device.memory_total:
+            raise TritonError.unavailable(
+                f"memory limit set for GPU {device_id} has exceeded, model loading is rejected.")
 
 
 NO_GPUS = GpuInventory()
@@ -146,6 +163,24 @@ def discover(
     return GpuInventory(tuple(devices), minimum, driver)
 
 
+def memory_used(device: GpuDevice) -> int | None:
+    """Bytes in use on `device` now, as NVML counts them (every process's), or None when NVML
+    cannot tell."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        nvml.nvmlInit()
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(device.nvml_index)
+            return int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+        finally:
+            nvml.nvmlShutdown()
+    except Exception as exc:
+        log.warning("cannot read the memory in use on GPU %d: %s", device.device_id, exc)
+        return None
+
+
 def log_inventory(inventory: GpuInventory) -> None:
     """The start-up lines a user reads to see which GPUs will be used."""
     for device in inventory.devices:
@@ -179,5 +214,6 @@ __all__ = [
     "GpuInventory",
     "discover",
     "log_inventory",
+    "memory_used",
     "visible_nvml_indices",
 ]

@@ -11,7 +11,7 @@ class, `request` and `errors`; the asyncio side of a request is `frontend/loop_b
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +109,9 @@ class InferenceServer:
         self.id = options.server_id
         self.version = __version__
         self.metrics = MetricRegistry()
-        self.gpus = (options.gpus if options.gpus is not None
-                     else discover(options.min_supported_compute_capability))
+        gpus = (options.gpus if options.gpus is not None
+                else discover(options.min_supported_compute_capability))
+        self.gpus = replace(gpus, load_limits=dict(options.model_load_gpu_limit))
         log_inventory(self.gpus)
         self.backends = BackendManager(
             options.backend_directories, options.backend_config, server=self

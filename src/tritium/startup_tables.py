@@ -61,6 +61,9 @@ def options_table(server: InferenceServer) -> str:
     ]
     for index, (name, count, device) in enumerate(options.rate_limit_resources):
         rows.append((f"rate_limit_resource[{index}]", f"{name}:{count}:{device}"))
+    rows.append(("min_supported_compute_capability", f"{server.gpus.min_compute_capability:.1f}"))
+    for device_id, fraction in sorted(server.gpus.load_limits.items()):
+        rows.append((f"model_load_gpu_limit{{{device_id}}}", f"{fraction:g}"))
     rows += [
         ("strict_readiness", str(int(options.strict_readiness))),
         ("exit_timeout", f"{options.exit_timeout_secs:g}"),

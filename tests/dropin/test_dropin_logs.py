@@ -97,6 +97,7 @@ def test_startup_tables(stopped_server: str) -> None:
     assert rows["startup_models_0"] == "failing"
     assert rows["strict_readiness"] == "1" and rows["rate_limit"] == "OFF"
     assert rows["cache_enabled"] == "0" and rows["exit_timeout"] == "7"
+    assert rows["min_supported_compute_capability"] == "6.0"
     assert rows["model_repository_path[0]"].endswith("logs_repo0")
     assert log.index("| Backend |") < log.index("| Model ") < log.index("| Option ") \
         < log.index("Started HTTPService")

@@ -97,3 +97,30 @@ def test_min_supported_compute_capability(tmp_path: Path) -> None:
             "--min-supported-compute-capability 8.0: no model instance is placed on it") in log
     assert ("specifies invalid or unsupported gpu id 0. GPUs with at least the minimum "
             "required CUDA compute compatibility of 8.000000 are: 1") in log
+
+
+def test_model_load_gpu_limit(tmp_path: Path) -> None:
+    """The H200 of the probe has 0.43 % of its memory in use: a limit under that refuses loads
+    onto it (and only onto it), a limit over it lets them through."""
+    repo = tmp_path / "repo"
+    write_model(repo, "on_gpu", identity_config(
+        "on_gpu", extra="instance_group [ { kind: KIND_GPU } ]"))
+    write_model(repo, "on_cpu", identity_config(
+        "on_cpu", extra="instance_group [ { kind: KIND_CPU } ]"))
+    with ServerProcess([repo], "--model-load-gpu-limit=0:0.001", "--exit-on-error=false",
+                       "--strict-readiness=false", env=fake_gpu_env(H200_PROBE)) as server:
+        assert groups(server, "on_cpu") == [("KIND_CPU", 1, [])]
+        log = server.log()
+    assert ("failed to load model 'on_gpu' version 1: memory limit set for GPU 0 has exceeded, "
+            "model loading is rejected.") in log
+    assert "| model_load_gpu_limit{0}          | 0.001" in log
+    with ServerProcess([repo], "--model-load-gpu-limit=0:0.9",
+                       env=fake_gpu_env(H200_PROBE)) as server:
+        assert groups(server, "on_gpu") == [("KIND_GPU", 1, [0])]
+
+
+def test_model_load_gpu_limit_format(tmp_path: Path) -> None:
+    server = ServerProcess([tmp_path], "--model-load-gpu-limit=0.9")
+    server.start(wait_ready=False)
+    assert server.wait_exit() != 0
+    assert "expected <device_id>:<fraction>" in server.log()

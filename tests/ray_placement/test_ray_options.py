@@ -10,7 +10,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tritium.errors import Code, TritonError
-from tritium.ray.options import group_options
+from tritium.ray.options import group_options, instance_options
 
 
 def config(parameters: str) -> mc.ModelConfig:
@@ -65,3 +65,9 @@ def test_bad_values_are_refused(value, words):
     assert raised.value.code is Code.INVALID_ARG
     assert "model 'm': parameter 'ray'" in raised.value.message
     assert words in raised.value.message
+
+
+def test_a_gpu_instance_asks_ray_for_one_gpu_unless_told() -> None:
+    assert instance_options("KIND_GPU", {"num_cpus": 1}) == {"num_cpus": 1, "num_gpus": 1}
+    assert instance_options("KIND_GPU", {"num_gpus": 0.5}) == {"num_gpus": 0.5}
+    assert instance_options("KIND_CPU", {"num_cpus": 1}) == {"num_cpus": 1}

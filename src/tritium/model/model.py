@@ -95,7 +95,7 @@ class TritonModel(LoadedModel):
             model._complete_config(loaded, gpus)
             model.labels = read_labels(model.config, model_path)
             model._create_instances(parallel=loaded.attributes.parallel_instance_loading,
-                                    rate_limiter=rate_limiter)
+                                    rate_limiter=rate_limiter, gpus=gpus)
             model.scheduler = create_scheduler(
                 model.config, model.instances, loaded.handle.execution_policy
             )
@@ -120,7 +120,8 @@ class TritonModel(LoadedModel):
         validate_model_io_config(config)
         self.handle._replace_config(config)
 
-    def _create_instances(self, *, parallel: bool, rate_limiter: RateLimiter | None) -> None:
+    def _create_instances(self, *, parallel: bool, rate_limiter: RateLimiter | None,
+                          gpus: GpuInventory) -> None:
         decoupled = self.decoupled
         # A server connected to Ray (--ray-address) may run a group's instances there.
         placement = self._backends.placement
@@ -131,6 +132,8 @@ class TritonModel(LoadedModel):
             kind = mc.ModelInstanceGroup.Kind.Name(group.kind)
             devices = list(group.gpus) if group.kind == mc.ModelInstanceGroup.KIND_GPU else [0]
             for device in devices:
+                if group.kind == mc.ModelInstanceGroup.KIND_GPU:
+                    gpus.check_load_limit(device)
                 for index in range(group.count):
                     # Triton's TritonModelInstance name: "<group>_<index>", even alone.
                     name = f"{group.name}_{index}"

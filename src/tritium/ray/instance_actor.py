@@ -107,7 +107,7 @@ class InstanceActor:
         library.model_initialize(model)
         model._finish_initialization()
         self._model = model
-        instance = InstanceHandle(model, spec.instance_name, spec.kind, spec.device_id,
+        instance = InstanceHandle(model, spec.instance_name, spec.kind, _device_id(spec),
                                   mc.ModelInstanceGroup.FromString(spec.group))
         library.model_instance_initialize(instance)
         self._instance = instance
@@ -199,3 +199,11 @@ class InstanceActor:
             assert self._backends is not None
             self._backends.release(loaded)
 
+
+def _device_id(spec: InstanceSpec) -> int:
+    """The instance's device as this actor sees it: Ray limits a GPU actor's CUDA_VISIBLE_DEVICES
+    to the GPUs it granted, so the owner's device id (a GPU of the owner's machine) becomes the
+    actor's first visible device."""
+    if spec.kind == "KIND_GPU" and ray.get_gpu_ids():
+        return 0
+    return spec.device_id

@@ -44,6 +44,15 @@ def group_options(config: mc.ModelConfig, group: mc.ModelInstanceGroup) -> dict[
     return merged
 
 
+def instance_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    """One instance's actor options: a KIND_GPU instance asks Ray for one GPU unless the model
+    says how many, so Ray picks a node with a free GPU and shows the actor only that device (its
+    `cuda:0`)."""
+    if kind == "KIND_GPU" and "num_gpus" not in options:
+        return {**options, "num_gpus": 1}
+    return options
+
+
 def placed_on_ray(config: mc.ModelConfig) -> bool:
     """Whether any instance group of the model asks for Ray."""
     return any(key == PARAMETER or key.startswith(PARAMETER + ":") for key in config.parameters)

@@ -22,7 +22,7 @@ from ..backend.server_api import ServerApi
 from ..request import InferenceRequest
 from .cluster import RayCluster
 from .instance_actor import InstanceSpec
-from .options import group_options
+from .options import group_options, instance_options
 from .remote_instance import RayInstance
 
 
@@ -75,7 +75,8 @@ class _RayInstances:
         self._options = options
 
     def model_instance_initialize(self, instance: InstanceHandle) -> None:
-        remote = RayInstance(self._placement.cluster, instance, self._options,
+        remote = RayInstance(self._placement.cluster, instance,
+                             instance_options(instance.kind, self._options),
                              self._placement.spec(instance, self._backend_name))
         remote.start()
         instance.state = remote
