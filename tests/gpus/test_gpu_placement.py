@@ -11,19 +11,9 @@ from pathlib import Path
 import pytest
 
 from support.gpu import H200_PROBE, fake_gpu_env, write_probe
+from support.gpu import instance_groups as groups
 from support.models import identity_config, write_model
 from support.server_process import ServerProcess
-
-
-def model_config(server: ServerProcess, name: str) -> dict:
-    url = f"http://{server.http_url}/v2/models/{name}/config"
-    with urllib.request.urlopen(url) as answer:
-        return json.loads(answer.read())
-
-
-def groups(server: ServerProcess, name: str) -> list[tuple[str, int, list[int]]]:
-    return [(g["kind"], g["count"], g.get("gpus", []))
-            for g in model_config(server, name)["instance_group"]]
 
 
 def write_repo(repo: Path) -> Path:

@@ -7,12 +7,14 @@ import copy
 import functools
 import json
 import os
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from support import ROOT, SUPPORT
+from support.server_process import ServerProcess
 
 FAKE_NVML = SUPPORT / "fake_nvml"
 # What NVML answered on an H200 of the device machine (shared/data/gpu/h200-probe.json).
@@ -64,3 +66,12 @@ def write_probe(path: Path, capabilities: list[tuple[int, int]]) -> Path:
     probe["nvml_devices"] = devices
     path.write_text(json.dumps(probe))
     return path
+
+
+def instance_groups(server: ServerProcess, model: str) -> list[tuple[str, int, list[int]]]:
+    """(kind, count, gpus) of each of the model's instance groups, as the server normalised
+    them (its configuration over HTTP)."""
+    url = f"http://{server.http_url}/v2/models/{model}/config"
+    with urllib.request.urlopen(url) as answer:
+        config = json.loads(answer.read())
+    return [(g["kind"], g["count"], g.get("gpus", [])) for g in config["instance_group"]]
