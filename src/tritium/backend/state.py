@@ -3,7 +3,10 @@
 `ModelInstanceState.process_requests` is the set-inputs -> execute -> read-outputs loop that
 Triton's framework backends each write by hand: it gathers the requests' inputs into one batch,
 calls `execute` once, splits the outputs back per request and sends each request its response
-(or its own error). A backend subclasses and writes only `execute`.
+(or its own error). A backend subclasses and writes only `execute`; one whose model runs on a
+device also writes `inputs_to_device` and `outputs_to_host`, so that the copies count as compute
+input and compute output in the statistics, and compute infer is the model's own time (as in
+Triton's framework backends).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
@@ -63,9 +67,18 @@ class ModelInstanceState:
         instance.state = state
         return state
 
-    def execute(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run the model on one batch; return every output by name."""
+    def inputs_to_device(self, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
+        """The batch's inputs where `execute` takes them; done when this returns. The host
+        arrays themselves unless the backend overrides it."""
+        return inputs
+
+    def execute(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Run the model on one batch; return every output by name, the work finished."""
         raise NotImplementedError
+
+    def outputs_to_host(self, outputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """`execute`'s outputs as host arrays (they are unless the backend overrides this)."""
+        return outputs
 
     def process_requests(self, requests: Sequence[InferenceRequest]) -> None:
         batching = self.model_state.max_batch_size > 0
@@ -77,9 +90,9 @@ class ModelInstanceState:
         requests = [r for r in requests if self._check_inputs(r)]
         if not requests:
             return
-        try:
-            inputs = self._gather_inputs(requests)
-        except Exception as exc:  # shapes that cannot be concatenated, etc.
+        try:  # shapes that cannot be concatenated, a device out of memory, etc.
+            inputs = self.inputs_to_device(self._gather_inputs(requests))
+        except Exception as exc:
             self._fail(requests, as_triton_error(exc))
             return
         mark = time.perf_counter_ns()
@@ -94,7 +107,12 @@ class ModelInstanceState:
         mark = time.perf_counter_ns()
         for request in requests:
             request.compute_output_start_ns = mark
-        self._scatter_outputs(requests, outputs)
+        try:
+            host_outputs = self.outputs_to_host(outputs)
+        except Exception as exc:
+            self._fail(requests, as_triton_error(exc))
+            return
+        self._scatter_outputs(requests, host_outputs)
 
     def _check_inputs(self, request: InferenceRequest) -> bool:
         missing = [n for n in self.model_state.input_configs if n not in request.inputs]

@@ -12,7 +12,7 @@ from types import ModuleType
 
 import numpy as np
 
-from tritium.backend import TritonError
+from tritium.backend import ModelInstance, TritonError
 
 
 def import_framework(module: str, backend: str, extra: str) -> ModuleType:
@@ -57,3 +57,11 @@ def utf8_strings(name: str, data: np.ndarray, framework: str) -> list[str]:
             f"input '{name}' holds bytes that are not UTF-8 ({exc.reason}); {framework} "
             "strings must be UTF-8"
         ) from None
+
+
+def on_gpu(instance: ModelInstance) -> str:
+    """How a framework's refusal of a KIND_GPU instance starts: which instance, which device."""
+    return (
+        f"instance {instance.name} of model {instance.model.name} is KIND_GPU "
+        f"(device {instance.device_id})"
+    )

@@ -1,13 +1,18 @@
 """The onnxruntime backend: ONNX models (`model.onnx`, `platform: "onnxruntime_onnx"`) run by
-ONNX Runtime on the CPU, one `InferenceSession` per instance, as Triton's onnxruntime backend.
+ONNX Runtime, one `InferenceSession` per instance, as Triton's onnxruntime backend: a KIND_GPU
+instance's on the CUDA provider of its device, any other on the CPU (providers.py).
 
 The model state reads the configuration once (session options, auto-complete from the graph);
 each instance opens its session and checks the configuration against the model; execution is
-the backend API's gather -> run -> scatter, so a batch of requests is one `session.run`.
+the backend API's gather -> run -> scatter, so a batch of requests is one `session.run` (which
+copies the inputs to the GPU and the outputs back, for a CUDA session). An onnxruntime without
+the CUDA provider makes models that configure no instance group KIND_CPU even on a machine with
+GPUs (the backend's preferred group, as Triton's CPU-only build of the backend prefers).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -28,8 +33,11 @@ from tritium.backend import (
 from ..framework import import_framework, parse_int, utf8_strings
 from ..sequence_io import SequenceTensors
 from .autocomplete import auto_complete, needs_auto_complete
+from .providers import check_session, has_cuda, session_providers
 from .session import SessionFactory, SessionInfo, model_path, ort_error, share_sessions
 from .validate import validate_io
+
+log = logging.getLogger("tritium.backend.onnxruntime")
 
 
 class OnnxModelState(ModelState):
@@ -40,7 +48,7 @@ class OnnxModelState(ModelState):
         super().__init__(model)
         self.sessions = SessionFactory(self.ort, self.config)
         self._share = share_sessions(self.config)
-        self._group_sessions: dict[str, Any] = {}
+        self._group_sessions: dict[tuple[str, int], Any] = {}  # (group, device) -> session
         self._lock = threading.Lock()
 
     def _auto_complete(self, model: Model) -> None:
@@ -57,15 +65,22 @@ class OnnxModelState(ModelState):
         model.set_config(config)
 
     def session_for(self, instance: ModelInstance) -> Any:
-        """A new session, or the group's one with `share_session_between_instances`."""
-        path = model_path(self.model)
+        """A new session on the instance's device, or with `share_session_between_instances`
+        the one its group has there."""
         if not self._share:
-            return self.sessions.create(path)
+            return self._create(instance)
+        key = (instance.group.name, instance.device_id)
         with self._lock:
-            session = self._group_sessions.get(instance.group.name)
+            session = self._group_sessions.get(key)
             if session is None:
-                session = self._group_sessions[instance.group.name] = self.sessions.create(path)
+                session = self._group_sessions[key] = self._create(instance)
             return session
+
+    def _create(self, instance: ModelInstance) -> Any:
+        providers = session_providers(self.ort, instance)
+        session = self.sessions.create(model_path(self.model), providers)
+        check_session(self.ort, session, instance)
+        return session
 
 
 class OnnxInstanceState(ModelInstanceState):
@@ -127,6 +142,13 @@ def initialize(backend: Backend) -> None:
 
 
 def get_backend_attribute(backend: Backend, attributes: BackendAttributes) -> None:
+    ort = backend.state
+    if not has_cuda(ort):
+        log.info(
+            "onnxruntime %s has no CUDAExecutionProvider: onnxruntime models without an "
+            "instance_group run on the CPU", ort.__version__,
+        )
+        attributes.add_preferred_instance_group("KIND_CPU")
     # Sessions are independent: instances may open theirs concurrently, as in Triton.
     attributes.set_parallel_model_instance_loading(True)
 

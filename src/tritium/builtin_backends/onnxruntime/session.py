@@ -10,6 +10,7 @@ The parameter names (`intra_op_thread_count`, `inter_op_thread_count`, `executio
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +21,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from tritium.backend import Model, TritonError
 
 from ..framework import parse_bool, parse_int
+from .providers import CPU
 
 DEFAULT_MODEL_FILENAME = "model.onnx"
 
@@ -116,7 +118,8 @@ class SessionFactory:
             self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", shrinkage)
         _check_cpu_accelerators(config)
 
-    def create(self, path: Path) -> Any:
+    def create(self, path: Path, providers: Sequence[Any] = (CPU,)) -> Any:
+        """A session of the model at `path` on `providers` (providers.py)."""
         options = self.ort.SessionOptions()
         for name, value in self._options_settings.items():
             if name == "config_entries":
@@ -126,7 +129,7 @@ class SessionFactory:
                 setattr(options, name, value)
         try:
             return self.ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+                str(path), sess_options=options, providers=list(providers)
             )
         except Exception as exc:
             raise ort_error(exc) from None

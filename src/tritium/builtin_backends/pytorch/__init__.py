@@ -1,8 +1,11 @@
 """The pytorch backend: TorchScript models (`model.pt`, `platform: "pytorch_libtorch"`) run by
-torch on the CPU, one `torch.jit.load` per instance, as Triton's libtorch backend.
+torch, one `torch.jit.load` per instance, as Triton's libtorch backend: a KIND_GPU instance on
+`cuda:<device_id>`, any other on the CPU (device.py).
 
 torch is the optional extra `tritium[torch]`: without it the backend fails to initialize, so each
-pytorch model is UNAVAILABLE with the install command, and everything else serves. TorchScript
+pytorch model is UNAVAILABLE with the install command, and everything else serves. A torch built
+without CUDA makes models that configure no instance group KIND_CPU even on a machine with GPUs
+(the backend's preferred group), and refuses KIND_GPU ones. TorchScript
 keeps no tensor metadata, so there is no auto-complete (Triton neither): the configuration names
 the inputs and outputs, matched to forward() by Triton's naming conventions (naming.py).
 """
@@ -20,6 +23,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tritium.backend import (
     Backend,
+    BackendAttributes,
     Model,
     ModelInstance,
     ModelInstanceState,
@@ -31,6 +35,7 @@ from tritium.tensor import wire_datatype
 
 from ..framework import import_framework, utf8_strings
 from ..sequence_io import SequenceTensors
+from .device import TorchDevice
 from .naming import forward_signature, input_indices, output_indices
 from .settings import TorchSettings, apply_thread_counts
 
@@ -63,17 +68,19 @@ class TorchModelState(ModelState):
             )
         self.settings = TorchSettings.from_config(self.config)
         apply_thread_counts(self.torch, self.config)
-        self._shared: Any = None
+        self._shared: dict[str, Any] = {}  # device -> module, with weight sharing
         self._lock = threading.Lock()
 
-    def load(self) -> Any:
-        """The TorchScript module for one instance (the same one with weight sharing)."""
+    def load(self, device: TorchDevice) -> Any:
+        """The TorchScript module for one instance on its device (with weight sharing, the
+        one module of every instance on that device)."""
+        key = str(device.device)
         with self._lock:
-            if self._shared is not None:
-                return self._shared
-            module = self._load(self._path())
+            if key in self._shared:
+                return self._shared[key]
+            module = self._load(self._path(), device)
             if self.settings.weight_sharing:
-                self._shared = module
+                self._shared[key] = module
             return module
 
     def _path(self) -> Path:
@@ -86,11 +93,11 @@ class TorchModelState(ModelState):
             )
         return path
 
-    def _load(self, path: Path) -> Any:
+    def _load(self, path: Path, device: TorchDevice) -> Any:
         torch = self.torch
         try:
             with torch.inference_mode(self.settings.inference_mode):
-                module = torch.jit.load(str(path), map_location="cpu")
+                module = torch.jit.load(str(path), map_location=device.device)
         except Exception as exc:
             raise TritonError.internal(f"failed to load model '{self.name}': {exc}") from None
         module.eval()
@@ -104,7 +111,8 @@ class TorchInstanceState(ModelInstanceState):
         super().__init__(instance)
         config = instance.model.config
         self.torch = self.model_state.torch
-        self.module = self.model_state.load()
+        self.device = TorchDevice(self.torch, instance)
+        self.module = self.model_state.load(self.device)
         sequence = SequenceTensors.of(config)
         _check_controls(sequence)
         expected = len(config.input) + len(config.batch_input) + len(sequence)
@@ -118,33 +126,50 @@ class TorchInstanceState(ModelInstanceState):
         self.output_types = {o.name: o.data_type for o in config.output}
         self.output_types.update({s.output_name: s.data_type for s in sequence.states})
 
-    def execute(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def inputs_to_device(self, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
+        with self.device.running():
+            arguments = {name: self._argument(name, data) for name, data in inputs.items()}
+            self.device.synchronize()
+        return arguments
+
+    def execute(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """forward() on the batch; the configured outputs the batch asked for (and the state
+        outputs), still on the device once the device is done with them."""
         torch = self.torch
         settings = self.model_state.settings
-        with torch.inference_mode(settings.inference_mode), torch.no_grad():
-            arguments = [self._argument(name, data) for name, data in inputs.items()]
-            settings.apply_jit(torch)
+        with self.device.running(), torch.inference_mode(settings.inference_mode), \
+                torch.no_grad():
+            settings.apply(torch)
             try:
                 if self.signature.dict_input:
-                    result = self.module(dict(zip(inputs, arguments, strict=True)))
+                    result = self.module(inputs)
                 else:
                     ordered: list[Any] = [None] * len(self.signature.arguments)
-                    for name, argument in zip(inputs, arguments, strict=True):
+                    for name, argument in inputs.items():
                         ordered[self.input_index[name]] = argument
                     result = self.module(*ordered)
             except Exception as exc:
                 raise TritonError.internal(f"PyTorch execute failure: {exc}") from None
             values = _outputs(result)
-            return {name: self._output(name, values) for name in self.output_index}
+            outputs = {name: self._output(name, values) for name in self.output_index}
+            self.device.synchronize()  # so that compute infer ends when the GPU has finished
+        wanted = self.requested_outputs
+        return {name: value for name, value in outputs.items() if not wanted or name in wanted}
+
+    def outputs_to_host(self, outputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        with self.device.running():
+            arrays = {name: _host_array(value) for name, value in outputs.items()}
+        if self.model_state.settings.cache_cleaning:
+            self.device.empty_cache()
+        return arrays
 
     def _argument(self, name: str, data: np.ndarray) -> Any:
         if name in self.string_inputs:  # a 1-D List[str]
             return utf8_strings(name, data, "TorchScript")
-        if not data.flags.writeable:  # torch wants memory it may write; requests are read-only
-            data = data.copy()
-        return self.torch.from_numpy(data)
+        return self.device.tensor(data)
 
-    def _output(self, name: str, values: list[Any]) -> np.ndarray:
+    def _output(self, name: str, values: list[Any]) -> Any:
+        """The value forward() returned for output `name`, checked against its configuration."""
         index = self.output_index[name]
         if not 0 <= index < len(values):
             raise TritonError.invalid_arg(
@@ -153,18 +178,25 @@ class TorchInstanceState(ModelInstanceState):
             )
         value = values[index]
         if isinstance(value, list):  # List[str]
-            return np.array([str(s).encode("utf-8") for s in value], dtype=np.object_)
+            return value
         if value.dim() == 0:
             raise TritonError.invalid_arg(f"output '{name}' is a scalar which is not supported.")
-        array = value.detach().cpu().contiguous().numpy()
         expected = self.output_types[name]
-        provided = _config_type(array.dtype)
+        provided = _config_type(str(value.dtype).removeprefix("torch."))
         if provided != expected:
             raise TritonError.invalid_arg(
                 f"configuration expects datatype TYPE_{wire_datatype(expected)} for output "
                 f"'{name}', model provides TYPE_{wire_datatype(provided)}"
             )
-        return array
+        return value
+
+
+def _host_array(value: Any) -> np.ndarray:
+    """An output as the server carries it: a List[str] as BYTES, a tensor copied to the host
+    (once, from the GPU)."""
+    if isinstance(value, list):
+        return np.array([str(s).encode("utf-8") for s in value], dtype=np.object_)
+    return value.detach().contiguous().cpu().numpy()
 
 
 def _outputs(result: Any) -> list[Any]:
@@ -185,9 +217,10 @@ def _outputs(result: Any) -> list[Any]:
     return values
 
 
-def _config_type(dtype: np.dtype) -> int:
+def _config_type(torch_type: str) -> int:
+    """The configuration type of a torch dtype named without its `torch.` prefix."""
     for config_type, name in _TORCH_TYPES.items():
-        if np.dtype(name) == dtype:
+        if name == torch_type:
             return config_type
     return mc.TYPE_INVALID
 
@@ -223,6 +256,18 @@ def _check_datatypes(config: mc.ModelConfig, batching: bool) -> None:
 
 def initialize(backend: Backend) -> None:
     backend.state = import_framework("torch", "pytorch", "torch")
+
+
+def get_backend_attribute(backend: Backend, attributes: BackendAttributes) -> None:
+    # Without CUDA, a model that configures no instance group runs on the CPU rather than
+    # failing on a machine's GPUs; with it, the server's default (KIND_GPU where GPUs exist).
+    torch = backend.state
+    if not torch.cuda.is_available():
+        log.info(
+            "torch %s has no usable CUDA: pytorch models without an instance_group run on the "
+            "CPU", torch.__version__,
+        )
+        attributes.add_preferred_instance_group("KIND_CPU")
 
 
 def model_initialize(model: Model) -> None:

@@ -58,10 +58,11 @@ class TorchSettings:
             tensor_fuser=flag("ENABLE_TENSOR_FUSER"),
         )
 
-    def apply_jit(self, torch: ModuleType) -> None:
-        """Set the JIT switches before each forward(), as Triton's Execute does: they are
-        process-wide in torch, and another model may have set them otherwise."""
+    def apply(self, torch: ModuleType) -> None:
+        """Set the JIT and cuDNN switches before each forward(), as Triton's Execute does: they
+        are process-wide in torch, and another model may have set them otherwise."""
         torch._C._set_graph_executor_optimize(self.optimized_execution)
+        torch.backends.cudnn.enabled = self.cudnn
         if self.jit_profiling is not None:
             torch._C._jit_set_profiling_mode(self.jit_profiling)
         if self.jit_executor is not None:
