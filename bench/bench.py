@@ -22,6 +22,9 @@ Suites:
   two, add_sub local vs on Ray, start-up time and memory per actor (ray_bench.py).
 - native: a compiled identity backend through Tritium's C API vs the Python identity backend
   (native_bench.py), with the server's CPU time per inference.
+- gpu (not part of `all`; on a machine with a CUDA GPU): issue 29's TorchScript MLP served
+  KIND_GPU and KIND_CPU beside torch's own forward on the GPU (gpu_bench.py, which has its own
+  Python load generator and more options).
 
 The server runs pinned to core 0 (`taskset`) and the load generators (wrk for HTTP, h2load for
 gRPC; see loadgen.py) on core 1, so each side has one core. Results print as Markdown tables
@@ -41,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
+import gpu_bench  # noqa: E402
 import inprocess_bench  # noqa: E402
 import llm_bench  # noqa: E402
 import native_bench  # noqa: E402
@@ -295,7 +299,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=["identity", "python", "onnx", "batching",
                                             "python-batching", "inprocess", "llm", "native",
-                                            "ray", "all"],
+                                            "ray", "gpu", "all"],
                         default="all")
     parser.add_argument("--seconds", type=int, default=5, help="measured time per cell")
     parser.add_argument("--rounds", type=int, default=2,
@@ -308,6 +312,8 @@ def main() -> int:
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and client")
     parser.add_argument("--output", type=Path, default=HERE / "results.md")
     args = parser.parse_args()
+    if args.suite == "gpu":  # no wrk/h2load and nothing pinned: see gpu_bench.py
+        return gpu_bench.main(["--markdown", str(args.output)])
     missing = missing_tools()
     if missing:
         parser.error(f"{' and '.join(missing)} not found: apt-get install wrk nghttp2-client "

@@ -54,6 +54,19 @@ def mlp(features: int = 64, hidden: int = 128, classes: int = 16) -> torch.nn.Mo
     ).eval()
 
 
+def square_mlp(width: int = 2048, layers: int = 4) -> torch.nn.Module:
+    """`layers` Linear(width, width) with a ReLU between each two, FP32: issue 29's GPU
+    benchmark model at its defaults (enough work per batch for a GPU to beat 16 CPU cores 20x),
+    small and quick for a GPU test at width 64."""
+    torch.manual_seed(0)
+    modules: list[torch.nn.Module] = []
+    for index in range(layers):
+        if index:
+            modules.append(torch.nn.ReLU())
+        modules.append(torch.nn.Linear(width, width))
+    return torch.nn.Sequential(*modules).eval()
+
+
 def save(module: torch.nn.Module, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():  # TorchScript is deprecated, and what Triton serves
