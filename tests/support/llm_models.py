@@ -51,7 +51,7 @@ def train_tokenizer(folder: Path) -> None:
     fast.save_pretrained(folder)
 
 
-def _config(family: str, vocab_size: int, eos: int, bos: int, pad: int):
+def _config(family: str, vocab_size: int, eos: int, bos: int, pad: int, sizes: dict):
     import transformers
 
     common = dict(vocab_size=vocab_size, eos_token_id=eos, bos_token_id=bos, pad_token_id=pad,
@@ -60,15 +60,17 @@ def _config(family: str, vocab_size: int, eos: int, bos: int, pad: int):
         return transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=512, **common)
     classes = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
                "mistral": transformers.MistralConfig}
-    return classes[family](
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=512, **common,
-    )
+    shape = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=512)
+    return classes[family](**{**shape, **common, **sizes})
 
 
-def build_model(folder: Path, family: str = "llama", seed: int = 0) -> Path:
+def build_model(folder: Path, family: str = "llama", seed: int = 0, dtype: str = "float32",
+                device: str = "cpu", **sizes: float) -> Path:
     """A tiny `family` model and its tokenizer in `folder` (config.json, model.safetensors,
-    tokenizer files, generation_config.json); returns `folder`."""
+    tokenizer files, generation_config.json); returns `folder`. `sizes` replace the Llama-shaped
+    families' dimensions (hidden_size, num_key_value_heads, ..., initializer_range); the
+    weights are made in `dtype` on `device` (a large model initialises faster on a GPU)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -76,9 +78,10 @@ def build_model(folder: Path, family: str = "llama", seed: int = 0) -> Path:
     train_tokenizer(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     config = _config(family, len(tokenizer), tokenizer.eos_token_id, tokenizer.bos_token_id,
-                     tokenizer.pad_token_id)
+                     tokenizer.pad_token_id, sizes)
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
     model.save_pretrained(folder, safe_serialization=True)
     return folder
 

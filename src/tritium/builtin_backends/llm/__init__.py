@@ -7,10 +7,12 @@ request queue and the task map) and returns; the LLM manager's loop reads those 
 at the iteration level and answers through decoupled responses. Here:
 
 - `LlmModelState` (model_initialize): auto-completes the configuration (config.py), reads
-  `model.json` (settings.py), loads the model and tokenizer once (runner.py), creates the
-  metrics (metrics.py), and holds the request queue and the task map;
+  `model.json` (settings.py), opens the checkpoint (configuration, tokenizer) once
+  (runner.py), creates the metrics (metrics.py), and holds the request queue, the task map and
+  the weights, loaded once per device its instances run on;
 - `LlmInstanceState` (model_instance_initialize): owns one Engine (engine.py), its KV slots
-  and its thread; `enqueue` makes an InferTask (task.py) per request and queues it;
+  and its thread, on the instance's device: `cuda:<device_id>` for a KIND_GPU instance, the
+  CPU otherwise; `enqueue` makes an InferTask (task.py) per request and queues it;
 - model_instance_execute calls `enqueue` and returns at once;
 - the engine of every instance takes from the model's queue as it has room.
 
@@ -22,9 +24,10 @@ with it unchanged. torch and transformers are imported when the first llm model 
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tritium.backend import (
@@ -50,25 +53,52 @@ class LlmModelState(ModelState):
         complete_config(model)
         super().__init__(model)
         from .metrics import EngineMetrics
-        from .runner import ModelRunner
+        from .runner import Checkpoint
         from .settings import read_settings
 
         self.settings = read_settings(model.version_path)
-        try:
-            self.runner = ModelRunner.load(self.settings.model, self.settings.tokenizer,
-                                           self.settings.dtype, self.settings.max_model_len)
-        except (OSError, ValueError, KeyError) as exc:
-            raise TritonError.invalid_arg(
-                f"model '{model.name}': cannot load a Hugging Face model from "
-                f"'{self.settings.model}': {exc}"
-            ) from None
+        with self._loading():
+            self.checkpoint = Checkpoint.open(self.settings.model, self.settings.tokenizer,
+                                              self.settings.max_model_len)
         registry = getattr(model.server, "metrics", None)
         self.metrics = (EngineMetrics(registry, model.name, model.version,
-                                      self.runner.max_model_len)
+                                      self.checkpoint.max_model_len)
                         if registry is not None else None)
         self._queue: collections.deque[Any] = collections.deque()
         self.tasks: dict[int, Any] = {}  # id(task) -> task, while queued or running
         self._ready = threading.Condition()
+        self._runners: dict[Any, Any] = {}  # torch.device -> ModelRunner
+        self._runners_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _loading(self) -> Iterator[None]:
+        """Reading the model's files: what goes wrong is the model's load error."""
+        try:
+            yield
+        except (OSError, ValueError, KeyError) as exc:
+            raise TritonError.invalid_arg(
+                f"model '{self.model.name}': cannot load a Hugging Face model from "
+                f"'{self.settings.model}': {exc}"
+            ) from None
+
+    def runner(self, device: Any) -> Any:
+        """The model's weights on `device` (a torch.device), loaded by the first instance
+        there; instances on one device share them."""
+        import torch
+
+        from .runner import ModelRunner
+
+        with self._runners_lock:
+            if device not in self._runners:
+                try:
+                    with self._loading():
+                        self._runners[device] = ModelRunner.load(
+                            self.checkpoint, self.settings.dtype, device)
+                except torch.OutOfMemoryError as exc:
+                    raise TritonError.unavailable(
+                        f"model '{self.model.name}': its weights do not fit on {device}: {exc}"
+                    ) from None
+            return self._runners[device]
 
     def submit(self, tasks: list[Any]) -> None:
         with self._ready:
@@ -113,10 +143,18 @@ class LlmInstanceState(ModelInstanceState):
     def __init__(self, instance: ModelInstance) -> None:
         super().__init__(instance)
         from .engine import Engine
+        from .runner import instance_device
 
         state = self.model_state
+        try:
+            device = instance_device(instance.kind, instance.device_id)
+        except TritonError as exc:
+            raise TritonError(exc.code, f"instance {instance.name}: {exc.message}") from None
+        runner = state.runner(device)
         # The model state's queue is every instance engine's RequestSource.
-        self.engine = Engine(instance.name, state.runner, state.settings, state, state.metrics)
+        self.engine = Engine(instance.name, runner, state.settings, state, state.metrics)
+        log.info("%s: llm engine on %s, weights in %s", instance.name, device,
+                 str(runner.dtype).removeprefix("torch."))
         self.engine.start()
 
     def enqueue(self, requests: Sequence[Request]) -> None:
@@ -126,7 +164,8 @@ class LlmInstanceState(ModelInstanceState):
         tasks = []
         for request in requests:
             try:
-                tasks.append(InferTask(request, self.model_state.runner, self.model_state.done))
+                tasks.append(InferTask(request, self.model_state.checkpoint,
+                                       self.model_state.done))
             except TritonError as exc:
                 request.respond_error(exc)
         if tasks:

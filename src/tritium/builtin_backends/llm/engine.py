@@ -1,10 +1,11 @@
 """The engine: iteration-level (continuous) batching over the KV slots, one thread per instance.
 
-MindIE's LLM manager and vLLM's engine loop, on the CPU: between two decode steps the engine
-admits waiting requests from the model's request queue (up to `max_num_seqs` running), prefills
-their prompts (in chunks of at most `max_num_batched_tokens` prompt tokens per step, so a long
-prompt never stalls the sequences already decoding), runs one decode step for every sequence past
-its prompt, samples each one's next token with its own parameters, hands the new text to the
+MindIE's LLM manager and vLLM's engine loop, on the instance's device (runner.py): between two
+decode steps the engine admits waiting requests from the model's request queue (up to
+`max_num_seqs` running), prefills their prompts (in chunks of at most `max_num_batched_tokens`
+prompt tokens per step, so a long prompt never stalls the sequences already decoding), runs one
+decode step for every sequence past its prompt, samples each one's next token with its own
+parameters (on the device, the tokens read back in one copy), hands the new text to the
 request's task, and retires the sequences that finished (EOS, a stop string, max_tokens,
 max_model_len) or whose client went away (cancelled: its slot is free at the next step).
 """
@@ -64,7 +65,7 @@ class Sequence:
         self.params = request.params
         self.output: list[int] = []
         self.computed = 0  # prompt tokens already in the slot
-        self.generator = request_generator(self.params, seeds)
+        self.generator = request_generator(self.params, seeds, runner.device)
         self.detokenizer = IncrementalDetokenizer(
             runner.tokenizer, self.prompt, self.params.stop,
             self.params.include_stop_str_in_output, self.params.skip_special_tokens,
@@ -115,8 +116,9 @@ class Engine:
     # -- the loop ------------------------------------------------------------------------------
 
     def _loop(self) -> None:
-        # The KV slots are inference tensors: every step, row moves included, runs in this mode.
-        with torch.inference_mode():
+        # The KV slots are inference tensors: every step, row moves included, runs in this mode,
+        # with the runner's GPU (if it has one) as this thread's CUDA device.
+        with torch.inference_mode(), self.runner.on_device():
             self._steps()
 
     def _steps(self) -> None:
@@ -179,7 +181,8 @@ class Engine:
                 self.metrics.prompt_tokens(count)
             if sequence.prefilled:
                 self._to_decoding(sequence)
-                if self._accept(sequence, sample(logits, sequence.params, sequence.generator)):
+                token = sample(logits, [sequence.params], [sequence.generator])[0]
+                if self._accept(sequence, token):
                     self._drop(sequence)
 
     def _decode(self) -> None:
@@ -191,8 +194,8 @@ class Engine:
         logits = self.runner.decode(
             self.store, [s.output[-1] for s in batch], [s.length for s in batch]
         )
-        finished = [s for i, s in enumerate(batch)
-                    if self._accept(s, sample(logits[i], s.params, s.generator))]
+        tokens = sample(logits, [s.params for s in batch], [s.generator for s in batch])
+        finished = [s for s, token in zip(batch, tokens, strict=True) if self._accept(s, token)]
         # Only now: every row's new key/value is counted in its length, so moves copy it.
         for sequence in finished:
             self._drop(sequence)

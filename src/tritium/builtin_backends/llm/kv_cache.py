@@ -7,7 +7,8 @@ costs one token per sequence. Here every layer holds one key and one value tenso
 to retirement and its tokens sit at positions 0..length-1 of that row. Sequences of different
 lengths decode together: the step's attention mask hides, per row, the positions past the row's
 own length. Capacity grows (doubling, up to max_model_len) as the longest sequence grows, so
-memory follows what is running rather than the worst case.
+memory follows what is running rather than the worst case. The tensors live on the runner's
+device (a KIND_GPU instance's cache is GPU memory), and so does every index a pass writes with.
 
 The engine keeps the sequences that are decoding in rows [0, decoding) and the ones still
 prefilling after them, moving rows as sequences finish prefill or retire, so a decode step reads
@@ -32,19 +33,21 @@ class SlotStore:
     """The per-layer key/value tensors and their capacity."""
 
     def __init__(self, layers: int, rows: int, kv_heads: int, head_dim: int,
-                 max_len: int, dtype: torch.dtype) -> None:
+                 max_len: int, dtype: torch.dtype, device: torch.device) -> None:
         self.layers = layers
         self.rows = rows
         self.kv_heads = kv_heads
         self.head_dim = head_dim
         self.max_len = max_len
         self.dtype = dtype
+        self.device = device
         self.capacity = 0
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
         # The plan of the forward pass being run: a row slice and where each row writes.
         self.row_slice = slice(0, 0)
         self.write_index: torch.Tensor | None = None  # decode: one position per row
+        self.row_index = torch.arange(rows, device=device)  # decode: the rows written, sliced
         self.write_start = 0  # prefill: one row, a run of positions from here
         self.read_length = 0
 
@@ -54,8 +57,10 @@ class SlotStore:
             return
         capacity = min(max(length, 2 * self.capacity, _GROWTH_STEP), self.max_len)
         shape = (self.rows, self.kv_heads, capacity, self.head_dim)
-        keys = [torch.zeros(shape, dtype=self.dtype) for _ in range(self.layers)]
-        values = [torch.zeros(shape, dtype=self.dtype) for _ in range(self.layers)]
+        keys = [torch.zeros(shape, dtype=self.dtype, device=self.device)
+                for _ in range(self.layers)]
+        values = [torch.zeros(shape, dtype=self.dtype, device=self.device)
+                  for _ in range(self.layers)]
         if self.capacity:
             for old, new in zip(self.keys + self.values, keys + values, strict=True):
                 new[:, :, : self.capacity].copy_(old)
@@ -76,11 +81,13 @@ class SlotStore:
             tensor[first, :, :length].copy_(tensor[second, :, :length])
             tensor[second, :, :length].copy_(saved)
 
-    def plan_decode(self, rows: int, lengths: torch.Tensor) -> None:
-        """The next forward decodes one token for each of rows [0, rows), written at `lengths`."""
+    def plan_decode(self, rows: int, lengths: torch.Tensor, read_length: int) -> None:
+        """The next forward decodes one token for each of rows [0, rows), written at `lengths`
+        (on the store's device); `read_length` is lengths' maximum + 1, which the caller knows
+        without reading `lengths` back from the device."""
         self.row_slice = slice(0, rows)
         self.write_index = lengths
-        self.read_length = int(lengths.max()) + 1
+        self.read_length = read_length
 
     def plan_prefill(self, row: int, start: int, count: int) -> None:
         """The next forward writes `count` prompt tokens of row `row` from position `start`."""
@@ -93,7 +100,7 @@ class SlotStore:
                ) -> tuple[torch.Tensor, torch.Tensor]:
         keys, values = self.keys[layer][self.row_slice], self.values[layer][self.row_slice]
         if self.write_index is not None:
-            rows = torch.arange(keys.shape[0])
+            rows = self.row_index[: keys.shape[0]]
             keys[rows, :, self.write_index] = key[:, :, 0].to(self.dtype)
             values[rows, :, self.write_index] = value[:, :, 0].to(self.dtype)
         else:

@@ -8,30 +8,90 @@ once. The attention mask is built here (4-D, so transformers uses it as given): 
 its own positions and nothing past its own length, which is what lets sequences of different
 lengths share a step. transformers supplies the layers; scheduling, caching and sampling stay
 in the engine.
+
+A runner lives on one device: the CPU for KIND_CPU (and KIND_MODEL) instances, `cuda:<device_id>`
+for KIND_GPU ones, with its weights, its KV slots and every tensor of a pass there. What crosses
+between host and device is what the engine must see or say: a prefill's prompt tokens, a decode
+step's input tokens and positions (one copy), and the sampled tokens (one copy back, sampling.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from tritium.backend import TritonError
+
 from .kv_cache import SlotCache, SlotStore
 
 _DTYPES = {"float32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16,
            "float16": torch.float16, "half": torch.float16}
+# What a KIND_GPU instance on a CPU-only torch is told to install.
+CUDA_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cu130"
+
+
+class Checkpoint:
+    """What every runner of one model shares, whatever its device: the model folder, its
+    configuration and tokenizer, and the longest sequence served (prompt plus output)."""
+
+    def __init__(self, folder: Path, config: Any, tokenizer: Any, max_model_len: int) -> None:
+        self.folder = folder
+        self.config = config
+        self.tokenizer = tokenizer
+        self.max_model_len = max_model_len
+
+    @classmethod
+    def open(cls, folder: Path, tokenizer_folder: Path, max_model_len: int | None
+             ) -> Checkpoint:
+        from transformers import AutoConfig, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # no progress bars in the server's log
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder, local_files_only=True)
+        text = config.get_text_config(decoder=True)
+        limit = (getattr(text, "max_position_embeddings", None)
+                 or getattr(text, "n_positions", None) or 2048)
+        return cls(folder, config, tokenizer, min(max_model_len or limit, limit))
+
+
+def instance_device(kind: str, device_id: int) -> torch.device:
+    """Where an instance's engine runs: `cuda:<device_id>` for KIND_GPU, else the CPU; a GPU
+    torch cannot use is UNAVAILABLE, saying what to install or check."""
+    if kind != "KIND_GPU":
+        return torch.device("cpu")
+    if torch.version.cuda is None:
+        raise TritonError.unavailable(
+            f"a KIND_GPU instance needs PyTorch built with CUDA, but the installed torch "
+            f"{torch.__version__} is CPU-only; install a CUDA build: {CUDA_TORCH}"
+        )
+    if not torch.cuda.is_available():
+        raise TritonError.unavailable(
+            f"a KIND_GPU instance needs a GPU, but torch {torch.__version__} (CUDA "
+            f"{torch.version.cuda}) finds none: check the NVIDIA driver with nvidia-smi"
+        )
+    if device_id >= torch.cuda.device_count():
+        raise TritonError.unavailable(
+            f"GPU {device_id} is not visible to torch, which sees {torch.cuda.device_count()} "
+            "GPU(s) (CUDA_VISIBLE_DEVICES)"
+        )
+    return torch.device("cuda", device_id)
 
 
 class ModelRunner:
-    """A loaded model (shared by the model's instances: weights are read-only). Its passes run
-    under torch.inference_mode, which the engine thread holds."""
+    """A loaded model on one device (shared by the model's instances on that device: weights
+    are read-only). Its passes run under torch.inference_mode, which the engine thread holds."""
 
-    def __init__(self, model: Any, tokenizer: Any, max_model_len: int) -> None:
+    def __init__(self, checkpoint: Checkpoint, model: Any, device: torch.device) -> None:
         self.model = model
-        self.tokenizer = tokenizer
+        self.tokenizer = checkpoint.tokenizer
         self.config = model.config
-        self.max_model_len = max_model_len
+        self.max_model_len = checkpoint.max_model_len
+        self.device = device
         self.dtype = next(model.parameters()).dtype
         text = self.config.get_text_config(decoder=True)
         heads = text.num_attention_heads
@@ -41,53 +101,61 @@ class ModelRunner:
         self.vocab_size = text.vocab_size
 
     @classmethod
-    def load(cls, folder: Path, tokenizer_folder: Path, dtype: str, max_model_len: int | None
-             ) -> ModelRunner:
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as transformers_logging
+    def load(cls, checkpoint: Checkpoint, dtype: str, device: torch.device) -> ModelRunner:
+        """The checkpoint's weights in `dtype` (`auto`: float32) on `device`."""
+        from transformers import AutoModelForCausalLM
 
-        transformers_logging.disable_progress_bar()  # no progress bars in the server's log
-        config = AutoConfig.from_pretrained(folder, local_files_only=True)
         torch_dtype = torch.float32 if dtype == "auto" else _DTYPES[dtype]
         model = AutoModelForCausalLM.from_pretrained(
-            folder, config=config, dtype=torch_dtype, attn_implementation="sdpa",
-            local_files_only=True,
-        ).eval()
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder, local_files_only=True)
-        text = config.get_text_config(decoder=True)
-        limit = (getattr(text, "max_position_embeddings", None)
-                 or getattr(text, "n_positions", None) or 2048)
-        return cls(model, tokenizer, min(max_model_len or limit, limit))
+            checkpoint.folder, config=checkpoint.config, dtype=torch_dtype,
+            attn_implementation="sdpa", local_files_only=True,
+        )
+        return cls(checkpoint, model.to(device).eval(), device)
+
+    @contextlib.contextmanager
+    def on_device(self) -> Iterator[None]:
+        """The runner's GPU as the thread's current CUDA device (kernels, cuBLAS handles and
+        the caching allocator then all work on it); nothing on the CPU."""
+        if self.device.type != "cuda":
+            yield
+            return
+        with torch.cuda.device(self.device):
+            yield
 
     def new_store(self, rows: int) -> SlotStore:
         return SlotStore(self.layers, rows, self.kv_heads, self.head_dim, self.max_model_len,
-                         self.dtype)
+                         self.dtype, self.device)
 
     def prefill(self, store: SlotStore, row: int, tokens: list[int], start: int) -> torch.Tensor:
         """Run `tokens` (prompt positions start.. of the sequence in `row`); the logits of the
-        last one, shape [vocab]."""
+        last one, shape [1, vocab], on the runner's device."""
         count = len(tokens)
         store.ensure(start + count)
         store.plan_prefill(row, start, count)
-        positions = torch.arange(start, start + count)
+        positions = torch.arange(start, start + count, device=self.device)
         # Query i (at position start+i) sees every cached position up to its own.
-        mask = (torch.arange(start + count)[None, :] <= positions[:, None])[None, None]
+        mask = (torch.arange(start + count, device=self.device)[None, :]
+                <= positions[:, None])[None, None]
         output = self.model(
-            input_ids=torch.tensor([tokens]), position_ids=positions[None], attention_mask=mask,
-            cache=SlotCache(store), use_cache=True, logits_to_keep=1,
+            input_ids=torch.tensor([tokens], device=self.device), position_ids=positions[None],
+            attention_mask=mask, cache=SlotCache(store), use_cache=True, logits_to_keep=1,
         )
-        return output.logits[0, -1].float()
+        return output.logits[:, -1].float()
 
     def decode(self, store: SlotStore, tokens: list[int], lengths: list[int]) -> torch.Tensor:
         """One step for rows [0, len(tokens)): row i's last token at position lengths[i]; the
-        next-token logits, shape [rows, vocab]."""
+        next-token logits, shape [rows, vocab], on the runner's device."""
         rows = len(tokens)
-        where = torch.tensor(lengths)
-        store.ensure(int(where.max()) + 1)
-        store.plan_decode(rows, where)
-        mask = (torch.arange(store.read_length)[None, :] <= where[:, None])[:, None, None, :]
+        read_length = max(lengths) + 1
+        store.ensure(read_length)
+        # The step's only host-to-device copy: its tokens and their positions, together.
+        step = torch.tensor([tokens, lengths], device=self.device)
+        ids, where = step[0], step[1]
+        store.plan_decode(rows, where, read_length)
+        mask = (torch.arange(read_length, device=self.device)[None, :]
+                <= where[:, None])[:, None, None, :]
         output = self.model(
-            input_ids=torch.tensor(tokens)[:, None], position_ids=where[:, None],
-            attention_mask=mask, cache=SlotCache(store), use_cache=True, logits_to_keep=1,
+            input_ids=ids[:, None], position_ids=where[:, None], attention_mask=mask,
+            cache=SlotCache(store), use_cache=True, logits_to_keep=1,
         )
         return output.logits[:, -1].float()

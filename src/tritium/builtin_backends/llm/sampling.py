@@ -153,19 +153,31 @@ def _strings(key: str, value: Any) -> list[str]:
     return items
 
 
-def request_generator(params: SamplingParams, seeds: random.Random) -> torch.Generator | None:
-    """The request's own random generator: from its seed, else from the engine's seeds."""
+def request_generator(params: SamplingParams, seeds: random.Random,
+                      device: torch.device) -> torch.Generator | None:
+    """The request's own random generator, on the device its logits are on: from its seed,
+    else from the engine's seeds."""
     if params.greedy:
         return None
     seed = params.seed if params.seed is not None else seeds.getrandbits(63)
-    return torch.Generator().manual_seed(seed)
+    return torch.Generator(device=device).manual_seed(seed)
 
 
-def sample(logits: torch.Tensor, params: SamplingParams,
-           generator: torch.Generator | None) -> int:
-    """The next token from one row of logits [vocab]."""
-    if params.greedy:
-        return int(torch.argmax(logits))
+def sample(logits: torch.Tensor, params: list[SamplingParams],
+           generators: list[torch.Generator | None]) -> list[int]:
+    """The next token of each row of logits [rows, vocab], row i drawn with params[i]. Every
+    row is picked where the logits are; the picks come back to the host in one copy."""
+    picked = torch.argmax(logits, dim=-1)  # the greedy rows' tokens; the others replaced
+    for row, (row_params, generator) in enumerate(zip(params, generators, strict=True)):
+        if not row_params.greedy:
+            picked[row] = _draw(logits[row], row_params, generator)
+    return picked.tolist()
+
+
+def _draw(logits: torch.Tensor, params: SamplingParams,
+          generator: torch.Generator | None) -> torch.Tensor:
+    """A token drawn from one row of logits [vocab] (temperature, top-k, top-p), as a tensor
+    of one element on the logits' device."""
     logits = logits / params.temperature
     if 0 < params.top_k < logits.shape[-1]:
         threshold = torch.topk(logits, params.top_k).values[-1]
@@ -177,4 +189,4 @@ def sample(logits: torch.Tensor, params: SamplingParams,
         drop = (cumulative - torch.softmax(ordered, dim=-1)) >= params.top_p
         logits = logits.scatter(0, order, ordered.masked_fill(drop, float("-inf")))
     probabilities = torch.softmax(logits, dim=-1)
-    return int(torch.multinomial(probabilities, 1, generator=generator))
+    return torch.multinomial(probabilities, 1, generator=generator)[0]

@@ -6,8 +6,11 @@ version folder itself), `tokenizer` (default: the model folder), `max_num_seqs` 
 decoding at once; more wait in the queue), `max_model_len` (prompt plus output, default the
 model's max_position_embeddings), `max_num_batched_tokens` (prompt tokens prefilled per engine
 step: longer prompts are prefilled in chunks between decode steps), `enable_chunked_prefill`,
-`dtype` and `seed`. vLLM keys about GPUs and logging have no meaning on this CPU engine and are
-accepted and ignored; any other key is an error, as AsyncEngineArgs(**config) raises for it.
+`dtype` (`auto` is float32; on a KIND_GPU instance the weights and the KV cache are in this
+type on the GPU) and `seed`. The instance group, not `model.json`, says where an instance runs.
+vLLM keys for what this engine does not do (a preallocated paged KV cache, CUDA graphs, several
+devices per engine, per-request logging) are accepted and ignored, and the log says what each
+one does not do here; any other key is an error, as AsyncEngineArgs(**config) raises for it.
 """
 
 from __future__ import annotations
@@ -23,12 +26,29 @@ from tritium.backend import TritonError
 log = logging.getLogger("tritium.backend.llm")
 
 FILENAME = "model.json"
-# vLLM engine arguments that do not apply on a CPU engine without a paged GPU cache.
+# vLLM engine arguments accepted and ignored, with what they do not do on this engine (one KV
+# slot per sequence, growing with it; eager PyTorch; one device per instance).
+_NO_CUDA_GRAPHS = "the engine runs eagerly, without CUDA graphs"
+_ONE_DEVICE = "each instance runs on one device, in the server's process"
 _IGNORED = {
-    "gpu_memory_utilization", "enforce_eager", "disable_log_requests", "disable_log_stats",
-    "block_size", "swap_space", "kv_cache_dtype", "disable_custom_all_reduce",
-    "distributed_executor_backend", "enable_prefix_caching", "max_seq_len_to_capture",
-    "trust_remote_code", "enable_lora", "worker_use_ray", "engine_use_ray", "device",
+    "gpu_memory_utilization": "no memory is reserved up front: the KV cache grows with the "
+                              "running sequences, up to max_num_seqs x max_model_len tokens",
+    "swap_space": "the KV cache is never swapped to host memory",
+    "block_size": "the KV cache has one slot per sequence, not paged blocks",
+    "enable_prefix_caching": "requests never share cached prompt tokens",
+    "kv_cache_dtype": "the KV cache is in the model's dtype",
+    "enforce_eager": _NO_CUDA_GRAPHS,
+    "max_seq_len_to_capture": _NO_CUDA_GRAPHS,
+    "disable_custom_all_reduce": _ONE_DEVICE,
+    "distributed_executor_backend": _ONE_DEVICE,
+    "worker_use_ray": _ONE_DEVICE,
+    "engine_use_ray": _ONE_DEVICE,
+    "device": "the instance group places instances (KIND_GPU: cuda:<device_id>, else the CPU)",
+    "trust_remote_code": "only transformers' own model classes are loaded, never code from "
+                         "the model folder",
+    "enable_lora": "LoRA adapters are not supported",
+    "disable_log_requests": "the engine logs no line per request",
+    "disable_log_stats": "the engine's statistics are on /metrics, never in the log",
 }
 _DTYPES = ("auto", "float32", "float", "bfloat16", "float16", "half")
 
@@ -64,11 +84,12 @@ def read_settings(version_path: Path) -> EngineSettings:
     parallel = int(values.pop("tensor_parallel_size", 1) or 1)
     if parallel != 1:
         raise TritonError.unsupported(
-            f"tensor_parallel_size {parallel}: the llm backend runs a model on one CPU instance"
+            f"tensor_parallel_size {parallel}: the llm backend runs each instance on one device"
         )
     ignored = sorted(k for k in values if k in _IGNORED)
     if ignored:
-        log.info("%s: ignoring vLLM GPU/logging settings %s", path, ", ".join(ignored))
+        log.info("%s: ignoring vLLM settings: %s", path,
+                 "; ".join(f"{key} ({_IGNORED[key]})" for key in ignored))
     unknown = sorted(k for k in values if k not in _IGNORED and not hasattr(settings, k))
     if unknown:
         raise TritonError.invalid_arg(

@@ -35,7 +35,7 @@ from .sampling import SamplingParams, parse_sampling_parameters
 
 if TYPE_CHECKING:
     from .engine import Sequence
-    from .runner import ModelRunner
+    from .runner import Checkpoint
 
 RETURN_SWITCHES = ("return_finish_reason", "return_num_input_tokens", "return_num_output_tokens")
 
@@ -43,7 +43,7 @@ RETURN_SWITCHES = ("return_finish_reason", "return_num_input_tokens", "return_nu
 class InferTask:
     """A request admitted to the model's queue: prompt tokens, sampling, how to answer."""
 
-    def __init__(self, request: Request, runner: ModelRunner,
+    def __init__(self, request: Request, checkpoint: Checkpoint,
                  on_done: Callable[[InferTask], None]) -> None:
         self.request = request
         self._on_done = on_done
@@ -60,16 +60,16 @@ class InferTask:
         self.params: SamplingParams = _sampling_parameters(request)
         self.prompt_text = _text_input(request)
         if _flag(request, "apply_chat_template", False):
-            self.prompt_text = _render_chat(runner, self.prompt_text)
-            self.prompt = runner.tokenizer(self.prompt_text, add_special_tokens=False).input_ids
+            self.prompt_text = _render_chat(checkpoint, self.prompt_text)
+            self.prompt = checkpoint.tokenizer(self.prompt_text, add_special_tokens=False).input_ids
         else:
-            self.prompt = runner.tokenizer(self.prompt_text).input_ids
+            self.prompt = checkpoint.tokenizer(self.prompt_text).input_ids
         if not self.prompt:
             raise TritonError.invalid_arg("the prompt is empty: text_input holds no tokens")
-        if len(self.prompt) >= runner.max_model_len:
+        if len(self.prompt) >= checkpoint.max_model_len:
             raise TritonError.invalid_arg(
                 f"the prompt ({len(self.prompt)} tokens) is longer than the maximum model "
-                f"length of {runner.max_model_len} (leaving no room for output)"
+                f"length of {checkpoint.max_model_len} (leaving no room for output)"
             )
         self._sent_tokens = 0
         self._wanted = set(request.requested_output_names)
@@ -171,7 +171,7 @@ def _sampling_parameters(request: Request) -> SamplingParams:
     return parse_sampling_parameters(dict(request.parameters))
 
 
-def _render_chat(runner: ModelRunner, text: str) -> str:
+def _render_chat(checkpoint: Checkpoint, text: str) -> str:
     try:
         messages = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -185,12 +185,12 @@ def _render_chat(runner: ModelRunner, text: str) -> str:
             "with apply_chat_template, text_input must be a JSON list of "
             '{"role": ..., "content": ...} objects'
         )
-    if not getattr(runner.tokenizer, "chat_template", None):
+    if not getattr(checkpoint.tokenizer, "chat_template", None):
         raise TritonError.invalid_arg(
             "the model's tokenizer has no chat template (tokenizer_config.json chat_template)"
         )
     try:
-        return runner.tokenizer.apply_chat_template(
+        return checkpoint.tokenizer.apply_chat_template(
             messages, tokenize=False, add_generation_prompt=True
         )
     except Exception as exc:  # jinja errors from the template
