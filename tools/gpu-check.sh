@@ -92,7 +92,7 @@ def ort_facts():
 def tritium_facts():
     from tritium import gpus
     inventory = gpus.discover()
-    return f"driver {inventory.driver}, {[(d.device_id, d.name, d.uuid) for d in inventory.devices]}"
+    return f"driver {inventory.driver_version}, {[(d.device_id, d.name, d.uuid) for d in inventory.devices]}"
 
 fact("torch", torch_facts)
 fact("cupy", cupy_facts)
