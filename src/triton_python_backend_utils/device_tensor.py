@@ -9,6 +9,7 @@ when torch is not loaded.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -86,7 +87,7 @@ def _framework_tensor(producer: Any) -> Any:
     framework: Any = sys.modules.get("torch")
     if framework is None:
         try:
-            import cupy as framework
+            framework = importlib.import_module("cupy")
         except ImportError:
             raise TritonModelException(
                 f"{what} needs torch or cupy in the model's environment to be used as a "

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -142,7 +142,7 @@ class Tensor:
             raise TritonModelException("Tensor name cannot be an empty string.")
         if _is_capsule(tensor):
             try:
-                array = np.from_dlpack(_DLPackCapsule(tensor))
+                array = np.from_dlpack(cast(Any, _DLPackCapsule(tensor)))
             except (RuntimeError, BufferError):  # not host memory: numpy left the capsule unused
                 return Tensor._on_device(name, DeviceTensor.adopt(tensor))
             return Tensor._checked_host(name, array)

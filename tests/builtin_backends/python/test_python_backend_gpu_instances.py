@@ -1,11 +1,14 @@
 """A python model on KIND_GPU, on a machine without a GPU: a server whose NVML answers from
 probes recorded on a real H200 places the instances, and the model's initialize() gets
 `model_instance_kind` "GPU" and `model_instance_device_id` as strings, as Triton gives them. The
-stub needs no CUDA binding to run a model that does no CUDA work."""
+stub needs no CUDA binding to run a model that does no CUDA work. A model answering with a
+"CUDA" tensor (a stand-in that shows pb_utils what a cupy array shows it) reaches the client,
+copied to the host once by the stub."""
 
 from __future__ import annotations
 
 import json
+
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
@@ -17,6 +20,20 @@ from support.models import write_model
 from support.server_process import ServerProcess
 
 MODEL_PY = (PYTHON_MODELS / "gpu" / "instance_args.py").read_text()
+STAND_IN_PY = (PYTHON_MODELS / "gpu" / "stand_in_gpu.py").read_text()
+
+
+def stand_in_config(name: str, answer_by: str) -> str:
+    return f"""
+        name: "{name}"
+        backend: "python"
+        max_batch_size: 0
+        input [ {{ name: "IN" data_type: TYPE_FP32 dims: [ 2, 3 ] }} ]
+        output [ {{ name: "OUT" data_type: TYPE_FP32 dims: [ 2, 3 ] }},
+                 {{ name: "CHECKS" data_type: TYPE_STRING dims: [ 1 ] }} ]
+        instance_group [ {{ kind: KIND_GPU }} ]
+        parameters {{ key: "ANSWER_BY" value: {{ string_value: "{answer_by}" }} }}
+    """
 
 
 def args_config(name: str, group: str) -> str:
@@ -51,6 +68,10 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         ("on_model", "{ kind: KIND_MODEL }"),
     ]:
         write_model(repo, name, args_config(name, group), files={"1/model.py": MODEL_PY})
+    for answer_by in ("return", "sender"):
+        name = f"stand_in_{answer_by}"
+        write_model(repo, name, stand_in_config(name, answer_by),
+                    files={"1/model.py": STAND_IN_PY})
     probe = write_probe(tmp / "probe.json", [(9, 0), (9, 0)])
     with ServerProcess([repo], "--log-verbose=1", env=fake_gpu_env(probe)) as process:
         yield process
@@ -86,3 +107,25 @@ def test_gpu_instance_without_a_cuda_binding_says_so_in_the_verbose_log(
     assert instance_args(server.http_url, "on_gpu", "http")["model_instance_kind"][1] == "GPU"
     assert ("on_gpu_0_0: could not make GPU 0 current (fine if the model does no CUDA work)"
             in server.log())
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("answer_by", ["return", "sender"])
+def test_gpu_tensor_in_a_response_reaches_the_client(server: ServerProcess, protocol: str,
+                                                     answer_by: str) -> None:
+    module = httpclient if protocol == "http" else grpcclient
+    url = server.http_url if protocol == "http" else server.grpc_url
+    client = module.InferenceServerClient(url)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    tensor = module.InferInput("IN", [2, 3], "FP32")
+    tensor.set_data_from_numpy(x)
+    result = client.infer(f"stand_in_{answer_by}", [tensor])
+    np.testing.assert_array_equal(result.as_numpy("OUT"), 2 * x + 1)
+    checks = json.loads(result.as_numpy("CHECKS")[0])
+    assert checks == {
+        "is_cpu": False,
+        "shape": [2, 3],
+        "as_numpy": "Tensor is stored in GPU and cannot be converted to NumPy.",
+        "dlpack_device": [2, 0],
+        "copies_before_answer": 0,  # the stub copies it for the wire, after execute
+    }

@@ -5,6 +5,7 @@ import json
 
 import cupy
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import torch
+
 import triton_python_backend_utils as pb_utils
 
 

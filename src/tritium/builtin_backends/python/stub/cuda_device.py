@@ -31,7 +31,7 @@ def make_current(device_id: int) -> tuple[bool, str]:
         except Exception as exc:
             reasons.append(f"cupy: {exc}")
     try:
-        from cuda.bindings import runtime
+        from cuda.bindings import runtime  # type: ignore[import-not-found]
     except ImportError:
         reasons.append("cuda-python (cuda.bindings) is not installed")
     else:

@@ -128,6 +128,8 @@ class Stub:
         # The GPU of a KIND_GPU instance (None on the CPU): current on the threads that run the
         # model's code.
         self.device_id: int | None = None
+        # FORCE_CPU_ONLY_INPUT_TENSORS "no": GPU inputs stay on the GPU.
+        self.gpu_inputs = False
         # How long the model's execute usually takes (a moving average, ns).
         self._usual_execution_ns = 0
 
@@ -172,6 +174,7 @@ class Stub:
 
     def initialize(self, settings: dict) -> None:
         self.decoupled = bool(settings.get("decoupled"))
+        self.gpu_inputs = bool(settings.get("gpu_inputs"))
         try:
             cls = self._import_model(settings)
             args = settings["args"]
@@ -294,12 +297,15 @@ class Stub:
         requests = []
         start = time.perf_counter_ns()
         try:
-            for handle, rid, cid, flags, timeout, params, names, descriptors in wire_requests:
+            for (handle, rid, cid, flags, timeout, params, names, descriptors,
+                 on_device) in wire_requests:
                 inputs = []
                 if descriptors:
                     assert block is not None  # the inputs travel in the block
                     inputs = [tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
                               for name, datatype, shape, offset, nbytes in descriptors]
+                if on_device:
+                    inputs += self._device_inputs(on_device)
                 requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
                                             params, decoupled))
             if decoupled and block is not None:
@@ -338,6 +344,19 @@ class Stub:
         if not decoupled and error is None and responses is None:
             held = [index for index in _held_senders(requests) if index not in rescheduled]
         return self._outcome(error, responses, out_block, held, rescheduled, start), fds
+
+    def _device_inputs(self, on_device: list) -> list:
+        """Inputs a BLS caller sent from its GPU: mapped by CUDA IPC, and handed to the model
+        on the GPU when it takes GPU inputs, else copied to the host."""
+        from .cuda_ipc import open_tensor
+
+        pb = self.pb
+        inputs = []
+        for name, array in on_device:
+            device = open_tensor(array)
+            inputs.append(pb.Tensor._on_device(name, device) if self.gpu_inputs
+                          else pb.Tensor._from_server(name, device.to_host()))
+        return inputs
 
     def _outcome(self, error: str | None, responses: Any, block: Any, held: Any,
                  rescheduled: Any, start: int) -> tuple:
