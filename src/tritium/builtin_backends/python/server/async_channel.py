@@ -23,6 +23,7 @@ from tritium.backend import RESPONSE_COMPLETE_FINAL, TritonError
 from ..wire import messages
 from ..wire.shm_tensors import open_block
 from .custom_metrics import StubMetrics
+from .gpu_input_models import takes_gpu_inputs
 from .process_requests import response_from_wire
 from .request_executor import RequestExecutor
 
@@ -54,6 +55,7 @@ class AsyncChannel:
             "is_model_ready": self._is_model_ready,
             "load_model": self._load_model,
             "unload_model": self._unload_model,
+            "takes_gpu_inputs": takes_gpu_inputs,
             "metric_family_new": self.metrics.family_new,
             "metric_new": self.metrics.metric_new,
             "metric_update": self.metrics.metric_update,

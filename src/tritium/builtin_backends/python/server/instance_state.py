@@ -58,6 +58,7 @@ class InstanceState:
         model = self.instance.model
         settings = self.model_state.settings()
         settings["decoupled"] = self.decoupled
+        settings["gpu_inputs"] = self.model_state.gpu_inputs
         settings["args"] = {
             "model_config": model.config_json(),
             "model_instance_kind": self.instance.kind.replace("KIND_", ""),

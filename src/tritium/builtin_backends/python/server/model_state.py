@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tritium.backend import Model, TritonError
 
 from ..wire import messages
+from . import gpu_input_models
 from .execution_env import ExecutionEnv
 from .stub_launcher import StubProcess
 
@@ -40,6 +41,10 @@ class PythonModelState:
             )
         self._env = ExecutionEnv(model)
         self.python = self._env.python
+        parameter = model.config.parameters.get("FORCE_CPU_ONLY_INPUT_TENSORS")
+        self.gpu_inputs = parameter is not None and parameter.string_value.lower() == "no"
+        if self.gpu_inputs:
+            gpu_input_models.add(self.name)
 
     def settings(self) -> dict[str, Any]:
         """What a stub needs to import the model (INIT and AUTO_COMPLETE)."""
@@ -51,6 +56,8 @@ class PythonModelState:
         }
 
     def close(self) -> None:
+        if self.gpu_inputs:
+            gpu_input_models.remove(self.name)
         self._env.close()
 
 

@@ -26,6 +26,7 @@ from tritium.backend import (
 )
 
 from ..wire import messages
+from ..wire.cuda_ipc import CudaIpcArray
 from ..wire.shm_tensors import Block, open_block
 
 log = logging.getLogger("tritium.backends.python")
@@ -47,6 +48,7 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
     tensors: list[tuple[str, str, Any]] = []
     handles: list[list[int]] = []
     counts: list[int] = []
+    device_inputs: list[list | None] = []
     rescheduled_handles = stub.rescheduled
     for requests in executions:
         execution_handles = []
@@ -58,10 +60,17 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
                       ) or next(handles_of)
             table[handle] = request
             execution_handles.append(handle)
-            inputs = request.inputs
-            for name, tensor in inputs.items():
-                tensors.append((name, tensor.datatype, tensor.data))
-            counts.append(len(inputs))
+            on_device = None
+            before = len(tensors)
+            for name, tensor in request.inputs.items():
+                data = tensor.data
+                if type(data) is CudaIpcArray:  # from a BLS caller's GPU: the stub maps it
+                    on_device = [] if on_device is None else on_device
+                    on_device.append((name, data))
+                else:
+                    tensors.append((name, tensor.datatype, data))
+            counts.append(len(tensors) - before)
+            device_inputs.append(on_device)
         handles.append(execution_handles)
     fds: list[int] = []
     try:
@@ -83,6 +92,7 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
                     if request.parameters else "{}",
                     [o.name for o in outputs] if outputs else default_outputs,
                     descriptors[at : at + count],
+                    device_inputs[index - 1],
                 ))
                 at += count
             wire.append(execution)

@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from tritium.backend import (
     RESPONSE_COMPLETE_FINAL,
@@ -39,7 +39,7 @@ class RequestExecutor:
         """A BLS message from the stub: build the request, hand it to the server."""
         _, bls_id, wire, decoupled, block_descriptor = message
         (model_name, model_version, request_id, correlation_id, flags, timeout_us,
-         parameters, output_names, descriptors) = wire
+         parameters, output_names, descriptors, device_inputs) = wire
         stub = self.stub
         assert stub.async_conn is not None and stub.from_stub is not None
         block = open_block(block_descriptor, stub.from_stub, stub.async_conn.fds)
@@ -50,6 +50,9 @@ class RequestExecutor:
         finally:
             if block is not None:
                 block.release()
+        for name, array in device_inputs:
+            # GPU memory the callee (a python model taking GPU inputs) maps itself.
+            inputs[name] = Tensor(name, array.datatype, array.shape, cast(Any, array))
 
         deliver: Callable[[InferenceResponse | None, int], None]
         if decoupled:

@@ -26,6 +26,8 @@ class BlsCall:
         self.last: Any = None
         # For async_exec: (loop, future), resolved from the reader thread.
         self.waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
+        # The request's inputs, while the callee may map their GPU memory.
+        self.keep: list | None = None
 
     def put(self, response: Any, final: bool) -> None:
         """A response (or None with only the final flag) from the reader thread."""

@@ -29,6 +29,7 @@ from typing import Any
 from ..wire import messages
 from ..wire.shm_ring import Ring
 from ..wire.shm_tensors import TensorWriter, open_block
+from .cuda_device import make_current
 from .pb_wire import WIRE_OF_CODE, wire_response
 from .runtime import StubRuntime
 
@@ -124,6 +125,11 @@ class Stub:
         self._loop_lock = threading.Lock()
         self._background: set = set()
         self._from_server: Any = None
+        # The GPU of a KIND_GPU instance (None on the CPU): current on the threads that run the
+        # model's code.
+        self.device_id: int | None = None
+        # FORCE_CPU_ONLY_INPUT_TENSORS "no": GPU inputs stay on the GPU.
+        self.gpu_inputs = False
         # How long the model's execute usually takes (a moving average, ns).
         self._usual_execution_ns = 0
 
@@ -168,8 +174,14 @@ class Stub:
 
     def initialize(self, settings: dict) -> None:
         self.decoupled = bool(settings.get("decoupled"))
+        self.gpu_inputs = bool(settings.get("gpu_inputs"))
         try:
             cls = self._import_model(settings)
+            args = settings["args"]
+            if args.get("model_instance_kind") == "GPU":
+                # After model.py's imports: the framework it imported sets the device.
+                self.device_id = int(args["model_instance_device_id"])
+                self._use_device()
             self.model = cls()
             if hasattr(self.model, "initialize"):
                 self.model.initialize(settings["args"])
@@ -185,6 +197,18 @@ class Stub:
         gc.freeze()
         gc.set_threshold(_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self._send_done(None, {"has_is_ready": hasattr(self.model, "is_ready")})
+
+    def _use_device(self) -> None:
+        """Make the instance's GPU current on this thread; when it cannot be, the model's CUDA
+        work (if any) lands on the device its framework picks, and the log says why."""
+        assert self.device_id is not None
+        done, what = make_current(self.device_id)
+        if done:
+            self.runtime.log(3, f"{self.name}: GPU {self.device_id} made current ({what})",
+                             __file__, 0)
+        else:
+            self.runtime.log(3, f"{self.name}: could not make GPU {self.device_id} current "
+                             f"(fine if the model does no CUDA work): {what}", __file__, 0)
 
     def auto_complete(self, settings: dict) -> None:
         try:
@@ -273,12 +297,15 @@ class Stub:
         requests = []
         start = time.perf_counter_ns()
         try:
-            for handle, rid, cid, flags, timeout, params, names, descriptors in wire_requests:
+            for (handle, rid, cid, flags, timeout, params, names, descriptors,
+                 on_device) in wire_requests:
                 inputs = []
                 if descriptors:
                     assert block is not None  # the inputs travel in the block
                     inputs = [tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
                               for name, datatype, shape, offset, nbytes in descriptors]
+                if on_device:
+                    inputs += self._device_inputs(on_device)
                 requests.append(from_server(handle, inputs, names, rid, cid, flags, timeout,
                                             params, decoupled))
             if decoupled and block is not None:
@@ -317,6 +344,19 @@ class Stub:
         if not decoupled and error is None and responses is None:
             held = [index for index in _held_senders(requests) if index not in rescheduled]
         return self._outcome(error, responses, out_block, held, rescheduled, start), fds
+
+    def _device_inputs(self, on_device: list) -> list:
+        """Inputs a BLS caller sent from its GPU: mapped by CUDA IPC, and handed to the model
+        on the GPU when it takes GPU inputs, else copied to the host."""
+        from .cuda_ipc import open_tensor
+
+        pb = self.pb
+        inputs = []
+        for name, array in on_device:
+            device = open_tensor(array)
+            inputs.append(pb.Tensor._on_device(name, device) if self.gpu_inputs
+                          else pb.Tensor._from_server(name, device.to_host()))
+        return inputs
 
     def _outcome(self, error: str | None, responses: Any, block: Any, held: Any,
                  rescheduled: Any, start: int) -> tuple:
@@ -378,7 +418,10 @@ class Stub:
                 wanted = request._requested_output_names
                 for tensor in response._output_tensors:
                     if tensor._name in wanted:
-                        tensors.append((tensor._name, wire_of[tensor._dtype], tensor._array))
+                        array = tensor._array
+                        if array is None:  # GPU memory: copied to the host once, for the wire
+                            array = tensor._host_array()
+                        tensors.append((tensor._name, wire_of[tensor._dtype], array))
                         count += 1
             counts.append(count)
         descriptors, block, fds = self.writer.pack(tensors)
@@ -398,6 +441,8 @@ class Stub:
         with self._loop_lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
+                if self.device_id is not None:  # async execute runs on the loop's thread
+                    loop.call_soon(self._use_device)
                 threading.Thread(target=loop.run_forever, name="stub-asyncio",
                                  daemon=True).start()
                 self._loop = loop

@@ -23,8 +23,9 @@ _CODE_NAMES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE",
 
 
 def wire_tensors(tensors: Iterable[Any]) -> list[tuple[str, str, Any]]:
-    """pb_utils Tensors -> [(name, datatype, array)], as `TensorWriter.pack` takes them."""
-    return [(t._name, WIRE_OF_CODE[t._dtype], t._array) for t in tensors]
+    """pb_utils Tensors -> [(name, datatype, array)], as `TensorWriter.pack` takes them (a
+    tensor in GPU memory copied to the host)."""
+    return [(t._name, WIRE_OF_CODE[t._dtype], t._host_array()) for t in tensors]
 
 
 def wire_response(response: Any, descriptors: list) -> tuple:

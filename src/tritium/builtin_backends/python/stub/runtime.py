@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..wire import messages
 from ..wire.shm_tensors import open_block
 from .bls_call import BlsCall, ResponseIterator
-from .pb_wire import pb_response, wire_response, wire_tensors
+from .pb_wire import WIRE_OF_CODE, pb_response, wire_response, wire_tensors
 
 if TYPE_CHECKING:
     from .pb_stub import Stub
@@ -108,16 +108,37 @@ class StubRuntime:
             raise stub.pb.TritonModelException(
                 "BLS is only supported during the 'execute' function."
             )
-        descriptors, block, fds = self.writer.pack(wire_tensors(request._inputs))
+        host, on_device = self._bls_inputs(request)
+        descriptors, block, fds = self.writer.pack(wire_tensors(host))
         wire = (
             request._model_name, int(request._model_version), request._request_id,
             request._correlation_id, request._flags, int(request._timeout),
             request._parameters, sorted(request._requested_output_names), descriptors,
+            on_device,
         )
         bls_id = next(self._ids)
         call = BlsCall(stub.pb, decoupled)
+        if on_device:
+            call.keep = list(request._inputs)  # the callee maps their memory until the end
         self._bls[bls_id] = call
         return bls_id, call, (messages.BLS, bls_id, wire, decoupled, block), fds
+
+    def _bls_inputs(self, request: Any) -> tuple[list, list]:
+        """A BLS request's inputs: those that go in host memory, and the GPU tensors that go
+        by CUDA IPC, [(name, CudaIpcArray)]. GPU tensors go by IPC only to a python model
+        taking GPU inputs (FORCE_CPU_ONLY_INPUT_TENSORS "no"), and only where cuda-python is
+        installed; otherwise they are copied to the host here, once."""
+        inputs = request._inputs
+        if all(tensor._array is not None for tensor in inputs):
+            return inputs, []
+        from . import cuda_ipc
+
+        if not (cuda_ipc.available() and self._call("takes_gpu_inputs", request._model_name)):
+            return inputs, []
+        host = [tensor for tensor in inputs if tensor._array is not None]
+        on_device = [(tensor._name, cuda_ipc.export(tensor._device, WIRE_OF_CODE[tensor._dtype]))
+                     for tensor in inputs if tensor._array is None]
+        return host, on_device
 
     def _send_bls(self, message: tuple, fds: list[int]) -> None:
         try:

@@ -45,9 +45,10 @@ READY_QUERY = 22  # (READY_QUERY, query_id)
 
 # A response on the wire: (outputs, error, parameters json | None), error (code name, message)
 # or None. A request of an EXECUTE: (handle, id, correlation_id, flags, timeout_us,
-# parameters json, requested output names, inputs). A BLS request: (model_name,
+# parameters json, requested output names, inputs, GPU inputs). A BLS request: (model_name,
 # model_version, id, correlation_id, flags, timeout_us, parameters json, requested output
-# names, inputs). Outputs and inputs are tensor descriptors (`shm_tensors`).
+# names, inputs, GPU inputs). Outputs and inputs are tensor descriptors (`shm_tensors`); GPU
+# inputs are [(name, `cuda_ipc.CudaIpcArray`)] (None or [] when there are none).
 
 # Triton's response flag (TRITONSERVER_RESPONSE_COMPLETE_FINAL).
 FINAL = 1

@@ -1,0 +1,136 @@
+"""CUDA IPC in the stubs, with cuda-python's driver binding (`cuda.bindings.driver`): a BLS
+caller exports the GPU memory of an input (`export`), the callee's stub maps it (`open_tensor`)
+and unmaps it when the last tensor viewing it goes. Nothing is copied through host memory.
+
+The IPC handle names a whole allocation (frameworks hand out pieces of bigger ones), so the
+description carries the tensor's offset from the allocation's base. The caller keeps the tensor
+alive until its BLS call has its final response (`BlsCall.keep`), as Triton requires.
+
+Imported only when a GPU tensor goes to, or comes from, another model.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any
+
+from ..wire.cuda_ipc import CudaIpcArray
+
+
+def available() -> bool:
+    """Whether this stub can export and open CUDA IPC handles."""
+    try:
+        from cuda.bindings import driver  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _check(result: tuple, call: str) -> Any:
+    from cuda.bindings import driver
+
+    error, *values = result
+    if error != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"{call} failed: {getattr(error, 'name', error)}")
+    return values[0] if len(values) == 1 else values
+
+
+def export(device: Any, datatype: str) -> CudaIpcArray:
+    """The IPC description of a `DeviceTensor` (its producer's work finished first)."""
+    from cuda.bindings import driver
+
+    obj = device.obj
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        torch.cuda.synchronize(obj.device)
+        pointer = obj.data_ptr()
+    else:
+        import cupy  # type: ignore[import-not-found]
+
+        cupy.cuda.Device(device.device_id).synchronize()
+        pointer = obj.data.ptr
+    base, _size = _check(driver.cuMemGetAddressRange(driver.CUdeviceptr(pointer)),
+                         "cuMemGetAddressRange")
+    handle = _check(driver.cuIpcGetMemHandle(base), "cuIpcGetMemHandle")
+    return CudaIpcArray(bytes(handle.reserved), pointer - int(base), device.device_id,
+                        datatype, device.shape)
+
+
+class _Mapping:
+    """One mapped IPC allocation, shared by every tensor of it this stub holds (an allocation
+    can be mapped once per process); unmapped, in the context that mapped it, when the last of
+    them goes."""
+
+    def __init__(self, handle_bytes: bytes, device_id: int) -> None:
+        from cuda.bindings import driver, runtime
+
+        handle = driver.CUipcMemHandle()
+        handle.reserved = handle_bytes
+        error, previous = runtime.cudaGetDevice()
+        runtime.cudaSetDevice(device_id)  # the allocation's device: its context maps it
+        try:
+            context = _check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+            self.base = _check(driver.cuIpcOpenMemHandle(
+                handle, driver.CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                "cuIpcOpenMemHandle")
+        finally:
+            if error == runtime.cudaError_t.cudaSuccess and previous != device_id:
+                runtime.cudaSetDevice(previous)
+        weakref.finalize(self, _close, context, self.base)
+
+
+_lock = threading.Lock()
+_mappings: weakref.WeakValueDictionary[bytes, _Mapping] = weakref.WeakValueDictionary()
+
+
+class _View:
+    """A tensor in a mapped allocation, shown to torch or cupy through
+    `__cuda_array_interface__` (they keep it, and so the mapping, alive)."""
+
+    def __init__(self, array: CudaIpcArray) -> None:
+        with _lock:
+            mapping = _mappings.get(array.handle)
+            if mapping is None:
+                mapping = _mappings[array.handle] = _Mapping(array.handle, array.device_id)
+        self.mapping = mapping
+        self.__cuda_array_interface__ = {
+            "shape": array.shape,
+            "typestr": array.dtype.str,
+            "data": (int(mapping.base) + array.offset, False),
+            "strides": None,
+            "version": 3,
+        }
+
+
+def _close(context: Any, base: Any) -> None:
+    from cuda.bindings import driver
+
+    driver.cuCtxPushCurrent(context)
+    try:
+        driver.cuIpcCloseMemHandle(base)
+    finally:
+        driver.cuCtxPopCurrent()
+
+
+def open_tensor(array: CudaIpcArray) -> Any:
+    """The described GPU memory as a `DeviceTensor` (a torch tensor when the model has
+    imported torch, else a cupy array)."""
+    from triton_python_backend_utils.device_tensor import DeviceTensor
+
+    if not available():
+        raise RuntimeError(
+            "a GPU input came from a BLS caller by CUDA IPC: install cuda-python "
+            "(cuda.bindings) in this model's environment to map it"
+        )
+    memory = _View(array)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        obj = torch.as_tensor(memory, device=f"cuda:{array.device_id}")
+    else:
+        import cupy
+
+        with cupy.cuda.Device(array.device_id):
+            obj = cupy.asarray(memory)
+    return DeviceTensor(obj, array.device_id, array.shape, array.dtype)
