@@ -147,7 +147,7 @@ class InferenceServer:
         )
         self._poller: RepositoryPoller | None = None
         # Client shared-memory regions (the shared-memory extensions).
-        self.shared_memory = SharedMemoryManager(options.allow_client_shm)
+        self.shared_memory = SharedMemoryManager(options.allow_client_shm, self.gpus)
         self._live = False
         self._stopping = False
 

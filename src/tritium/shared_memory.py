@@ -7,27 +7,39 @@ forgets the name and unmaps it. A request in flight holds views of the mapping, 
 is released when the last of them goes (Triton's "unregistered after in-flight requests
 complete").
 
+CUDA shared memory is the same with a GPU allocation: the client sends its CUDA IPC handle, the
+server opens it on the named device (`cuda_ipc`, NVIDIA's cuda-python, loaded only then), and a
+request's input is copied from the device once into host memory (the core carries numpy
+arrays), an output copied to the device once. The IPC mapping is closed on unregister, or after
+the last request in flight that writes into it. A server without GPUs answers as Triton built
+without GPU support does.
+
 Safety, beyond Triton: registration is off unless the server was started with
 `--allow-client-shm=true`; a key must name one object directly in /dev/shm (no further '/', no
 '.' or '..', symlinks are not followed, only regular files), and keys with a prefix the server
-reserves for itself are refused. Views are bounds-checked against the registered window, never
-against the whole object (Triton 2.51 bounds an offset by offset+size of the window, which lets
-a request read past the mapping).
-
-This server has no GPUs: the CUDA calls answer as Triton built with GPU support does on a machine
-without one (status lists nothing, registration fails with Triton's "invalid args").
+reserves for itself are refused. Tensor windows are bounds-checked against the registered
+region, never against the whole object (Triton 2.51 bounds an offset by offset+size of the
+window, which lets a request read past the mapping).
 """
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import stat
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from . import cuda_ipc
 from .errors import TritonError
+from .gpus import NO_GPUS, GpuInventory
+
+log = logging.getLogger("tritium.shared_memory")
 
 # Where POSIX shm_open objects live on Linux.
 SHM_DIRECTORY = "/dev/shm"
@@ -35,6 +47,77 @@ SHM_DIRECTORY = "/dev/shm"
 # to it) owns. Tritium's python backend uses anonymous memfds today, so none of these names
 # exists, and none ever may be a client's.
 RESERVED_KEY_PREFIXES = ("tritium", "triton_python_backend")
+
+
+# -- windows: the bytes one tensor names -----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class HostWindow:
+    """A tensor's bytes in a system region: a view of the mapping (no copy either way)."""
+
+    view: memoryview
+
+    def __len__(self) -> int:
+        return len(self.view)
+
+    def read(self) -> memoryview:
+        return self.view
+
+    def write(self, payload: np.ndarray) -> None:
+        """Copy `payload` (uint8, at most len(self) bytes) to the window's start."""
+        np.frombuffer(self.view, dtype=np.uint8, count=payload.nbytes)[:] = payload
+
+
+class DeviceWindow:
+    """A tensor's bytes in a CUDA region. It keeps the region's device mapping open while it
+    lives: a request holds its output windows until its response is written."""
+
+    def __init__(self, region: CudaRegion, offset: int, byte_size: int) -> None:
+        self.name = region.name
+        self.device_id = region.device_id
+        self.pointer = region.mapping.pointer + offset
+        self.byte_size = byte_size
+        region.mapping.acquire()
+        weakref.finalize(self, region.mapping.release).atexit = False
+
+    def __len__(self) -> int:
+        return self.byte_size
+
+    def read(self) -> memoryview:
+        """The window's bytes, copied from the device once."""
+        try:
+            return memoryview(cuda_ipc.copy_to_host(self.pointer, self.byte_size,
+                                                    self.device_id))
+        except cuda_ipc.CudaError as exc:
+            raise TritonError.internal(
+                f"failed to read CUDA shared memory region '{self.name}': {exc}") from None
+
+    def write(self, payload: np.ndarray) -> None:
+        try:
+            cuda_ipc.copy_to_device(self.pointer, payload, self.device_id)
+        except cuda_ipc.CudaError as exc:
+            raise TritonError.internal(
+                f"failed to write CUDA shared memory region '{self.name}': {exc}") from None
+
+
+Window = HostWindow | DeviceWindow
+
+
+def _checked_size(name: str, region_size: int, offset: int, byte_size: int | None) -> int:
+    """`byte_size` if `byte_size` bytes at `offset` lie inside a region of `region_size` bytes;
+    else Triton's messages (a missing size is refused the way Triton 2.51's HTTP frontend
+    refuses it)."""
+    if offset >= region_size:
+        raise TritonError.invalid_arg(f"Invalid offset for shared memory region: '{name}'")
+    if byte_size is None or offset + byte_size > region_size:
+        raise TritonError.invalid_arg(
+            f"Invalid offset + byte size for shared memory region: '{name}'"
+        )
+    return byte_size
+
+
+# -- regions -------------------------------------------------------------------------------------
 
 
 @dataclass(eq=False)
@@ -47,22 +130,15 @@ class SystemRegion:
     byte_size: int
     mapping: mmap.mmap
 
+    cuda = False
+
     def status(self) -> dict[str, Any]:
         return {"name": self.name, "key": self.key, "offset": self.offset,
                 "byte_size": self.byte_size}
 
-    def view(self, offset: int, byte_size: int | None) -> memoryview:
-        """`byte_size` bytes at `offset` in the window, bounds-checked with Triton's messages
-        (a missing size is refused the way Triton 2.51's HTTP frontend refuses it)."""
-        if offset >= self.byte_size:
-            raise TritonError.invalid_arg(
-                f"Invalid offset for shared memory region: '{self.name}'"
-            )
-        if byte_size is None or offset + byte_size > self.byte_size:
-            raise TritonError.invalid_arg(
-                f"Invalid offset + byte size for shared memory region: '{self.name}'"
-            )
-        return memoryview(self.mapping)[offset : offset + byte_size]
+    def window(self, offset: int, byte_size: int | None) -> HostWindow:
+        size = _checked_size(self.name, self.byte_size, offset, byte_size)
+        return HostWindow(memoryview(self.mapping)[offset : offset + size])
 
     def release(self) -> None:
         """Unmap now, or, while a request still holds a view, when the last view goes."""
@@ -72,15 +148,64 @@ class SystemRegion:
             pass  # exported views keep the mapping; it is unmapped when they are freed
 
 
+class DeviceMapping:
+    """A client's device allocation opened in this process: closed when its registration and
+    every window that a request in flight holds have let go."""
+
+    def __init__(self, pointer: int, device_id: int) -> None:
+        self.pointer = pointer
+        self.device_id = device_id
+        self._holders = 1  # the registration
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        with self._lock:
+            self._holders += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._holders -= 1
+            if self._holders:
+                return
+        try:
+            cuda_ipc.close_handle(self.pointer, self.device_id)
+        except cuda_ipc.CudaError as exc:  # nobody to answer: a request may be long gone
+            log.error("failed to close CUDA IPC handle: %s", exc)
+
+
+@dataclass(eq=False)
+class CudaRegion:
+    """One registered CUDA allocation (or its first `byte_size` bytes) on device `device_id`."""
+
+    name: str
+    device_id: int
+    byte_size: int
+    mapping: DeviceMapping
+
+    cuda = True
+
+    def status(self) -> dict[str, Any]:
+        return {"name": self.name, "device_id": self.device_id, "byte_size": self.byte_size}
+
+    def window(self, offset: int, byte_size: int | None) -> DeviceWindow:
+        return DeviceWindow(self, offset,
+                            _checked_size(self.name, self.byte_size, offset, byte_size))
+
+    def release(self) -> None:
+        self.mapping.release()
+
+
+Region = SystemRegion | CudaRegion
+
+
 class SharedMemoryManager:
     """The registered regions of one server, by name (one namespace for system and CUDA)."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, gpus: GpuInventory = NO_GPUS) -> None:
         self.enabled = enabled
-        self._regions: dict[str, SystemRegion] = {}
+        self.gpus = gpus
+        self._regions: dict[str, Region] = {}
         self._lock = threading.Lock()
-
-    # -- system shared memory ------------------------------------------------------------------
 
     def register_system(self, name: str, key: str, offset: int, byte_size: int) -> None:
         """Map `byte_size` bytes at `offset` of the object `key` as region `name`."""
@@ -93,71 +218,97 @@ class SharedMemoryManager:
             fd = _open_object(key, file_name)
             try:
                 if offset + byte_size > os.fstat(fd).st_size:
-                    raise TritonError.invalid_arg(
-                        f"failed to register shared memory region '{name}': invalid args"
-                    )
+                    raise _invalid_args(name)
                 mapping = _map(fd, name, offset, byte_size)
             finally:
                 os.close(fd)
             self._regions[name] = SystemRegion(name, key, offset, byte_size, mapping)
 
-    def system_status(self, name: str = "") -> list[dict[str, Any]]:
-        with self._lock:
-            if not name:
-                return [region.status() for region in self._regions.values()]
-            region = self._regions.get(name)
-        if region is None:
-            raise TritonError.not_found(
-                f"Unable to find system shared memory region: '{name}'"
-            )
-        return [region.status()]
-
-    def unregister_system(self, name: str = "") -> None:
-        """Forget region `name` (every region if empty); an unknown name is not an error."""
-        with self._lock:
-            if name:
-                region = self._regions.pop(name, None)
-                released = [region] if region is not None else []
-            else:
-                released = list(self._regions.values())
-                self._regions.clear()
-        for region in released:
-            region.release()
-
-    def region(self, name: str) -> SystemRegion:
-        """The region a tensor names (NOT_FOUND, with Triton's message, if none)."""
-        region = self._regions.get(name)
-        if region is None:
-            raise _unknown_region(name)
-        return region
-
-    # -- CUDA shared memory: a server without GPUs ---------------------------------------------
-
-    def cuda_status(self, name: str = "") -> list[dict[str, Any]]:
-        if not name:
-            return []
-        if name in self._regions:
-            raise TritonError.not_found(
-                f"The region named '{name}' is registered as system shared memory, not CUDA "
-                "shared memory"
-            )
-        raise TritonError.not_found(f"Unable to find cuda shared memory region: '{name}'")
-
-    def register_cuda(self, name: str) -> None:
+    def register_cuda(self, name: str, raw_handle: bytes, device_id: int,
+                      byte_size: int) -> None:
+        """Open the client's CUDA IPC handle on `device_id` as region `name` of `byte_size`
+        bytes (Triton's checks and messages; the device must be one of this server's GPUs)."""
         if not self.enabled:
             raise _disabled()
-        if name in self._regions:
-            raise _exists(name)
-        # What Triton says when it cannot open the CUDA IPC handle (no GPU here).
-        raise TritonError.invalid_arg("failed to register shared memory region: invalid args")
+        if not self.gpus.devices:
+            raise TritonError.invalid_arg(
+                f"failed to register CUDA shared memory region: '{name}', GPUs not supported"
+            )
+        with self._lock:
+            if name in self._regions:
+                raise _exists(name)
+            if self.gpus.device(device_id) is None:
+                ids = ", ".join(str(d.device_id) for d in self.gpus.devices)
+                raise _cuda_failed(name, f"device_id {device_id} is not a GPU of this server "
+                                         f"(its CUDA device ids: {ids})")
+            if len(raw_handle) != cuda_ipc.HANDLE_SIZE:
+                raise _cuda_failed(name, f"'raw_handle' must be a cudaIpcMemHandle_t of "
+                                         f"{cuda_ipc.HANDLE_SIZE} bytes, not {len(raw_handle)}")
+            try:
+                mapping = DeviceMapping(cuda_ipc.open_handle(raw_handle, device_id), device_id)
+            except cuda_ipc.CudaError as exc:
+                raise _cuda_failed(name, str(exc)) from None
+            try:
+                available = cuda_ipc.allocation_bytes_from(mapping.pointer)
+            except cuda_ipc.CudaError as exc:
+                log.error("failed to get CUDA address range: %s", exc)
+                available = -1
+            if byte_size > available:
+                mapping.release()
+                raise _invalid_args(name)
+            self._regions[name] = CudaRegion(name, device_id, byte_size, mapping)
+
+    def system_status(self, name: str = "") -> list[dict[str, Any]]:
+        return self._status(name, cuda=False)
+
+    def cuda_status(self, name: str = "") -> list[dict[str, Any]]:
+        return self._status(name, cuda=True)
+
+    def unregister_system(self, name: str = "") -> None:
+        """Forget system region `name` (every one if empty); an unknown name is no error."""
+        self._unregister(name, cuda=False)
+
+    def unregister_cuda(self, name: str = "") -> None:
+        """Forget CUDA region `name` (every one if empty); an unknown name is no error."""
+        self._unregister(name, cuda=True)
+
+    def window(self, name: str, offset: int, byte_size: int | None) -> Window:
+        """The bytes of region `name` that a tensor names, bounds-checked (NOT_FOUND or
+        INVALID_ARG with Triton's messages). Taken under the lock, so an unregister cannot
+        release the region between finding it and holding it."""
+        with self._lock:
+            region = self._regions.get(name)
+            if region is None:
+                raise TritonError.not_found(f"Unable to find shared memory region: '{name}'")
+            return region.window(offset, byte_size)
 
     def close(self) -> None:
         self.unregister_system()
+        self.unregister_cuda()
 
+    def _status(self, name: str, cuda: bool) -> list[dict[str, Any]]:
+        kind = "cuda" if cuda else "system"
+        with self._lock:
+            if not name:
+                return [r.status() for r in self._regions.values() if r.cuda is cuda]
+            region = self._regions.get(name)
+        if region is None:
+            raise TritonError.not_found(f"Unable to find {kind} shared memory region: '{name}'")
+        if region.cuda is not cuda:
+            registered, asked = ("CUDA", "system") if region.cuda else ("system", "CUDA")
+            raise TritonError.not_found(
+                f"The region named '{name}' is registered as {registered} shared memory, not "
+                f"{asked} shared memory"
+            )
+        return [region.status()]
 
-def _unknown_region(name: object) -> TritonError:
-    """The error for a tensor that names a region no client registered."""
-    return TritonError.not_found(f"Unable to find shared memory region: '{name}'")
+    def _unregister(self, name: str, cuda: bool) -> None:
+        with self._lock:
+            names = [name] if name else list(self._regions)
+            released = [self._regions.pop(n) for n in names
+                        if n in self._regions and self._regions[n].cuda is cuda]
+        for region in released:
+            region.release()
 
 
 def _disabled() -> TritonError:
@@ -169,6 +320,19 @@ def _disabled() -> TritonError:
 
 def _exists(name: str) -> TritonError:
     return TritonError.already_exists(f"shared memory region '{name}' already in manager")
+
+
+def _invalid_args(name: str) -> TritonError:
+    """A window larger than what backs it (the object, or the CUDA allocation)."""
+    return TritonError.invalid_arg(
+        f"failed to register shared memory region '{name}': invalid args"
+    )
+
+
+def _cuda_failed(name: str, reason: str) -> TritonError:
+    return TritonError.invalid_arg(
+        f"failed to register CUDA shared memory region '{name}': {reason}"
+    )
 
 
 def _unable_to_open(key: str) -> TritonError:

@@ -1,6 +1,6 @@
 """The shared-memory extensions' registration calls, driven by tritonclient (http and grpc) and
-raw HTTP: register, status, unregister, the keys that are refused, CUDA shared memory on a
-server without GPUs, and the default where registration is off.
+raw HTTP: register, status, unregister, the keys that are refused, and the default where
+registration is off (CUDA shared memory: test_cuda_shared_memory.py).
 
 Expected texts are what Triton 2.51 answers for the same calls (compared with the reference
 server); where Tritium deliberately differs (reserved keys, registration off unless
@@ -256,42 +256,8 @@ def test_unregister_during_a_request_unmaps_when_it_ends(http, shm_server, regio
     client.close()
 
 
-# -- CUDA shared memory: answers as Triton on a machine without GPUs -----------------------------
-
-
 # What tritonclient's cuda_shared_memory.get_raw_handle gives: a base64 cudaIpcMemHandle_t.
 _HANDLE = base64.b64encode(b"\x01" * 64)
-
-
-def test_cuda_shared_memory_as_triton_without_gpus(shm_server, http, grpc_client, regions):
-    assert http.get_cuda_shared_memory_status() == []
-    assert grpc_client.get_cuda_shared_memory_status().regions == {}
-    for client, status in ((http, "400"), (grpc_client, "StatusCode.INVALID_ARGUMENT")):
-        with pytest.raises(InferenceServerException) as info:
-            client.register_cuda_shared_memory("c", _HANDLE, 0, 8)
-        assert (info.value.status(), info.value.message()) == (
-            status, "failed to register shared memory region: invalid args")
-    with pytest.raises(InferenceServerException) as info:
-        http.get_cuda_shared_memory_status("c")
-    assert info.value.message() == "Unable to find cuda shared memory region: 'c'"
-    region = regions(64)
-    http.register_system_shared_memory("sys", region.key, 64)
-    with pytest.raises(InferenceServerException) as info:
-        grpc_client.get_cuda_shared_memory_status("sys")
-    assert info.value.message() == (
-        "The region named 'sys' is registered as system shared memory, not CUDA shared memory")
-    with pytest.raises(InferenceServerException) as info:
-        grpc_client.register_cuda_shared_memory("sys", _HANDLE, 0, 8)
-    assert info.value.status() == "StatusCode.ALREADY_EXISTS"
-    http.unregister_cuda_shared_memory("c")
-    grpc_client.unregister_cuda_shared_memory()
-    # A CUDA unregister leaves system regions alone.
-    assert [r["name"] for r in http.get_system_shared_memory_status()] == ["sys"]
-    reply = call(shm_server, "POST", "/v2/cudasharedmemory/region/c/register",
-                 json.dumps({"raw_handle": {"b64": "AAAA"}, "device_id": 0,
-                             "byte_size": 8}).encode())
-    assert (reply.status, reply.error) == (
-        400, "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t")
 
 
 def test_metadata_lists_the_extensions_when_enabled(http):

@@ -2,33 +2,30 @@
 where an output's bytes go.
 
 An input or requested output names a registered region with the `shared_memory_region`,
-`shared_memory_offset` and `shared_memory_byte_size` parameters. Inputs become views of the
-region (no copy); outputs are written into it after inference and the response then carries the
-output's name, datatype and shape only, as Triton's does. The wire-specific parameter checks
-(JSON types for HTTP, InferParameter kinds for gRPC) stay in each frontend's codec.
+`shared_memory_offset` and `shared_memory_byte_size` parameters, and gets a bounds-checked
+window of it. Inputs read the window (a view of a system region, no copy; one copy from the
+device for a CUDA region); outputs are written into it after inference and the response then
+carries the output's name, datatype and shape only, as Triton's does. The wire-specific
+parameter checks (JSON types for HTTP, InferParameter kinds for gRPC) stay in each frontend's
+codec.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ...errors import TritonError
-from ...shared_memory import SharedMemoryManager
+from ...shared_memory import SharedMemoryManager, Window
 from ...tensor import numpy_dtype, serialize_bytes
 
-__all__ = ["OutputRegion", "SharedMemoryManager", "region_view", "write_output"]
+__all__ = ["OutputRegion", "SharedMemoryManager", "Window", "region_window", "write_output"]
 
 _UINT64 = 1 << 64
 
-
-@dataclass(slots=True)
-class OutputRegion:
-    """Where a requested output goes: a bounds-checked window of a registered region."""
-
-    view: memoryview
+# Where a requested output goes: a bounds-checked window of a registered region.
+OutputRegion = Window
 
 
 def _unsigned(value: int | None) -> int | None:
@@ -36,11 +33,11 @@ def _unsigned(value: int | None) -> int | None:
     return None if value is None else value % _UINT64
 
 
-def region_view(regions: SharedMemoryManager, name: str, offset: int | None,
-                byte_size: int | None) -> memoryview:
-    """The bytes of region `name` that a tensor names (NOT_FOUND or INVALID_ARG with Triton's
+def region_window(regions: SharedMemoryManager, name: str, offset: int | None,
+                  byte_size: int | None) -> Window:
+    """The window of region `name` that a tensor names (NOT_FOUND or INVALID_ARG with Triton's
     messages). Outputs are checked this way too, before inference, as Triton does."""
-    return regions.region(name).view(_unsigned(offset) or 0, _unsigned(byte_size))
+    return regions.window(name, _unsigned(offset) or 0, _unsigned(byte_size))
 
 
 def write_output(region: OutputRegion, name: str, datatype: str, data: Any) -> None:
@@ -55,11 +52,11 @@ def write_output(region: OutputRegion, name: str, datatype: str, data: Any) -> N
             array = array.astype(dtype)
         payload = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
     size = payload.nbytes
-    available = len(region.view)
+    available = len(region)
     if size > available:
         raise TritonError.internal(
             f"shared memory size specified with the request for output '{name}' "
             f"({available} bytes) should be at least {size} bytes to hold the results"
         )
     if size:
-        np.frombuffer(region.view, dtype=np.uint8, count=size)[:] = payload
+        region.write(payload)

@@ -38,7 +38,12 @@ from ...tensor import (
     input_from_wire,
 )
 from ..extensions.limits import check_requested_outputs
-from ..extensions.shared_memory import OutputRegion, SharedMemoryManager, region_view
+from ..extensions.shared_memory import (
+    OutputRegion,
+    SharedMemoryManager,
+    Window,
+    region_window,
+)
 from .protowire import read_varint, varint
 
 # Requests at least this big are scanned by hand so raw tensors stay views of the message; below
@@ -141,7 +146,7 @@ def decode_infer_request(
         parameters = _plain(io.parameters) if io.parameters else {}
         view = None
         if parameters and _SHM_PARAMETERS.intersection(parameters):
-            view = _tensor_region(io.parameters, name, regions)
+            view = _tensor_region(io.parameters, name, regions).read()
         datatype = io.datatype
         dtype = NUMPY_DTYPES.get(datatype)
         if dtype is None:
@@ -210,7 +215,7 @@ def decode_infer_request(
         if out_parameters and _SHM_PARAMETERS.intersection(out_parameters):
             if targets is None:
                 targets = {}
-            targets[out.name] = OutputRegion(_tensor_region(out.parameters, out.name, regions))
+            targets[out.name] = _tensor_region(out.parameters, out.name, regions)
         request.requested_outputs.append(RequestedOutput(out.name, out_parameters))
     if key is not None and all_raw and targets is None and not rid:
         _keep_template(key, raws, request, request_parameters)
@@ -335,8 +340,8 @@ _SHM_PARAMETERS = frozenset(("shared_memory_region", "shared_memory_offset",
                              "shared_memory_byte_size"))
 
 
-def _tensor_region(params: Any, name: str, regions: SharedMemoryManager) -> memoryview:
-    """The bytes a tensor's shared-memory parameters name, checked as Triton's gRPC frontend
+def _tensor_region(params: Any, name: str, regions: SharedMemoryManager) -> Window:
+    """The window a tensor's shared-memory parameters name, checked as Triton's gRPC frontend
     checks them (kinds, a size with every region, no offset or size without one)."""
     values: dict[str, Any] = {}
     for key, kind in (("shared_memory_region", "string_param"),
@@ -362,7 +367,7 @@ def _tensor_region(params: Any, name: str, regions: SharedMemoryManager) -> memo
             "'shared_memory_byte_size' must be specified along with 'shared_memory_region' "
             f"parameter for tensor '{name}'"
         )
-    return region_view(regions, region, values.get("shared_memory_offset", 0),
+    return region_window(regions, region, values.get("shared_memory_offset", 0),
                        values["shared_memory_byte_size"])
 
 

@@ -18,12 +18,8 @@ def handlers(regions: SharedMemoryManager) -> dict[str, tuple[Callable[[Any], An
     """RPC name -> (handler, request type, response type)."""
 
     def system_status(request: Any) -> Any:
-        response = pb.SystemSharedMemoryStatusResponse()
-        for status in regions.system_status(request.name):
-            response.regions[status["name"]].CopyFrom(
-                pb.SystemSharedMemoryStatusResponse.RegionStatus(**status)
-            )
-        return response
+        return _status_response(pb.SystemSharedMemoryStatusResponse,
+                                regions.system_status(request.name))
 
     def system_register(request: Any) -> Any:
         regions.register_system(request.name, request.key, request.offset, request.byte_size)
@@ -34,15 +30,17 @@ def handlers(regions: SharedMemoryManager) -> dict[str, tuple[Callable[[Any], An
         return pb.SystemSharedMemoryUnregisterResponse()
 
     def cuda_status(request: Any) -> Any:
-        regions.cuda_status(request.name)  # no CUDA region can exist: raises or lists none
-        return pb.CudaSharedMemoryStatusResponse()
+        return _status_response(pb.CudaSharedMemoryStatusResponse,
+                                regions.cuda_status(request.name))
 
     def cuda_register(request: Any) -> Any:
-        regions.register_cuda(request.name)
+        regions.register_cuda(request.name, request.raw_handle, request.device_id,
+                              request.byte_size)
         return pb.CudaSharedMemoryRegisterResponse()
 
     def cuda_unregister(request: Any) -> Any:
-        return pb.CudaSharedMemoryUnregisterResponse()  # nothing to unregister, as Triton
+        regions.unregister_cuda(request.name)
+        return pb.CudaSharedMemoryUnregisterResponse()
 
     return {
         "SystemSharedMemoryStatus": (system_status, pb.SystemSharedMemoryStatusRequest,
@@ -59,3 +57,11 @@ def handlers(regions: SharedMemoryManager) -> dict[str, tuple[Callable[[Any], An
         "CudaSharedMemoryUnregister": (cuda_unregister, pb.CudaSharedMemoryUnregisterRequest,
                                        pb.CudaSharedMemoryUnregisterResponse),
     }
+
+
+def _status_response(response_type: Any, statuses: list[dict[str, Any]]) -> Any:
+    """A {System,Cuda}SharedMemoryStatusResponse: each region's status under its name."""
+    response = response_type()
+    for status in statuses:
+        response.regions[status["name"]].CopyFrom(response_type.RegionStatus(**status))
+    return response

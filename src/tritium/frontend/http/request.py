@@ -43,7 +43,8 @@ from ..extensions.limits import check_requested_outputs
 from ..extensions.shared_memory import (
     OutputRegion,
     SharedMemoryManager,
-    region_view,
+    Window,
+    region_window,
 )
 from .json_data import array_from_json
 
@@ -298,7 +299,8 @@ def _decode_inputs(
                 sizes.append(size)
         elif "shared_memory_region" in params:
             data = input_from_wire(
-                _tensor_region(params, regions), datatype, shape, name, model_name, prefix
+                _tensor_region(params, regions).read(), datatype, shape, name, model_name,
+                prefix
             )
             sizes = None
         else:
@@ -316,8 +318,8 @@ def _entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return item, params if isinstance(params, dict) else {}
 
 
-def _tensor_region(params: dict[str, Any], regions: SharedMemoryManager) -> memoryview:
-    """The bytes a tensor's shared-memory parameters name, read as Triton's HTTP frontend reads
+def _tensor_region(params: dict[str, Any], regions: SharedMemoryManager) -> Window:
+    """The window a tensor's shared-memory parameters name, read as Triton's HTTP frontend reads
     them (a missing size fails the region's bounds check)."""
     region = params["shared_memory_region"]
     if type(region) is not str:
@@ -328,7 +330,7 @@ def _tensor_region(params: dict[str, Any], regions: SharedMemoryManager) -> memo
     offset = params.get("shared_memory_offset", 0)
     if not is_uint(offset):
         raise parse_error("shared_memory_offset", NOT_UINT)
-    return region_view(regions, region, offset, byte_size)
+    return region_window(regions, region, offset, byte_size)
 
 
 def _invalid_datatype(name: str, model_name: str, prefix: str, config: Any) -> TritonError:
@@ -411,7 +413,7 @@ def _decode_outputs(outputs: Any, request: InferenceRequest, plan: OutputPlan,
         if "shared_memory_region" in params:
             if plan.regions is None:
                 plan.regions = {}
-            plan.regions[name] = OutputRegion(_tensor_region(params, regions))
+            plan.regions[name] = _tensor_region(params, regions)
         binary = params.get("binary_data", False)
         if not is_bool(binary):
             raise parse_error("binary_data", NOT_BOOL)

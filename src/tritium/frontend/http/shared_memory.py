@@ -16,14 +16,12 @@ import base64
 import binascii
 from typing import Any
 
+from ...cuda_ipc import HANDLE_SIZE
 from ...errors import TritonError
 from ...shared_memory import SharedMemoryManager
 from ..extensions.json_codec import NOT_STRING, NOT_UINT, is_uint, load_json, missing
 
 PREFIXES = (b"/v2/systemsharedmemory", b"/v2/cudasharedmemory")
-
-# A cudaIpcMemHandle_t is 64 bytes.
-_CUDA_HANDLE_SIZE = 64
 
 
 def parse_path(raw_path: bytes) -> tuple[bool, str, str] | None:
@@ -51,13 +49,14 @@ def handle(regions: SharedMemoryManager, cuda: bool, name: str, action: str,
     if action == "status":
         return regions.cuda_status(name) if cuda else regions.system_status(name)
     if action == "unregister":
-        if not cuda:
+        if cuda:
+            regions.unregister_cuda(name)
+        else:
             regions.unregister_system(name)
         return None
     document = _register_document(body)
     if cuda:
-        _check_cuda_register(document)
-        regions.register_cuda(name)
+        regions.register_cuda(name, *_cuda_register_arguments(document))
     else:
         key = _required(document, "key", str, NOT_STRING)
         offset = document.get("offset", 0)
@@ -87,8 +86,9 @@ def _required(document: dict[str, Any], member: str, kind: type, not_a: str) -> 
     return value
 
 
-def _check_cuda_register(document: dict[str, Any]) -> None:
-    """The checks Triton makes on a CUDA register body before it tries to open the handle."""
+def _cuda_register_arguments(document: dict[str, Any]) -> tuple[bytes, int, int]:
+    """(raw handle, device id, byte size) from a CUDA register body, checked as Triton checks
+    it before it tries to open the handle."""
     if "raw_handle" not in document:
         raise TritonError.invalid_arg(
             "Shared memory register request has no 'raw_handle' field"
@@ -107,7 +107,8 @@ def _check_cuda_register(document: dict[str, Any]) -> None:
         handle = base64.b64decode(raw_handle["b64"], validate=True)
     except (binascii.Error, ValueError):
         handle = b""
-    if len(handle) != _CUDA_HANDLE_SIZE:
+    if len(handle) != HANDLE_SIZE:
         raise TritonError.invalid_arg(
             "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t"
         )
+    return handle, document["device_id"], document["byte_size"]
