@@ -125,7 +125,7 @@ def discover(
     minimum = (DEFAULT_MIN_COMPUTE_CAPABILITY if min_compute_capability is None
                else min_compute_capability)
     env = os.environ if environ is None else environ
-    nvml = _nvml()
+    nvml = import_nvml()
     if nvml is None:
         return GpuInventory(min_compute_capability=minimum)
     try:
@@ -195,7 +195,8 @@ def log_inventory(inventory: GpuInventory) -> None:
                 device.device_id, device.name, major, minor, inventory.min_compute_capability)
 
 
-def _nvml() -> ModuleType | None:
+def import_nvml() -> ModuleType | None:
+    """nvidia-ml-py's `pynvml`, or None where it is not installed."""
     try:
         import pynvml  # nvidia-ml-py
     except ImportError:
@@ -213,6 +214,7 @@ __all__ = [
     "GpuDevice",
     "GpuInventory",
     "discover",
+    "import_nvml",
     "log_inventory",
     "memory_used",
     "visible_nvml_indices",

@@ -121,7 +121,8 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
         frontends.append(MetricsFrontend(
             server, address, args.metrics_port, interval_ms=args.metrics_interval_ms,
             allow_cpu_metrics=args.allow_cpu_metrics,
-            counter_latencies=settings.get("counter_latencies", True)))
+            counter_latencies=settings.get("counter_latencies", True),
+            allow_gpu_metrics=args.allow_gpu_metrics))
     return frontends
 
 

@@ -150,13 +150,14 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
                        help="the model for single-model requests")
 
     metrics = serve.add_argument_group("metrics (more tritonserver flags)")
-    _flag(metrics, "--allow-gpu-metrics", default=False,
-          help="GPU metrics (default: false); no effect without GPUs")
+    _flag(metrics, "--allow-gpu-metrics", default=True,
+          help="GPU utilization, memory, power and energy metrics of each GPU, read from NVML "
+               "(default: true)")
     _flag(metrics, "--allow-cpu-metrics", default=True,
           help="CPU utilization and memory metrics (default: true)")
     metrics.add_argument("--metrics-interval-ms", type=_interval_ms, default=2000.0,
-                         help="how often the CPU metrics are refreshed, in milliseconds "
-                              "(default: 2000)")
+                         help="how often the CPU and GPU metrics are refreshed, in "
+                              "milliseconds (default: 2000)")
     metrics.add_argument("--metrics-config", action="append", default=[], type=_setting,
                          help="<setting>=<value>: counter_latencies=true|false (default true); "
                               "repeatable")

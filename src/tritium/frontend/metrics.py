@@ -3,8 +3,9 @@
 Counterpart: Triton's HTTPMetricsServer and Metrics. Counts are not kept twice: the families
 are built from the server's per model-version statistics at scrape time, and written by
 `prometheus_text` under Triton's exact names and `# TYPE`s (counters, gauges, custom
-`pb_utils.MetricFamily` kinds as declared). The endpoint is the HTTP/REST frontend's own
-httptools server (`http.server`), answering GET /metrics.
+`pb_utils.MetricFamily` kinds as declared). GPU and CPU figures are the last ones their pollers
+(`gpu_metrics`, `cpu_metrics`) read, every --metrics-interval-ms. The endpoint is the HTTP/REST
+frontend's own httptools server (`http.server`), answering GET /metrics.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Callable, Iterator
 
 from ..server import InferenceServer
 from .cpu_metrics import CpuMetrics
+from .gpu_metrics import FAMILIES as GPU_FAMILIES
+from .gpu_metrics import GpuMetrics
 from .http.server import HttpConnection, HttpEndpoint, Request
 from .prometheus_text import Family, histogram_samples, render
 
@@ -86,9 +89,10 @@ class ServerMetrics:
     """Triton's metric families for one InferenceServer, built on every scrape."""
 
     def __init__(self, server: InferenceServer, cpu: CpuMetrics | None = None,
-                 counter_latencies: bool = True) -> None:
+                 counter_latencies: bool = True, gpu: GpuMetrics | None = None) -> None:
         self._server = server
         self._cpu = cpu
+        self._gpu = gpu
         self._counters: list[tuple[str, str, Callable | None]] = [
             *_COUNTER_FAMILIES, *(_LATENCY_FAMILIES if counter_latencies else [])]
 
@@ -123,9 +127,23 @@ class ServerMetrics:
         for model_name, version, count in self._server.pending_requests():
             pending.add({"model": model_name, "version": version}, count)
         yield pending
+        if self._gpu is not None:
+            yield from self._gpu_families(self._gpu)
         if self._cpu is not None and self._cpu.available:
             yield from self._cpu_families(self._cpu)
         yield from self._custom()
+
+    @staticmethod
+    def _gpu_families(gpu: GpuMetrics) -> Iterator[Family]:
+        """One series per GPU, labelled gpu_uuid; a family no GPU could give is left out."""
+        readings = gpu.readings
+        for name, help_text, kind in GPU_FAMILIES:
+            family = Family(name, help_text, kind)
+            for uuid, figures in readings.items():
+                if name in figures:
+                    family.add({"gpu_uuid": uuid}, figures[name])
+            if family.samples:
+                yield family
 
     @staticmethod
     def _cpu_families(cpu: CpuMetrics) -> Iterator[Family]:
@@ -162,9 +180,11 @@ class MetricsFrontend(HttpEndpoint):
 
     def __init__(self, server: InferenceServer, address: str, port: int,
                  interval_ms: float = 2000.0, allow_cpu_metrics: bool = True,
-                 counter_latencies: bool = True) -> None:
+                 counter_latencies: bool = True, allow_gpu_metrics: bool = True) -> None:
         self._cpu = CpuMetrics(interval_ms / 1000.0) if allow_cpu_metrics else None
-        self.metrics = ServerMetrics(server, self._cpu, counter_latencies)
+        self._gpu = (GpuMetrics(server.gpus.devices, interval_ms / 1000.0)
+                     if allow_gpu_metrics else None)
+        self.metrics = ServerMetrics(server, self._cpu, counter_latencies, self._gpu)
         super().__init__(self._answer, address, port, "Metrics Service")
 
     def _answer(self, connection: HttpConnection, request: Request) -> None:
@@ -182,8 +202,12 @@ class MetricsFrontend(HttpEndpoint):
         await super().start()
         if self._cpu is not None:
             self._cpu.start()
+        if self._gpu is not None:
+            self._gpu.start()
 
     async def stop(self, grace: float) -> None:
         if self._cpu is not None:
             self._cpu.stop()
+        if self._gpu is not None:
+            self._gpu.stop()
         await super().stop(grace)

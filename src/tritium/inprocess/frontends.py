@@ -7,7 +7,8 @@ picks a free port; the bound addresses come back. `stop()` stops them before the
 requests in flight finish first, as `tritium serve` does.
 
 This module is the API's one dependency on `tritium.frontend` (the frontends themselves, the
-Prometheus families behind `Server.metrics()`, the statistics extension's JSON form).
+Prometheus families and GPU poller behind `Server.metrics()`, the statistics extension's JSON
+form).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..frontend.extensions.statistics_api import statistics_json
+from ..frontend.gpu_metrics import GpuMetrics
 from ..frontend.grpc import GrpcFrontend
 from ..frontend.http import HttpFrontend
 from ..frontend.metrics import MetricsFrontend, ServerMetrics
@@ -40,8 +42,9 @@ class FrontendAddresses:
 class Frontends:
     """The HTTP/gRPC/metrics frontends of one server, on an event-loop thread of their own."""
 
-    def __init__(self, server: InferenceServer) -> None:
+    def __init__(self, server: InferenceServer, metrics_settings: dict[str, Any]) -> None:
         self._server = server
+        self._metrics_settings = metrics_settings  # MetricsFrontend's keyword arguments
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever,
                                         name="tritium-frontends", daemon=True)
@@ -65,7 +68,7 @@ class Frontends:
         for key, port, make in (
             ("http", http_port, HttpFrontend),
             ("grpc", grpc_port, GrpcFrontend),
-            ("metrics", metrics_port, MetricsFrontend),
+            ("metrics", metrics_port, self._metrics_frontend),
         ):
             if port is None:
                 continue
@@ -74,6 +77,10 @@ class Frontends:
             self._running.append(frontend)
             bound[key] = f"{address}:{frontend.port}"
         return FrontendAddresses(**bound)
+
+    def _metrics_frontend(self, server: InferenceServer, address: str,
+                          port: int) -> MetricsFrontend:
+        return MetricsFrontend(server, address, port, **self._metrics_settings)
 
     def stop(self, grace: float) -> None:
         """Stop accepting, give requests in flight up to `grace` seconds, end the thread."""
@@ -90,11 +97,11 @@ class Frontends:
         self._loop.close()
 
 
-def metrics_text(server: InferenceServer) -> str:
-    """The Prometheus text the metrics port would serve (Triton's metric names and types;
-    the CPU families are the metrics port's own)."""
-    return ServerMetrics(server).text().decode("utf-8")
+def metrics_text(server: InferenceServer, gpu: GpuMetrics | None) -> str:
+    """The Prometheus text the metrics port would serve (Triton's metric names and types, the
+    GPU figures `gpu` last read; the CPU families are the metrics port's own)."""
+    return ServerMetrics(server, gpu=gpu).text().decode("utf-8")
 
 
 
-__all__ = ["FrontendAddresses", "Frontends", "metrics_text", "statistics_json"]
+__all__ = ["FrontendAddresses", "Frontends", "GpuMetrics", "metrics_text", "statistics_json"]

@@ -31,7 +31,7 @@ from .enums import (
     RateLimitMode,
 )
 from .errors import InternalError, InvalidArgumentError, UnavailableError, api_error
-from .frontends import FrontendAddresses, Frontends, metrics_text
+from .frontends import FrontendAddresses, Frontends, GpuMetrics, metrics_text
 from .model import Model
 
 log = logging.getLogger("tritium.inprocess")
@@ -51,8 +51,10 @@ _SCALAR_TYPES: dict[str, type | tuple[type, ...]] = {
 
 @dataclass(slots=True)
 class Options:
-    """Triton's server options, by Triton's names. Options that concern GPUs, pinned memory,
-    repository agents or host policies are accepted and have nothing to act on."""
+    """Triton's server options, by Triton's names. Options that concern pinned memory, CUDA
+    memory pools, repository agents or host policies are accepted and have nothing to act on;
+    gpu_metrics, cpu_metrics and metrics_interval (milliseconds) act as tritonserver's
+    --allow-gpu-metrics, --allow-cpu-metrics and --metrics-interval-ms."""
 
     model_repository: str | Path | list[str | Path] | None = field(default_factory=list)
     server_id: str = "triton"
@@ -121,6 +123,9 @@ class Options:
 
     def _server_options(self) -> ServerOptions:
         self._check_types()
+        if self.metrics_interval <= 0:
+            raise InvalidArgumentError(
+                f"metrics_interval must be more than 0 milliseconds, got {self.metrics_interval}")
         repository = self.model_repository
         repositories = repository if isinstance(repository, list) else [repository]
         backend_directories = [Path(self.backend_directory)]
@@ -183,6 +188,8 @@ class Server:
         self._frontends: list[Frontends] = []
         self._log_handler: logging.Handler | None = None
         self._log_level: int | None = None
+        # The GPU figures behind metrics(), polled while started (gpu_metrics).
+        self._gpu_metrics: GpuMetrics | None = None
 
     # -- life ----------------------------------------------------------------------------------
 
@@ -211,6 +218,9 @@ class Server:
             self._remove_logging()
             raise api_error(exc) from None
         self._core = core
+        if self.options.metrics and self.options.gpu_metrics:
+            self._gpu_metrics = GpuMetrics(core.gpus.devices, self.options.metrics_interval / 1000)
+            self._gpu_metrics.start()
         started = time.monotonic()
         while wait_until_ready and not self.ready():
             if timeout is not None and time.monotonic() - started >= timeout:
@@ -225,6 +235,9 @@ class Server:
         running, self._frontends = self._frontends, []
         for frontends in running:
             frontends.stop(float(self.options.exit_timeout))
+        gpu_metrics, self._gpu_metrics = self._gpu_metrics, None
+        if gpu_metrics is not None:
+            gpu_metrics.stop()
         self._core = None
         core.shutdown()
         self._remove_logging()
@@ -289,7 +302,7 @@ class Server:
             raise UnavailableError("metrics not enabled")
         if metric_format != MetricFormat.PROMETHEUS:
             raise InvalidArgumentError(f"unsupported metric format {metric_format}")
-        return metrics_text(core)
+        return metrics_text(core, self._gpu_metrics)
 
     # -- models ------------------------------------------------------------------------------
 
@@ -384,7 +397,10 @@ class Server:
 
     def _serve(self, address: str, http_port: int | None, grpc_port: int | None,
                metrics_port: int | None) -> tuple[Frontends, FrontendAddresses]:
-        frontends = Frontends(self._started())
+        frontends = Frontends(self._started(), {
+            "interval_ms": float(self.options.metrics_interval),
+            "allow_cpu_metrics": self.options.cpu_metrics,
+            "allow_gpu_metrics": self.options.gpu_metrics})
         addresses = frontends.start(address, http_port, grpc_port, metrics_port)
         self._frontends.append(frontends)
         return frontends, addresses
