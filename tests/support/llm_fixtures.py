@@ -1,18 +1,22 @@
 """What the llm backend's test modules share: the tiny models (built once per session), the
-independent reference (transformers' own greedy `generate`), and request builders."""
+independent reference (transformers' own greedy `generate`), request builders and the generate
+extension's client."""
 
 from __future__ import annotations
 
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
 from support.llm_models import FAMILIES, build_model
+
+if TYPE_CHECKING:
+    from support.server_process import ServerProcess
 
 _BUILD_LOCK = threading.Lock()
 
@@ -104,3 +108,27 @@ PROMPTS = [
     "T",
     "Grüße aus Köln. 🙂",
 ]
+
+
+def generate(server: ServerProcess, model: str, document: dict[str, Any],
+             stream: bool = False) -> tuple[int, Any]:
+    """POST `document` to /v2/models/<model>/generate (or generate_stream): the status and the
+    answer (the stream's events)."""
+    import urllib.error
+    import urllib.request
+
+    kind = "generate_stream" if stream else "generate"
+    request = urllib.request.Request(
+        f"http://{server.http_url}/v2/models/{model}/{kind}",
+        data=json.dumps(document).encode(), method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            body = response.read().decode()
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read().decode())
+    if stream:
+        return status, [json.loads(line[len("data: "):]) for line in body.split("\n\n")
+                        if line.startswith("data: ")]
+    return status, json.loads(body)

@@ -14,7 +14,13 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from support.grpc_stream_fixtures import Collector, is_final
-from support.llm_fixtures import PROMPTS, Reference, llm_weights, text_inputs  # noqa: F401
+from support.llm_fixtures import (  # noqa: F401
+    PROMPTS,
+    Reference,
+    generate,
+    llm_weights,
+    text_inputs,
+)
 from support.llm_models import FAMILIES, llm_repository
 from support.server_process import ServerProcess
 
@@ -90,28 +96,6 @@ class Streams:
 
 def _greedy(max_tokens: int) -> dict[str, Any]:
     return {"temperature": 0, "max_tokens": max_tokens}
-
-
-def generate(server: ServerProcess, model: str, document: dict[str, Any],
-             stream: bool = False) -> tuple[int, Any]:
-    import urllib.error
-    import urllib.request
-
-    kind = "generate_stream" if stream else "generate"
-    request = urllib.request.Request(
-        f"http://{server.http_url}/v2/models/{model}/{kind}",
-        data=json.dumps(document).encode(), method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            body = response.read().decode()
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read().decode())
-    if stream:
-        return status, [json.loads(line[len("data: "):]) for line in body.split("\n\n")
-                        if line.startswith("data: ")]
-    return status, json.loads(body)
 
 
 # -- the configuration --------------------------------------------------------------------------
