@@ -323,6 +323,20 @@ def _check(server: ServerProcess, model: str, path: Path, device: str, width: in
     return f"{model} {verdict} torch on {device} (max relative difference {error:.1e})"
 
 
+def gpu_memory_used_mib() -> float | None:
+    """GPU 0's used memory as NVML sees it, device-wide (None without NVML)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).used / 2**20
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no driver, no nvidia-ml-py: the figure is left out
+        return None
+
+
 def device_facts(device: str) -> dict[str, Any]:
     import torch
 
@@ -483,6 +497,8 @@ def _serve(args: argparse.Namespace, load: Load, results: Results, repo: Path, p
            device: str, served: str) -> list[Cell]:
     cells: list[Cell] = []
     server = ServerProcess([repo], "--exit-on-error=false", "--strict-readiness=false")
+    # What the server adds to the GPU's memory tells whether mlp_gpu really went there.
+    memory_before = gpu_memory_used_mib() if device != "cpu" else None
     server.start(timeout=args.load_timeout)
     try:
         plan = [(served, batch, protocol, concurrency) for batch in args.batches
@@ -501,6 +517,11 @@ def _serve(args: argparse.Namespace, load: Load, results: Results, repo: Path, p
             check = _check(server, model, path, model_device, args.width)
             print(check, flush=True)
             results.add("checks", check)
+        if memory_before is not None and (memory_after := gpu_memory_used_mib()) is not None:
+            note = (f"the server's models and CUDA context take {memory_after - memory_before:,.0f}"
+                    " MiB of GPU 0 (NVML, used memory before its start and after loading)")
+            print(note, flush=True)
+            results.add("checks", note)
         for model, batch, protocol, concurrency in plan:
             cell = load.cell(server, model, batch, args.width, protocol, concurrency,
                              args.seconds, args.warmup)

@@ -13,7 +13,7 @@
 # CPU test suite passes with here; one version of each, or pip refuses the whole install.
 # Not carried: ray (the wheel alone is over the 64 MiB a run may carry), kubernetes and
 # jsonschema (the KServe manifest tests), trustme and cryptography (the gRPC TLS tests): none of
-# them has GPU tests, and gpu-check.sh leaves those modules out when their imports are missing.
+# them has GPU tests, and gpu-check.sh collects only the test files that use the gpu mark.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
