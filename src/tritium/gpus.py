@@ -166,7 +166,7 @@ def discover(
 def memory_used(device: GpuDevice) -> int | None:
     """Bytes in use on `device` now, as NVML counts them (every process's), or None when NVML
     cannot tell."""
-    nvml = _nvml()
+    nvml = import_nvml()
     if nvml is None:
         return None
     try:

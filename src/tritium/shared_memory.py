@@ -87,8 +87,7 @@ class DeviceWindow:
     def read(self) -> memoryview:
         """The window's bytes, copied from the device once."""
         try:
-            return memoryview(cuda_ipc.copy_to_host(self.pointer, self.byte_size,
-                                                    self.device_id))
+            return cuda_ipc.copy_to_host(self.pointer, self.byte_size, self.device_id).data
         except cuda_ipc.CudaError as exc:
             raise TritonError.internal(
                 f"failed to read CUDA shared memory region '{self.name}': {exc}") from None

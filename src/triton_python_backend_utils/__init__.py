@@ -23,7 +23,8 @@ Stub-facing API (leading underscore; not part of Triton's API):
 * ``Tensor._on_device(name, DeviceTensor)`` wraps GPU memory (a BLS input mapped by CUDA IPC);
   ``Tensor._host_array()`` is a tensor's host memory (a GPU tensor's copied once, for the wire).
 * The stub may read these attributes directly (their names are part of this contract):
-  ``Tensor._name/_dtype/_array/_device`` (``_array`` is None for a GPU tensor); ``InferenceResponse._output_tensors/_error/_parameters``;
+  ``Tensor._name/_dtype/_array/_device`` (``_array`` is None for a GPU tensor);
+  ``InferenceResponse._output_tensors/_error/_parameters``;
   ``InferenceRequest._inputs/_request_id/_correlation_id/_flags/_timeout/_parameters/
   _requested_output_names/_model_name/_model_version/_preferred_memory/_release_flags``
   (``_release_flags`` holds what the model passed to ``set_release_flags``).

@@ -110,7 +110,8 @@ class ModelRunner:
             checkpoint.folder, config=checkpoint.config, dtype=torch_dtype,
             attn_implementation="sdpa", local_files_only=True,
         )
-        return cls(checkpoint, model.to(device).eval(), device)
+        # nn.Module's `to` (transformers' wrapper is typed for its quantized-model checks only).
+        return cls(checkpoint, torch.nn.Module.to(model, device).eval(), device)
 
     @contextlib.contextmanager
     def on_device(self) -> Iterator[None]:
