@@ -73,3 +73,14 @@ def save(module: torch.nn.Module, path: Path) -> Path:
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.jit.script(module).save(str(path))
     return path
+
+
+class WhereAmI(torch.nn.Module):
+    """Where forward() ran: per row, 1 if the input was on a CUDA device (else 0), and that
+    device's index (-1 on the CPU)."""
+
+    def forward(self, x: torch.Tensor):
+        rows = x.size(0)
+        on_gpu = torch.full([rows, 1], 1 if x.is_cuda else 0, dtype=torch.int64)
+        device = torch.full([rows, 1], x.get_device(), dtype=torch.int64)
+        return on_gpu, device
