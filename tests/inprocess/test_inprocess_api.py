@@ -23,6 +23,7 @@ import tritonclient.http as httpclient
 import tritonserver
 from support.inprocess_models import inprocess_repository
 from support.server_process import free_ports
+from tritium.inprocess import device_memory
 from tritonfrontend import KServeGrpc, KServeHttp
 
 NOT_DECOUPLED = {"backend": "python", "parameters": {"decoupled": {"string_value": "False"}}}
@@ -265,6 +266,12 @@ def test_unsupported_memory_type(server):
             output_memory_type="unsupported")
 
 
+no_gpu_memory = pytest.mark.skipif(
+    device_memory.cupy() is not None,
+    reason="cupy sees a CUDA device here: GPU memory is served (test_inprocess_gpu.py)")
+
+
+@no_gpu_memory
 def test_gpu_output_on_a_machine_without_gpus(server):
     """Triton's API without a GPU allocator (no cupy): the request fails with
     InvalidArgumentError when its response is read; the server keeps serving."""
@@ -277,6 +284,28 @@ def test_gpu_output_on_a_machine_without_gpus(server):
     assert_echoed(inputs, response)
     with pytest.raises(tritonserver.UnsupportedError):
         response.outputs["fp16_output"].to_device("gpu:0")
+
+
+@no_gpu_memory
+def test_cuda_dlpack_objects_without_gpu_memory_are_refused():
+    """A producer on a CUDA device (here one that only says so) cannot be read without cupy
+    and a GPU: Triton's UnsupportedError, never a crash."""
+
+    class OnDevice:
+        def __dlpack_device__(self):
+            return (tritonserver.DLDeviceType.kDLCUDA, 0)
+
+        def __dlpack__(self, **kwargs):
+            raise AssertionError("must not be read")
+
+    with pytest.raises(tritonserver.UnsupportedError, match="not supported"):
+        tritonserver.Tensor.from_dlpack(OnDevice())
+    with pytest.raises(tritonserver.UnsupportedError, match="not supported"):
+        tritonserver.MemoryBuffer.from_dlpack(OnDevice())
+    host = tritonserver.Tensor.from_dlpack(numpy.arange(3, dtype=numpy.int32))
+    with pytest.raises(tritonserver.UnsupportedError, match="not supported"):
+        host.to_device((tritonserver.DLDeviceType.kDLCUDA, 0))
+    assert host.to_device("cpu") is host
 
 
 def test_output_memory_allocator(server):

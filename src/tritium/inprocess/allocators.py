@@ -3,9 +3,11 @@
 In Triton's in-process API a request may name the memory its outputs should land in
 (`output_memory_type`: "cpu", "gpu:0", MemoryType.GPU, (DLDeviceType.kDLCUDA, 0) ...) and an
 `output_memory_allocator` that hands out the buffers. Allocators need not honour the memory type
-asked for: on a machine without GPUs everything falls back to CPU memory, and asking for GPU
-output fails the request with InvalidArgumentError ("Memory type gpu not supported"), as
-Triton's API does when no GPU allocator (cupy) is present. Tritium serves CPU memory only.
+asked for. GPU memory comes from cupy (`device_memory`), as in Triton's API: with cupy and a CUDA
+device, GPU outputs are copied into device memory from the default allocator (cupy) or from
+a custom one returning device memory; without them, asking for GPU output fails the request
+with InvalidArgumentError ("Memory type gpu not supported"), as Triton's API does when no GPU
+allocator is present.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from . import device_memory
 from .enums import DLDeviceType, MemoryType
 from .errors import InvalidArgumentError, UnsupportedError
 
@@ -23,6 +26,7 @@ DeviceOrMemoryType = tuple[MemoryType, int] | MemoryType | tuple[DLDeviceType, i
 
 _DLPACK_TO_MEMORY = {DLDeviceType.kDLCPU: MemoryType.CPU, DLDeviceType.kDLCUDA: MemoryType.GPU,
                      DLDeviceType.kDLCUDAHost: MemoryType.CPU_PINNED}
+_HOST = (MemoryType.CPU, MemoryType.CPU_PINNED)
 
 
 @dataclass
@@ -37,20 +41,53 @@ class MemoryBuffer:
 
     @staticmethod
     def from_dlpack(owner: Any) -> MemoryBuffer:
-        """A buffer over a DLPack object's memory (CPU and contiguous: no copy)."""
+        """A buffer over a DLPack object's memory (contiguous, host or CUDA device: no copy)."""
+        if device_memory.is_device_memory(owner):
+            array = device_array(owner)
+            return MemoryBuffer(int(array.data.ptr), MemoryType.GPU, int(array.device.id),
+                                int(array.nbytes), owner)
         array = host_array(owner)
         return MemoryBuffer(array.ctypes.data, MemoryType.CPU, 0, array.nbytes, array)
 
     def view(self) -> np.ndarray:
-        """The buffer's bytes as a 1-D uint8 array (no copy)."""
+        """The buffer's bytes as a 1-D uint8 array (host memory: no copy)."""
+        if self.memory_type not in _HOST:
+            raise UnsupportedError(
+                f"Conversion from {self.memory_type} to numpy array not supported.")
         owner = self.owner
         if isinstance(owner, np.ndarray) and owner.ctypes.data == self.data_ptr:
             return owner.reshape(-1).view(np.uint8)[: self.size]
         return host_array(owner).reshape(-1).view(np.uint8)[: self.size]
 
+    def host_bytes(self) -> np.ndarray:
+        """The buffer's bytes on the host: a view of host memory, a copy of device memory."""
+        if self.memory_type in _HOST:
+            return self.view()
+        require_gpu((self.memory_type, self.memory_type_id), (MemoryType.CPU, 0))
+        return device_memory.to_host(self.data_ptr, self.size, self.memory_type_id, self.owner)
+
+
+def require_gpu(source: tuple[MemoryType, int], target: tuple[MemoryType, int]) -> None:
+    """Triton's UnsupportedError for a copy between host and device without cupy or a GPU."""
+    if device_memory.cupy() is None:
+        raise UnsupportedError(f"Conversion from {source} to {target} not supported.")
+
+
+def device_array(obj: Any) -> Any:
+    """A CUDA DLPack producer's memory as a cupy array (no copy), contiguous."""
+    device_id = device_memory.dlpack_device(obj)[1]
+    require_gpu((MemoryType.GPU, device_id), (MemoryType.CPU, 0))
+    try:
+        array = device_memory.from_dlpack(obj)
+    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"Object does not support DLPack protocol: {exc}") from None
+    if not (array.flags.c_contiguous or array.size == 0):
+        raise InvalidArgumentError("Only contiguous memory is supported")
+    return array
+
 
 def host_array(obj: Any) -> np.ndarray:
-    """A DLPack-capable object's memory as a numpy array, refusing device and strided memory."""
+    """A DLPack-capable object's host memory as a numpy array, refusing strided memory."""
     if isinstance(obj, np.ndarray):
         array = obj
     else:
@@ -82,12 +119,36 @@ class NumpyAllocator(MemoryAllocator):
         return MemoryBuffer.from_dlpack(np.empty(size, np.uint8))
 
 
-# Memory type -> the allocator used when a request names the type but no allocator. There is
-# no GPU entry: Tritium has no device memory (Triton registers cupy's here when it is present).
+class CupyAllocator(MemoryAllocator):
+    """Device memory from cupy on the GPU asked for: the default for MemoryType.GPU where
+    cupy sees a CUDA device."""
+
+    def allocate(self, size: int, memory_type: MemoryType, memory_type_id: int,
+                 tensor_name: str) -> MemoryBuffer:
+        count = device_memory.device_count()
+        if not 0 <= memory_type_id < count:
+            raise InvalidArgumentError(
+                f"Memory type {(memory_type, memory_type_id)} not supported: GPU "
+                f"{memory_type_id} does not exist ({count} CUDA devices visible)")
+        owner = device_memory.allocate(size, memory_type_id)
+        return MemoryBuffer(int(owner.data.ptr), MemoryType.GPU, memory_type_id, size, owner)
+
+
+# Memory type -> the allocator used when a request names the type but no allocator. The GPU
+# entry (cupy's, as in Triton) is added the first time GPU memory is asked for where cupy sees
+# a CUDA device, so that importing the API never imports cupy.
 default_memory_allocators: dict[MemoryType, MemoryAllocator] = {
     MemoryType.CPU: NumpyAllocator(),
     MemoryType.CPU_PINNED: NumpyAllocator(),
 }
+
+
+def default_allocator(memory_type: MemoryType) -> MemoryAllocator | None:
+    """The allocator for a memory type named without one (None: that memory is not served)."""
+    if (memory_type == MemoryType.GPU and memory_type not in default_memory_allocators
+            and device_memory.cupy() is not None):
+        default_memory_allocators[memory_type] = CupyAllocator()
+    return default_memory_allocators.get(memory_type)
 
 
 def parse_device_or_memory_type(device: DeviceOrMemoryType) -> tuple[MemoryType, int]:
@@ -129,8 +190,7 @@ class ResponseAllocator:
             self.memory_type, self.memory_type_id = parse_device_or_memory_type(device)
         self.allocator = allocator
         if allocator is None and self.memory_type is not None:
-            allocator = default_memory_allocators.get(self.memory_type)
-            self.allocator = allocator
+            self.allocator = default_allocator(self.memory_type)
 
     @property
     def copies(self) -> bool:
@@ -150,16 +210,19 @@ class ResponseAllocator:
         source = data.reshape(-1).view(np.uint8)
         memory_type = self.memory_type if self.memory_type is not None else MemoryType.CPU
         buffer = self.allocator.allocate(source.nbytes, memory_type, self.memory_type_id, name)
-        if buffer.memory_type not in (MemoryType.CPU, MemoryType.CPU_PINNED):
-            raise UnsupportedError(
-                f"allocator for '{name}' returned {buffer.memory_type.name} memory; "
-                "Tritium writes outputs to host memory only"
-            )
         if buffer.size < source.nbytes:
             raise InvalidArgumentError(
                 f"allocator returned {buffer.size} bytes for output '{name}', "
                 f"{source.nbytes} needed"
             )
-        buffer.view()[: source.nbytes] = source
+        if buffer.memory_type in _HOST:
+            buffer.view()[: source.nbytes] = source
+        elif buffer.memory_type == MemoryType.GPU:
+            require_gpu((MemoryType.CPU, 0), (buffer.memory_type, buffer.memory_type_id))
+            device_memory.copy_to_device(buffer.data_ptr, buffer.memory_type_id, buffer.owner,
+                                         source)
+        else:
+            raise UnsupportedError(
+                f"allocator for '{name}' returned memory of unknown type {buffer.memory_type}")
         buffer.size = source.nbytes
         return buffer

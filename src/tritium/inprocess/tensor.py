@@ -1,11 +1,13 @@
 """Tensor: Triton's in-process API tensor (data type, shape, memory buffer), numpy and DLPack.
 
 A Tensor is a view of memory, never a copy unless a conversion needs one: `from_dlpack` wraps any
-DLPack producer (numpy, torch CPU tensors, ...), `numpy.from_dlpack(tensor)` and
-`torch.from_dlpack(tensor)` read it back through `__dlpack__`. BYTES tensors hold Triton's
-serialised form (a 4-byte length before each element), as in Triton, and are read with
-`to_bytes_array()` / `to_string_array()`; they keep the element array they came from, so that
-handing them to the core costs no second parse.
+DLPack producer (numpy, torch tensors on the CPU or a CUDA device, cupy arrays, ...),
+`numpy.from_dlpack(tensor)` and `torch.from_dlpack(tensor)` read it back through `__dlpack__`
+(a tensor in GPU memory answers kDLCUDA and hands out cupy's DLPack form, stream handling
+included). The core carries host arrays, so a GPU tensor sent as an input is copied to the host.
+BYTES tensors hold Triton's serialised form (a 4-byte length before each element), as in
+Triton, and are read with `to_bytes_array()` / `to_string_array()`; they keep the element array
+they came from, so that handing them to the core costs no second parse.
 """
 
 from __future__ import annotations
@@ -15,13 +17,22 @@ from typing import Any
 import numpy as np
 
 from .. import tensor as core
-from .allocators import DeviceOrMemoryType, MemoryBuffer, host_array, parse_device_or_memory_type
+from . import device_memory
+from .allocators import (
+    DeviceOrMemoryType,
+    MemoryBuffer,
+    default_allocator,
+    device_array,
+    host_array,
+    parse_device_or_memory_type,
+    require_gpu,
+)
 from .enums import DataType, DLDeviceType, MemoryType, from_numpy, numpy_type
 from .errors import InvalidArgumentError, UnsupportedError
 
 
 class Tensor:
-    """A tensor in host memory: `data_type`, `shape` and the `memory_buffer` holding it."""
+    """A tensor: `data_type`, `shape` and the `memory_buffer` (host or GPU) holding it."""
 
     __slots__ = ("_buffer", "_elements", "data_type", "shape")
 
@@ -68,6 +79,10 @@ class Tensor:
     # -- DLPack ------------------------------------------------------------------------------
 
     def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        if self.memory_type == MemoryType.GPU:
+            # cupy's DLPack form makes the consumer's stream wait for the data (Triton's API
+            # synchronises the same way, through cupy).
+            return self._device_view().__dlpack__(stream=stream, **kwargs)
         if stream not in (None, 0, -1):
             raise UnsupportedError(
                 f"DLPack stream synchronization on memory type {self.memory_type} and stream "
@@ -76,20 +91,37 @@ class Tensor:
         return self._host_view().__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[DLDeviceType, int]:
+        if self.memory_type == MemoryType.GPU:
+            return DLDeviceType.kDLCUDA, self.memory_type_id
         return DLDeviceType.kDLCPU, 0
 
-    def _host_view(self) -> np.ndarray:
-        """The data as a numpy array of `shape` over the buffer (no copy)."""
+    def _dtype(self) -> np.dtype:
         if self.data_type == DataType.BYTES:
             raise InvalidArgumentError(
                 "BYTES tensors have no DLPack form: use to_bytes_array() or to_string_array()"
             )
-        dtype = numpy_type(self.data_type)
-        return self.memory_buffer.view().view(dtype).reshape(self.shape)
+        return numpy_type(self.data_type)
+
+    def _host_view(self) -> np.ndarray:
+        """The data as a numpy array of `shape` (a view of host memory, a copy of GPU memory)."""
+        dtype = self._dtype()
+        return self.memory_buffer.host_bytes().view(dtype).reshape(self.shape)
+
+    def _device_view(self) -> Any:
+        """The data as a cupy array of `shape` over the GPU buffer (no copy)."""
+        buffer = self.memory_buffer
+        require_gpu((buffer.memory_type, buffer.memory_type_id), (MemoryType.CPU, 0))
+        return device_memory.view(buffer.data_ptr, buffer.size, buffer.memory_type_id,
+                                  buffer.owner, self._dtype(), tuple(self.shape))
 
     @staticmethod
     def from_dlpack(obj: Any) -> Tensor:
-        """A tensor over a DLPack producer's memory (host, contiguous; no copy)."""
+        """A tensor over a DLPack producer's memory (host or CUDA device, contiguous; no copy)."""
+        if device_memory.is_device_memory(obj):
+            device = device_array(obj)
+            return Tensor(from_numpy(device.dtype), device.shape, MemoryBuffer(
+                int(device.data.ptr), MemoryType.GPU, int(device.device.id), int(device.nbytes),
+                device))
         array = host_array(obj)
         return Tensor(from_numpy(array.dtype), array.shape, MemoryBuffer(
             array.ctypes.data, MemoryType.CPU, 0, array.nbytes, array))
@@ -98,13 +130,30 @@ class Tensor:
         return self.to_device("cpu")
 
     def to_device(self, device: DeviceOrMemoryType) -> Tensor:
+        """This tensor when it is there already, else a copy (host <-> GPU needs cupy and a
+        CUDA device, as in Triton's API)."""
         memory_type, memory_type_id = parse_device_or_memory_type(device)
-        if memory_type in (MemoryType.CPU, MemoryType.CPU_PINNED):
+        source = (self.memory_type, self.memory_type_id)
+        host = (MemoryType.CPU, MemoryType.CPU_PINNED)
+        if memory_type in host and self.memory_type in host:
             return self
-        raise UnsupportedError(
-            f"Conversion from {(self.memory_type, self.memory_type_id)} to "
-            f"{(memory_type, memory_type_id)} not supported."
-        )
+        if source == (memory_type, memory_type_id):
+            return self
+        target = (memory_type, memory_type_id)
+        if memory_type == MemoryType.GPU:
+            require_gpu(source, target)
+            data = self.memory_buffer.host_bytes()
+            allocator = default_allocator(MemoryType.GPU)
+            assert allocator is not None
+            placed = allocator.allocate(data.nbytes, memory_type, memory_type_id, "")
+            device_memory.copy_to_device(placed.data_ptr, placed.memory_type_id, placed.owner,
+                                         data)
+            return Tensor(self.data_type, self.shape, placed)
+        if memory_type in host:
+            data = self.memory_buffer.host_bytes()
+            return Tensor(self.data_type, self.shape, MemoryBuffer(
+                data.ctypes.data, MemoryType.CPU, 0, data.nbytes, data))
+        raise UnsupportedError(f"Conversion from {source} to {target} not supported.")
 
     # -- BYTES -------------------------------------------------------------------------------
 
@@ -114,7 +163,7 @@ class Tensor:
                 f"Tensor has data type {self.data_type} not {DataType.BYTES}"
             )
         if self._elements is None:
-            wire = self.memory_buffer.view().tobytes()
+            wire = self.memory_buffer.host_bytes().tobytes()
             self._elements = core.bytes_from_wire(wire, None, "", "", "")
         return self._elements.reshape(self.shape)
 
@@ -168,7 +217,8 @@ class Tensor:
         )
 
     def _to_core(self, name: str) -> core.Tensor:
-        """The core's tensor for a request input (numpy data, no copy)."""
+        """The core's tensor for a request input (numpy data: a view of host memory, a copy of
+        GPU memory)."""
         data = self.to_bytes_array() if self.data_type == DataType.BYTES else self._host_view()
         return core.Tensor(name, self.data_type.name, tuple(self.shape), data)
 
