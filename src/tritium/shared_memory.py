@@ -11,8 +11,8 @@ CUDA shared memory is the same with a GPU allocation: the client sends its CUDA 
 server opens it on the named device (`cuda_ipc`, NVIDIA's cuda-python, loaded only then), and a
 request's input is copied from the device once into host memory (the core carries numpy
 arrays), an output copied to the device once. The IPC mapping is closed on unregister, or after
-the last request in flight that writes into it. A server without GPUs answers as Triton built
-without GPU support does.
+the last request in flight that writes into it. A server without GPUs answers as Triton 2.51
+does on a machine without GPUs ("failed to register shared memory region: invalid args").
 
 Safety, beyond Triton: registration is off unless the server was started with
 `--allow-client-shm=true`; a key must name one object directly in /dev/shm (no further '/', no
@@ -229,13 +229,14 @@ class SharedMemoryManager:
         bytes (Triton's checks and messages; the device must be one of this server's GPUs)."""
         if not self.enabled:
             raise _disabled()
-        if not self.gpus.devices:
-            raise TritonError.invalid_arg(
-                f"failed to register CUDA shared memory region: '{name}', GPUs not supported"
-            )
         with self._lock:
             if name in self._regions:
                 raise _exists(name)
+            if not self.gpus.devices:
+                # What Triton 2.51 answers on a machine without GPUs (it cannot open the CUDA
+                # IPC handle), checked against the real server.
+                raise TritonError.invalid_arg(
+                    "failed to register shared memory region: invalid args")
             if self.gpus.device(device_id) is None:
                 ids = ", ".join(str(d.device_id) for d in self.gpus.devices)
                 raise _cuda_failed(name, f"device_id {device_id} is not a GPU of this server "

@@ -53,7 +53,8 @@ _SCALAR_TYPES: dict[str, type | tuple[type, ...]] = {
 class Options:
     """Triton's server options, by Triton's names. Options that concern pinned memory, CUDA
     memory pools, repository agents or host policies are accepted and have nothing to act on;
-    gpu_metrics, cpu_metrics and metrics_interval (milliseconds) act as tritonserver's
+    min_supported_compute_capability, gpu_metrics, cpu_metrics and metrics_interval
+    (milliseconds) act as tritonserver's --min-supported-compute-capability,
     --allow-gpu-metrics, --allow-cpu-metrics and --metrics-interval-ms."""
 
     model_repository: str | Path | list[str | Path] | None = field(default_factory=list)
@@ -150,6 +151,7 @@ class Options:
             rate_limit=RATE_LIMIT_NAMES[RateLimitMode(self.rate_limiter_mode)],
             rate_limit_resources=[(r.name, r.count, r.device)
                                   for r in self.rate_limiter_resources],
+            min_supported_compute_capability=self.min_supported_compute_capability,
         )
 
 
