@@ -24,7 +24,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -98,18 +97,7 @@ def _tritium(folder: Path, prompts: list[str], args: argparse.Namespace) -> dict
         server = ServerProcess([repo])
         server.start(timeout=600)
         try:
-            ready = f"http://{server.http_url}/v2/models/{MODEL}/ready"
-            deadline = time.monotonic() + 600
-            while True:
-                try:
-                    with urllib.request.urlopen(ready, timeout=5) as answer:
-                        if answer.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{MODEL} never became ready:\n{server.log()}")
-                time.sleep(0.2)
+            server.wait_live(600, endpoint="ready")  # every model loaded (strict readiness)
             _stream(server, prompts[0], 4)  # first-call costs (kernels, allocator) off the clock
             results: list[tuple[float, list[float]]] = []
             errors: list[BaseException] = []

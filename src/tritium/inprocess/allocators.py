@@ -13,6 +13,7 @@ allocator is present.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,26 +78,28 @@ def device_array(obj: Any) -> Any:
     """A CUDA DLPack producer's memory as a cupy array (no copy), contiguous."""
     device_id = device_memory.dlpack_device(obj)[1]
     require_gpu((MemoryType.GPU, device_id), (MemoryType.CPU, 0))
-    try:
-        array = device_memory.from_dlpack(obj)
-    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"Object does not support DLPack protocol: {exc}") from None
-    if not (array.flags.c_contiguous or array.size == 0):
-        raise InvalidArgumentError("Only contiguous memory is supported")
-    return array
+    return _contiguous(_from_dlpack(device_memory.from_dlpack, obj))
 
 
 def host_array(obj: Any) -> np.ndarray:
     """A DLPack-capable object's host memory as a numpy array, refusing strided memory."""
     if isinstance(obj, np.ndarray):
-        array = obj
-    else:
-        if not hasattr(obj, "__dlpack__"):
-            raise InvalidArgumentError("Object does not support DLpack protocol")
-        try:
-            array = np.from_dlpack(obj)
-        except (BufferError, RuntimeError, TypeError, ValueError) as exc:
-            raise InvalidArgumentError(f"Object does not support DLPack protocol: {exc}") from None
+        return _contiguous(obj)
+    if not hasattr(obj, "__dlpack__"):
+        raise InvalidArgumentError("Object does not support DLpack protocol")
+    return _contiguous(_from_dlpack(np.from_dlpack, obj))
+
+
+def _from_dlpack(convert: Callable[[Any], Any], obj: Any) -> Any:
+    """`convert(obj)` (numpy's or cupy's from_dlpack), with Triton's API message for what DLPack
+    cannot hand over."""
+    try:
+        return convert(obj)
+    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"Object does not support DLPack protocol: {exc}") from None
+
+
+def _contiguous(array: Any) -> Any:
     if not (array.flags.c_contiguous or array.size == 0):
         raise InvalidArgumentError("Only contiguous memory is supported")
     return array
