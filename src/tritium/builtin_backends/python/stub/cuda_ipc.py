@@ -11,12 +11,18 @@ Imported only when a GPU tensor goes to, or comes from, another model.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import sys
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from ..wire.cuda_ipc import CudaIpcArray
+
+# sizeof(CUipcMemHandle)
+HANDLE_SIZE = 64
 
 
 def available() -> bool:
@@ -51,11 +57,34 @@ def export(device: Any, datatype: str) -> CudaIpcArray:
 
         cupy.cuda.Device(device.device_id).synchronize()
         pointer = obj.data.ptr
-    base, _size = _check(driver.cuMemGetAddressRange(driver.CUdeviceptr(pointer)),
-                         "cuMemGetAddressRange")
-    handle = _check(driver.cuIpcGetMemHandle(base), "cuIpcGetMemHandle")
-    return CudaIpcArray(bytes(handle.reserved), pointer - int(base), device.device_id,
-                        datatype, device.shape)
+    with _primary_context(device.device_id):
+        base, _size = _check(driver.cuMemGetAddressRange(driver.CUdeviceptr(pointer)),
+                             "cuMemGetAddressRange")
+        handle = _check(driver.cuIpcGetMemHandle(base), "cuIpcGetMemHandle")
+    # cuda-bindings 13 has no `reserved` member: the handle's bytes are reached by address.
+    return CudaIpcArray(ctypes.string_at(handle.getPtr(), HANDLE_SIZE), pointer - int(base),
+                        device.device_id, datatype, device.shape)
+
+
+@contextlib.contextmanager
+def _primary_context(device_id: int) -> Iterator[tuple[Any, Any]]:
+    """(CUdevice, CUcontext) of `device_id`'s primary context (the one torch, cupy and the CUDA
+    runtime use), made current on this thread for the driver calls inside, whatever was
+    current before (another device's context, or none on a thread that has not touched CUDA:
+    the driver API needs one); the thread's current context is restored afterwards."""
+    from cuda.bindings import driver
+
+    _check(driver.cuInit(0), "cuInit")
+    device = _check(driver.cuDeviceGet(device_id), "cuDeviceGet")
+    context = _check(driver.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+    try:
+        _check(driver.cuCtxPushCurrent(context), "cuCtxPushCurrent")
+        try:
+            yield device, context
+        finally:
+            driver.cuCtxPopCurrent()
+    finally:
+        driver.cuDevicePrimaryCtxRelease(device)
 
 
 class _Mapping:
@@ -64,21 +93,26 @@ class _Mapping:
     them goes."""
 
     def __init__(self, handle_bytes: bytes, device_id: int) -> None:
-        from cuda.bindings import driver, runtime
+        from cuda.bindings import driver
 
+        if len(handle_bytes) != HANDLE_SIZE:
+            raise RuntimeError(f"a CUDA IPC handle has {HANDLE_SIZE} bytes, not "
+                               f"{len(handle_bytes)}")
         handle = driver.CUipcMemHandle()
-        handle.reserved = handle_bytes
-        error, previous = runtime.cudaGetDevice()
-        runtime.cudaSetDevice(device_id)  # the allocation's device: its context maps it
-        try:
-            context = _check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
-            self.base = _check(driver.cuIpcOpenMemHandle(
-                handle, driver.CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-                "cuIpcOpenMemHandle")
-        finally:
-            if error == runtime.cudaError_t.cudaSuccess and previous != device_id:
-                runtime.cudaSetDevice(previous)
-        weakref.finalize(self, _close, context, self.base)
+        # cuda-bindings 13 has no `reserved` member: the handle's bytes are reached by address.
+        ctypes.memmove(handle.getPtr(), handle_bytes, HANDLE_SIZE)
+        # Mapped in the primary context of the allocation's device, which the mapping keeps
+        # retained until it is unmapped there.
+        with _primary_context(device_id) as (device, context):
+            _check(driver.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+            try:
+                self.base = _check(driver.cuIpcOpenMemHandle(
+                    handle, driver.CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                    "cuIpcOpenMemHandle")
+            except BaseException:
+                driver.cuDevicePrimaryCtxRelease(device)
+                raise
+        weakref.finalize(self, _close, device, context, self.base)
 
 
 _lock = threading.Lock()
@@ -104,7 +138,8 @@ class _View:
         }
 
 
-def _close(context: Any, base: Any) -> None:
+def _close(device: Any, context: Any, base: Any) -> None:
+    """Unmap an allocation in the context that mapped it, then let that context go."""
     from cuda.bindings import driver
 
     driver.cuCtxPushCurrent(context)
@@ -112,6 +147,7 @@ def _close(context: Any, base: Any) -> None:
         driver.cuIpcCloseMemHandle(base)
     finally:
         driver.cuCtxPopCurrent()
+        driver.cuDevicePrimaryCtxRelease(device)
 
 
 def open_tensor(array: CudaIpcArray) -> Any:

@@ -135,9 +135,19 @@ class StubRuntime:
 
         if not (cuda_ipc.available() and self._call("takes_gpu_inputs", request._model_name)):
             return inputs, []
-        host = [tensor for tensor in inputs if tensor._array is not None]
-        on_device = [(tensor._name, cuda_ipc.export(tensor._device, WIRE_OF_CODE[tensor._dtype]))
-                     for tensor in inputs if tensor._array is None]
+        host, on_device = [], []
+        for tensor in inputs:
+            if tensor._array is None:
+                try:
+                    on_device.append((tensor._name, cuda_ipc.export(
+                        tensor._device, WIRE_OF_CODE[tensor._dtype])))
+                    continue
+                except RuntimeError:
+                    # Memory CUDA IPC cannot export (an empty tensor without an allocation, a
+                    # cuMemCreate or stream-ordered pool such as torch's expandable segments):
+                    # it goes as a host copy, as to a callee that takes CPU inputs.
+                    pass
+            host.append(tensor)
         return host, on_device
 
     def _send_bls(self, message: tuple, fds: list[int]) -> None:
