@@ -15,7 +15,8 @@ from support.llm_fixtures import Reference, generate, llm_weights  # noqa: F401
 from support.llm_models import llm_repository
 from support.server_process import ServerProcess
 
-MESSAGE = ("instance on_gpu_0_0: a KIND_GPU instance needs PyTorch built with CUDA, but the "
+# The model has no instance_group: its one group is named after the model, its instance "on_gpu_0".
+MESSAGE = ("instance on_gpu_0: a KIND_GPU instance needs PyTorch built with CUDA, but the "
            "installed torch ")
 
 
