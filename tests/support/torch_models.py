@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch
+
+from support.models import infer_arrays
 
 
 class AddSub(torch.nn.Module):
@@ -84,3 +88,16 @@ class WhereAmI(torch.nn.Module):
         on_gpu = torch.full([rows, 1], 1 if x.is_cuda else 0, dtype=torch.int64)
         device = torch.full([rows, 1], x.get_device(), dtype=torch.int64)
         return on_gpu, device
+
+
+def assert_mlp_served(module: Any, url: str, model: str, seed: int, tolerance: float) -> None:
+    """A served `mlp()` model answers what torch computes on the CPU, at batch 1 and 8."""
+    rng = np.random.default_rng(seed)
+    reference = mlp()
+    for batch in (1, 8):
+        x = rng.standard_normal((batch, 64)).astype(np.float32)
+        with torch.no_grad():
+            expected = reference(torch.from_numpy(x)).numpy()
+        got = infer_arrays(module, url, model, {"x__0": x}).as_numpy("logits__0")
+        assert got.shape == (batch, 16)
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)

@@ -81,15 +81,9 @@ def server(repo: Path):
 @pytest.mark.parametrize("protocol,module", CLIENTS)
 def test_outputs_match_torch(server: ServerProcess, protocol: str, module) -> None:
     url = server.http_url if protocol == "http" else server.grpc_url
-    rng = np.random.default_rng(3)
-    mlp = torch_models.mlp()
-    for batch in (1, 8):
-        x = rng.standard_normal((batch, 64)).astype(np.float32)
-        with torch.no_grad():
-            expected = mlp(torch.from_numpy(x)).numpy()
-        got = infer_arrays(module, url, "mlp_pt", {"x__0": x}).as_numpy("logits__0")
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    torch_models.assert_mlp_served(module, url, "mlp_pt", seed=3, tolerance=1e-5)
 
+    rng = np.random.default_rng(3)
     a = rng.standard_normal((2, 4)).astype(np.float32)
     b = rng.standard_normal((2, 4)).astype(np.float32)
     result = infer_arrays(module, url, "addsub_pt", {"INPUT__0": a, "INPUT__1": b})

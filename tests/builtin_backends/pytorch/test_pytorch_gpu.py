@@ -68,15 +68,7 @@ def test_a_model_without_instance_group_lands_on_the_gpu(server: ServerProcess) 
 def test_outputs_match_torch_on_the_cpu(server: ServerProcess, protocol: str, module,
                                         model: str) -> None:
     url = server.http_url if protocol == "http" else server.grpc_url
-    rng = np.random.default_rng(7)
-    mlp = torch_models.mlp()
-    for batch in (1, 8):
-        x = rng.standard_normal((batch, 64)).astype(np.float32)
-        with torch.no_grad():
-            expected = mlp(torch.from_numpy(x)).numpy()
-        got = infer_arrays(module, url, model, {"x__0": x}).as_numpy("logits__0")
-        assert got.shape == (batch, 16)
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    torch_models.assert_mlp_served(module, url, model, seed=7, tolerance=1e-4)
 
 
 @pytest.mark.parametrize("protocol,module", CLIENTS)
