@@ -65,7 +65,8 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
             for name, tensor in request.inputs.items():
                 data = tensor.data
                 if type(data) is CudaIpcArray:  # from a BLS caller's GPU: the stub maps it
-                    on_device = [] if on_device is None else on_device
+                    if on_device is None:
+                        on_device = []
                     on_device.append((name, data))
                 else:
                     tensors.append((name, tensor.datatype, data))
