@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
+
+from .frontend.extensions.header_forward import HeaderPattern
 
 log = logging.getLogger("tritium")
 
@@ -47,11 +48,11 @@ def _interval_ms(text: str) -> float:
     return value
 
 
-def _regex(text: str) -> re.Pattern[str]:
+def _header_pattern(text: str) -> HeaderPattern:
     try:
-        return re.compile(text)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"invalid regular expression '{text}': {exc}") from None
+        return HeaderPattern(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _setting(text: str) -> tuple[str, str]:
@@ -115,9 +116,10 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
     http = serve.add_argument_group("HTTP (more tritonserver flags)")
     _flag(http, "--reuse-http-port", default=False,
           help="let several servers listen on the same HTTP port (SO_REUSEPORT; default: false)")
-    http.add_argument("--http-header-forward-pattern", type=_regex, default=None,
-                      help="request headers whose name matches this regular expression become "
-                           "request parameters (default: none)")
+    http.add_argument("--http-header-forward-pattern", type=_header_pattern, default=None,
+                      help="request headers whose name matches this RE2 regular expression "
+                           "(case-insensitive unless it says (?-i)) become request parameters "
+                           "(default: none)")
     http.add_argument("--http-thread-count", type=_non_negative_int, default=None,
                       help="threads handling HTTP requests; accepted (HTTP runs on the event "
                            "loop)")
@@ -125,9 +127,10 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
     grpc = serve.add_argument_group("GRPC (more tritonserver flags)")
     _flag(grpc, "--reuse-grpc-port", default=False,
           help="let several servers listen on the same gRPC port (SO_REUSEPORT; default: false)")
-    grpc.add_argument("--grpc-header-forward-pattern", type=_regex, default=None,
-                      help="request metadata whose key matches this regular expression becomes "
-                           "request parameters (default: none)")
+    grpc.add_argument("--grpc-header-forward-pattern", type=_header_pattern, default=None,
+                      help="request metadata whose key matches this RE2 regular expression "
+                           "(case-insensitive unless it says (?-i)) becomes request parameters "
+                           "(default: none)")
     grpc.add_argument("--grpc-infer-allocation-pool-size", type=_non_negative_int, default=None,
                       help="request/response objects kept for reuse; accepted (not pooled here)")
     grpc.add_argument("--grpc-infer-response-compression-level", choices=COMPRESSION_LEVELS,

@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ..frontend.extensions.header_forward import HeaderPattern
 from ..frontend.extensions.statistics_api import statistics_json
 from ..frontend.gpu_metrics import GpuMetrics
 from ..frontend.grpc import GrpcFrontend
@@ -49,6 +50,8 @@ class Frontends:
         self._thread = threading.Thread(target=self._loop.run_forever,
                                         name="tritium-frontends", daemon=True)
         self._running: list[Any] = []
+        # Header forward pattern (tritonfrontend's Options.header_forward_pattern) per frontend.
+        self.header_forward: dict[str, HeaderPattern] = {}
 
     def start(self, address: str, http_port: int | None, grpc_port: int | None,
               metrics_port: int | None) -> FrontendAddresses:
@@ -73,6 +76,11 @@ class Frontends:
             if port is None:
                 continue
             frontend = make(self._server, address, port)
+            pattern = self.header_forward.get(key)
+            if isinstance(frontend, HttpFrontend) and pattern is not None:
+                frontend.forward_headers(pattern)
+            elif isinstance(frontend, GrpcFrontend):
+                frontend.header_forward = pattern
             await frontend.start()
             self._running.append(frontend)
             bound[key] = f"{address}:{frontend.port}"
@@ -104,4 +112,5 @@ def metrics_text(server: InferenceServer, gpu: GpuMetrics | None) -> str:
 
 
 
-__all__ = ["FrontendAddresses", "Frontends", "GpuMetrics", "metrics_text", "statistics_json"]
+__all__ = ["FrontendAddresses", "Frontends", "GpuMetrics", "HeaderPattern", "metrics_text",
+           "statistics_json"]

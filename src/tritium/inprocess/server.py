@@ -31,7 +31,7 @@ from .enums import (
     RateLimitMode,
 )
 from .errors import InternalError, InvalidArgumentError, UnavailableError, api_error
-from .frontends import FrontendAddresses, Frontends, GpuMetrics, metrics_text
+from .frontends import FrontendAddresses, Frontends, GpuMetrics, HeaderPattern, metrics_text
 from .model import Model
 
 log = logging.getLogger("tritium.inprocess")
@@ -398,11 +398,14 @@ class Server:
         return self._serve(address, http_port, grpc_port, metrics_port)[1]
 
     def _serve(self, address: str, http_port: int | None, grpc_port: int | None,
-               metrics_port: int | None) -> tuple[Frontends, FrontendAddresses]:
+               metrics_port: int | None,
+               header_forward: dict[str, HeaderPattern] | None = None,
+               ) -> tuple[Frontends, FrontendAddresses]:
         frontends = Frontends(self._started(), {
             "interval_ms": float(self.options.metrics_interval),
             "allow_cpu_metrics": self.options.cpu_metrics,
             "allow_gpu_metrics": self.options.gpu_metrics})
+        frontends.header_forward = header_forward or {}
         addresses = frontends.start(address, http_port, grpc_port, metrics_port)
         self._frontends.append(frontends)
         return frontends, addresses

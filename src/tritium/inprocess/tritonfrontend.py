@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .errors import InvalidArgumentError
-from .frontends import Frontends
+from .frontends import Frontends, HeaderPattern
 from .server import Server
 
 
@@ -43,8 +43,13 @@ class _Service:
             raise InvalidArgumentError(f"{type(self).__name__} already started")
         ports: dict[str, int | None] = {"http": None, "grpc": None, "metrics": None}
         ports[self._kind] = self._options.port
+        pattern = getattr(self._options, "header_forward_pattern", "")
+        try:
+            forward = {self._kind: HeaderPattern(pattern)} if pattern else {}
+        except ValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
         self._frontends, addresses = self._server._serve(
-            self._options.address, ports["http"], ports["grpc"], ports["metrics"])
+            self._options.address, ports["http"], ports["grpc"], ports["metrics"], forward)
         bound = getattr(addresses, self._kind)
         self.port = int(bound.rsplit(":", 1)[1])
 

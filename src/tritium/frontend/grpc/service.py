@@ -16,7 +16,6 @@ details are the message, as Triton sends them.
 from __future__ import annotations
 
 import logging
-import re
 from functools import partial
 from typing import Any
 
@@ -28,7 +27,7 @@ from ...request import InferenceResponse, parse_version
 from ...server import InferenceServer
 from .. import loop_bridge
 from ..extensions import logging_api, trace_api
-from ..extensions.header_forward import forward_headers
+from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.restricted_api import Restriction, restrict_grpc
 from ..extensions.statistics_api import statistics_proto
 from .codec import ParsedInferRequest, decode_infer_request, parse_infer_request
@@ -59,7 +58,7 @@ class GrpcFrontend:
     def __init__(self, server: InferenceServer, address: str, port: int,
                  restrictions: dict[str, Restriction] | None = None,
                  options: GrpcOptions | None = None, *,
-                 header_forward: re.Pattern[str] | None = None,
+                 header_forward: HeaderPattern | None = None,
                  compression_level: str = "none", reuse_port: bool = False) -> None:
         self.server = server
         self.restrictions = restrictions or {}
@@ -113,7 +112,7 @@ class _InferenceService:
     """The RPC handlers. Each turns TritonError into the matching gRPC status."""
 
     def __init__(self, server: InferenceServer,
-                 header_forward: re.Pattern[str] | None = None) -> None:
+                 header_forward: HeaderPattern | None = None) -> None:
         self.server = server
         self.header_forward = header_forward
         self.stream = StreamInferHandler(server, header_forward)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, NamedTuple
@@ -41,7 +40,7 @@ from ...errors import Code, TritonError
 from ...request import InferenceRequest, InferenceResponse
 from ...server import InferenceServer, ResolvedModel
 from .. import loop_bridge
-from ..extensions.header_forward import forward_headers
+from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.shared_memory import OutputRegion
 from .codec import ParsedInferRequest, decode_infer_request, enable_empty_final_response
 from .infer_response import encode_infer_response, encode_stream_head, encode_stream_response
@@ -67,7 +66,7 @@ class StreamInferHandler:
     """The ModelStreamInfer handler: `handle(request_iterator, context)` is the RPC's body."""
 
     def __init__(self, server: InferenceServer,
-                 header_forward: re.Pattern[str] | None = None) -> None:
+                 header_forward: HeaderPattern | None = None) -> None:
         self.server = server
         self.header_forward = header_forward  # --grpc-header-forward-pattern
 
@@ -108,7 +107,7 @@ class _Stream:
         self.server = server
         self.grpc_errors = grpc_errors
         # The call's metadata that --grpc-header-forward-pattern makes request parameters.
-        self.header_forward: re.Pattern[str] | None = None
+        self.header_forward: HeaderPattern | None = None
         self.metadata: tuple[tuple[str, Any], ...] = ()
         # Encoded ModelStreamInferResponse messages, and a _Finish last; one writer takes them.
         self.outbox: asyncio.Queue[bytes | _Finish] = asyncio.Queue()

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from functools import partial
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ...errors import TritonError
 from ...server import InferenceServer
-from ..extensions.header_forward import forward_headers
+from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
 from ..loop_bridge import final_on_loop
@@ -92,7 +91,7 @@ class HttpApp:
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.server = server
         self.max_input_size = max_input_size
-        self.header_forward: re.Pattern[str] | None = None  # --http-header-forward-pattern
+        self.header_forward: HeaderPattern | None = None  # --http-header-forward-pattern
         self.extensions = ExtensionRoutes(server)
         self.restrictions = HttpRestrictions(restrictions) if restrictions else None
 
@@ -347,7 +346,7 @@ class HttpFrontend(HttpEndpoint):
         self.app = HttpApp(server, restrictions, max_input_size)
         super().__init__(self.app, address, port, "HTTPService", max_input_size=max_input_size)
 
-    def forward_headers(self, pattern: re.Pattern[str]) -> None:
+    def forward_headers(self, pattern: HeaderPattern) -> None:
         """--http-header-forward-pattern: matching request headers become request parameters."""
         self.keep_header_names = True
         self.app.header_forward = pattern
