@@ -173,3 +173,30 @@ def test_a_limit_that_is_not_positive_is_refused_at_start(tmp_path, flag, what) 
     assert run.returncode == 2
     assert run.stderr.endswith(
         f"error: argument {name}: expected {what} greater than 0, got '{value}'\n")
+
+
+def test_a_chunked_body_that_also_has_content_length_is_read_by_its_chunks(small_limit) -> None:
+    # What `requests` sends for a generator body with a Content-Length header set: RFC 9112 lets
+    # the server go by Transfer-Encoding if it closes the connection after the answer.
+    body = _body(4)
+    with _connect(small_limit) as sock:
+        status, answer = _post(sock, body, chunk=7, extra=b"Content-Length: 3\r\n")
+        assert status == 200, answer
+        assert json.loads(answer)["outputs"][0]["data"] == [1.5] * 4
+        assert sock.recv(1) == b""  # closed: nothing after it is read as another request
+
+
+@pytest.mark.parametrize("head", [
+    b"Content-Length: 5\r\nContent-Length: 5\r\n",
+    b"Content-Length: 5\r\nTransfer-Encoding: chunked, identity\r\n",
+    b"Content-Length: 5\r\nTransfer-Encoding: xchunked\r\n",
+    b"Transfer-Encoding: xchunked\r\n",
+    b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+])
+def test_ambiguous_body_framing_is_refused(small_limit, head) -> None:
+    with _connect(small_limit) as sock:
+        sock.sendall(b"POST /v2/models/%s/infer HTTP/1.1\r\nHost: x\r\n%s\r\n0\r\n\r\n"
+                     % (MODEL.encode(), head))
+        status, _ = _read_response(sock)
+        assert status == 400
+        assert sock.recv(1) == b""

@@ -111,11 +111,13 @@ class HttpConnection(asyncio.Protocol):
         self._handler = endpoint.handler
         self.loop = endpoint.loop
         self._parser = httptools.HttpRequestParser(self)
-        try:
-            # Answer the first of pipelined requests even when the client closes after them.
-            self._parser.set_dangerous_leniencies(lenient_data_after_close=True)
-        except AttributeError:  # pragma: no cover - httptools < 0.6.3
-            pass
+        # Answer the first of pipelined requests even when the client closes after them. A
+        # chunked body whose request also carries Content-Length (what `requests` sends for a
+        # generator body) is read by its chunks, as RFC 9112 6.3 allows when the connection is
+        # closed after the answer (on_headers_complete sees to both); anything more ambiguous
+        # (two Content-Lengths, a Transfer-Encoding other than plain "chunked") stays a 400.
+        self._parser.set_dangerous_leniencies(lenient_data_after_close=True,
+                                              lenient_chunked_length=True)
         self.transport: asyncio.Transport | None = None
         # The request being parsed.
         self._url = b""
@@ -125,6 +127,9 @@ class HttpConnection(asyncio.Protocol):
         self._body_size = 0
         self._max_input_size = endpoint.max_input_size
         self._expect_continue = False
+        self._transfer_encodings: list[bytes] = []
+        self._content_length = False
+        self._close_after = False  # chunked with Content-Length: no keep-alive after the answer
         self._in_message = False
         # The request being answered, and those pipelined behind it.
         self._busy = False
@@ -195,6 +200,8 @@ class HttpConnection(asyncio.Protocol):
         self._body = []
         self._body_size = 0
         self._expect_continue = False
+        self._transfer_encodings = []
+        self._content_length = False
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -205,9 +212,19 @@ class HttpConnection(asyncio.Protocol):
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self._expect_continue = True
+        elif name == b"transfer-encoding":
+            self._transfer_encodings.append(value)
+        elif name == b"content-length":
+            self._content_length = True
         self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        if self._transfer_encodings:
+            # Raised here, the parser stops: the request is answered 400 and the connection
+            # closed (data_received) before any of the body is read.
+            if [v.strip().lower() for v in self._transfer_encodings] != [b"chunked"]:
+                raise ValueError("Transfer-Encoding other than one plain 'chunked'")
+            self._close_after = self._content_length
         if self._expect_continue and not self._busy and self.transport is not None:
             self.transport.write(_CONTINUE)
 
@@ -238,7 +255,9 @@ class HttpConnection(asyncio.Protocol):
             too_large,
         )
         request.header_names = self._names
-        keep_alive = parser.get_http_version() != "1.0" and parser.should_keep_alive()
+        keep_alive = (parser.get_http_version() != "1.0" and parser.should_keep_alive()
+                      and not self._close_after)
+        self._close_after = False
         if self._busy:
             # Pipelined behind a request still being answered: answers go out in order.
             self._pipeline.append((request, keep_alive))
