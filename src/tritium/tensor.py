@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from .datatypes import NUMPY_DTYPES
-from .errors import TritonError
+from .errors import Code, TritonError
 
 DATATYPES: frozenset[str] = frozenset(NUMPY_DTYPES)
 
@@ -108,14 +108,47 @@ STRING_COUNT_EXCEEDED = (
 )
 
 
+class InputDataError(TritonError):
+    """An input's data does not fill its shape (one of the messages above)."""
+
+
 def input_data_error(
     template: str, name: str, model: str, expected: int, got: int, prefix: str
 ) -> TritonError:
     """Triton's INVALID_ARG for an input whose data does not fill its shape, worded by
     `template` (one of the messages above) and started with the request's `prefix`."""
-    return TritonError.invalid_arg(
-        prefix + template.format(name=name, model=model, expected=expected, got=got)
+    return InputDataError(
+        Code.INVALID_ARG,
+        prefix + template.format(name=name, model=model, expected=expected, got=got),
     )
+
+
+class HeldDataError:
+    """Names the input Triton names when several inputs' data do not fill their shapes.
+
+    Triton's core checks the data against the shapes while it iterates the request's inputs in
+    its hash map's order, which for a few inputs is the reverse of the request's; the frontends
+    here convert in request order, so a data error is held until every input is converted and
+    the last one is raised (`check`). Other errors stop the conversion at once, as Triton's
+    frontends stop their parse.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: InputDataError | None = None
+
+    def convert(self, convert: Callable[..., np.ndarray], *args: Any) -> np.ndarray | None:
+        """`convert(*args)`, or None when it finds the data short or long (held)."""
+        try:
+            return convert(*args)
+        except InputDataError as exc:
+            self.error = exc
+            return None
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
 
 
 def bytes_from_wire(

@@ -29,6 +29,7 @@ from ...tensor import (
     BYTE_SIZE_MISMATCH,
     DATATYPES,
     STRING_COUNT_MISMATCH,
+    HeldDataError,
     Tensor,
     WireInput,
     dims_string,
@@ -139,6 +140,7 @@ def decode_infer_request(
     raw_count = len(raws)
     raw_index = 0
     all_raw = True
+    held = HeldDataError()
     for io in message.inputs[:]:
         name = io.name
         if name in inputs:
@@ -167,7 +169,7 @@ def decode_infer_request(
                     f"unexpected 'content' provided when using shared memory for input tensor "
                     f"'{name}' for model '{model}'"
                 )
-            data = input_from_wire(view, datatype, shape, name, model, prefix)
+            data = held.convert(input_from_wire, view, datatype, shape, name, model, prefix)
             # Triton lets a shared-memory input leave its raw_input_contents slot unused.
             raw_index += raw_index < raw_count
             all_raw = False
@@ -177,22 +179,25 @@ def decode_infer_request(
                     f"contents field must not be specified when using raw_input_contents for "
                     f"'{name}' for model '{model}'"
                 )
-            data = _contents_array(io, datatype, dtype, shape, model, prefix)
+            data = held.convert(_contents_array, io, datatype, dtype, shape, model, prefix)
             all_raw = False
         elif raw_index < raw_count:
-            data = input_from_wire(raws[raw_index], datatype, shape, name, model, prefix)
+            data = held.convert(input_from_wire, raws[raw_index], datatype, shape, name, model,
+                                prefix)
             raw_index += 1
         else:
             raise TritonError.invalid_arg(
                 f"unable to find data for input tensor '{name}' for model '{model}' in request."
             )
-        inputs[name] = Tensor(name, datatype, shape, data, parameters)
+        if data is not None:
+            inputs[name] = Tensor(name, datatype, shape, data, parameters)
     if raw_index != raw_count:
         raise TritonError.invalid_arg(
             f"{prefix}{raw_count} raw_input_contents given for {len(message.inputs)} "
             f"inputs of model '{model}': raw_input_contents must hold one entry per input, in "
             "the order of 'inputs'"
         )
+    held.check()
 
     check_requested_outputs(len(message.outputs), model)
     targets: dict[str, OutputRegion] | None = None
@@ -323,9 +328,13 @@ class _Template:
         model = self.model
         prefix = log_prefix("")
         inputs = request.inputs
+        held = HeldDataError()
         for (wire, parameters), raw in zip(self.inputs, raws, strict=True):
-            inputs[wire.name] = Tensor(wire.name, wire.datatype, wire.shape,
-                                       wire.array(raw, model, prefix), dict(parameters))
+            data = held.convert(wire.array, raw, model, prefix)
+            if data is not None:
+                inputs[wire.name] = Tensor(wire.name, wire.datatype, wire.shape, data,
+                                           dict(parameters))
+        held.check()
         requested = request.requested_outputs
         for name, parameters in self.outputs:
             requested.append(RequestedOutput(name, dict(parameters)))

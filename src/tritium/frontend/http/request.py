@@ -21,6 +21,7 @@ from ...errors import TritonError
 from ...request import InferenceRequest, RequestedOutput, apply_parameters, log_prefix
 from ...tensor import (
     DATATYPES,
+    HeldDataError,
     Tensor,
     WireInput,
     element_count,
@@ -264,6 +265,7 @@ def _decode_inputs(
         raise parse_error("inputs", NOT_ARRAY)
     end = len(view)
     tensors = request.inputs
+    held = HeldDataError()
     for item in inputs:
         item, params = _entry(item)
         binary = "binary_data_size" in params
@@ -291,22 +293,22 @@ def _decode_inputs(
                     f"unexpected size for input '{name}', expecting {size - available} "
                     f"additional bytes for model '{model_name}'"
                 )
-            data = input_from_wire(
-                view[offset : offset + size], datatype, shape, name, model_name, prefix
-            )
+            data = held.convert(input_from_wire, view[offset : offset + size], datatype,
+                                shape, name, model_name, prefix)
             offset += size
             if sizes is not None:
                 sizes.append(size)
         elif "shared_memory_region" in params:
-            data = input_from_wire(
-                _tensor_region(params, regions).read(), datatype, shape, name, model_name,
-                prefix
-            )
+            data = held.convert(input_from_wire, _tensor_region(params, regions).read(),
+                                datatype, shape, name, model_name, prefix)
             sizes = None
         else:
-            data = array_from_json(name, datatype, shape, item["data"], model_name, prefix)
+            data = held.convert(array_from_json, name, datatype, shape, item["data"],
+                                model_name, prefix)
             sizes = None
-        tensors[name] = Tensor(name, datatype, shape, data)
+        if data is not None:
+            tensors[name] = Tensor(name, datatype, shape, data)
+    held.check()
     return offset, sizes
 
 
