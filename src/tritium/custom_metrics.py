@@ -29,7 +29,8 @@ class Metric:
         self.labels = dict(labels)
         self._lock = threading.Lock()
         self._value = 0.0
-        self.buckets = sorted(buckets) if buckets is not None else None
+        self.buckets = list(buckets) if buckets is not None else None
+        self.references = 1  # the metric() calls that returned it, less its remove() calls
         self.bucket_counts = [0] * (len(self.buckets) + 1) if self.buckets is not None else []
         self.count = 0
 
@@ -74,24 +75,37 @@ class MetricFamily:
         self.description = description
         self.kind = kind
         self._lock = threading.Lock()
-        self._metrics: list[Metric] = []
+        # By labels: as in Triton (prometheus-cpp's Family::Add), a metric made twice with the
+        # same labels is one series, shared, kept until the last maker removes it.
+        self._metrics: dict[tuple[tuple[str, str], ...], Metric] = {}
 
     def metric(self, labels: dict[str, str], buckets: Sequence[float] | None = None) -> Metric:
-        if self.kind is MetricKind.HISTOGRAM and buckets is None:
-            raise TritonError.invalid_arg("histogram metrics need buckets")
-        metric = Metric(self, labels, buckets)
+        if self.kind is MetricKind.HISTOGRAM:
+            if buckets is None:
+                raise TritonError.invalid_arg("histogram metrics need buckets")
+            if any(a >= b for a, b in zip(buckets, buckets[1:], strict=False)):
+                raise TritonError.invalid_arg(
+                    f"histogram buckets must be strictly increasing, got {list(buckets)}")
+        key = tuple(sorted(labels.items()))
         with self._lock:
-            self._metrics.append(metric)
-        return metric
+            metric = self._metrics.get(key)
+            if metric is not None:
+                metric.references += 1
+                return metric
+            metric = self._metrics[key] = Metric(self, labels, buckets)
+            return metric
 
     def remove(self, metric: Metric) -> None:
         with self._lock:
-            if metric in self._metrics:
-                self._metrics.remove(metric)
+            key = tuple(sorted(metric.labels.items()))
+            if self._metrics.get(key) is metric:
+                metric.references -= 1
+                if metric.references <= 0:
+                    del self._metrics[key]
 
     def metrics(self) -> list[Metric]:
         with self._lock:
-            return list(self._metrics)
+            return list(self._metrics.values())
 
 
 class MetricRegistry:

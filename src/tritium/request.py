@@ -63,15 +63,21 @@ class ResponseSender:
     error, as in Triton.
     """
 
-    __slots__ = ("_deliver", "_completed")
+    __slots__ = ("_deliver", "_completed", "_responded")
 
     def __init__(self, deliver: Deliver) -> None:
         self._deliver: Deliver | None = deliver
         self._completed = False
+        self._responded = False  # a response (not only a flag) has been sent
 
     @property
     def is_completed(self) -> bool:
         return self._completed
+
+    @property
+    def has_responded(self) -> bool:
+        """A response has gone out: a non-decoupled request's answer is that one."""
+        return self._responded
 
     def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
         deliver = self._deliver
@@ -85,6 +91,8 @@ class ResponseSender:
             # sender): let go of it, so a finished request is freed by reference counting
             # rather than left for the cyclic garbage collector.
             self._deliver = None
+        if response is not None:
+            self._responded = True
         deliver(response, flags)
 
 

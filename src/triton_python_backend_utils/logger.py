@@ -46,7 +46,11 @@ class Logger:
 
     @staticmethod
     def log(message: str, level: int = LogLevel.INFO) -> None:
-        level = Logger.LogLevel(level)
+        if not isinstance(level, Logger.LogLevel) or not isinstance(message, (str, bytes)):
+            raise _incompatible("log", "message: str, level: c_python_backend_utils.Logger."
+                                "LogLevel = <LogLevel.INFO: 0>", (message, level))
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
         filename, line = _caller_location()
         runtime = _current_runtime()
         if runtime is None:
@@ -55,7 +59,34 @@ class Logger:
             runtime.log(int(level), message, filename, line)
 
     # Triton's shorthands, one per level.
-    log_info = staticmethod(lambda message: Logger.log(message, Logger.LogLevel.INFO))
-    log_warn = staticmethod(lambda message: Logger.log(message, Logger.LogLevel.WARNING))
-    log_error = staticmethod(lambda message: Logger.log(message, Logger.LogLevel.ERROR))
-    log_verbose = staticmethod(lambda message: Logger.log(message, Logger.LogLevel.VERBOSE))
+    @staticmethod
+    def log_info(message: str) -> None:
+        Logger._shorthand("log_info", message, Logger.LogLevel.INFO)
+
+    @staticmethod
+    def log_warn(message: str) -> None:
+        Logger._shorthand("log_warn", message, Logger.LogLevel.WARNING)
+
+    @staticmethod
+    def log_error(message: str) -> None:
+        Logger._shorthand("log_error", message, Logger.LogLevel.ERROR)
+
+    @staticmethod
+    def log_verbose(message: str) -> None:
+        Logger._shorthand("log_verbose", message, Logger.LogLevel.VERBOSE)
+
+    @staticmethod
+    def _shorthand(name: str, message: str, level: LogLevel) -> None:
+        if not isinstance(message, (str, bytes)):
+            raise _incompatible(name, "message: str", (message,))
+        Logger.log(message, level)
+
+
+def _incompatible(function: str, signature: str, args: tuple) -> TypeError:
+    """pybind11's TypeError for a call its casters refuse (Triton's Logger is pybind11's):
+    an int is not a LogLevel, None is not a str."""
+    invoked = ", ".join(repr(arg) for arg in args)
+    return TypeError(
+        f"{function}(): incompatible function arguments. The following argument types are "
+        f"supported:\n    1. ({signature}) -> None\n\nInvoked with: {invoked}"
+    )

@@ -87,6 +87,8 @@ class InferenceRequest:
         request_id = as_str(request_id)
         flags, timeout = as_int(flags), as_int(timeout)
         parameters_json = _parameters_json(parameters)
+        if correlation_id is None:  # Triton's stub refuses None as pybind11 refuses a type
+            raise IncompatibleArguments()
         if not isinstance(correlation_id, (int, str)):
             raise TritonModelException("Correlation ID must be integer or string")
         if not isinstance(requested_output_names, (list, tuple)) or not all(

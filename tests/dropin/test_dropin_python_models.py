@@ -5,10 +5,12 @@ stub gives it (unittest.main in execute), relative imports of the version folder
 from __future__ import annotations
 
 import json
+import queue
 import threading
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
@@ -71,6 +73,7 @@ def twice(value):
 # input tensors; and pb_utils constructors given wrong arguments. Answers a JSON report.
 CORNERS_MODEL = '''
 import json
+import queue
 import threading
 
 import numpy as np
@@ -149,7 +152,14 @@ class TritonPythonModel:
             threading.Thread(target=later).start()
             go.set()
             return None
+        if case == 11:  # None in the returned list: the model answers through the sender
+            sender = requests[0].get_response_sender()
+            threading.Timer(0.2, lambda: sender.send(answer(11), flags=FINAL)).start()
+            return [None]
         sender = requests[0].get_response_sender()
+        if case == 12:  # a response, then a failure: the response is the answer
+            sender.send(answer(12))
+            raise RuntimeError("failed after answering")
         if case == 2:  # a second response is refused; the first one stands
             sender.send(answer(2), flags=FINAL)
             try:
@@ -295,6 +305,32 @@ def test_a_non_decoupled_model_answers_through_its_sender_as_in_triton(
     with pytest.raises(InferenceServerException) as info:
         sender_case(server, 0)
     assert "without sending a response" in info.value.message()
+
+
+def test_none_in_the_returned_list_leaves_the_request_to_its_sender(
+        server: ServerProcess) -> None:
+    assert sender_case(server, 11) == [11.0]
+
+
+def test_a_failure_after_the_first_response_is_not_sent(server: ServerProcess) -> None:
+    assert sender_case(server, 12) == [12.0]
+    received: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    client.start_stream(callback=lambda result, error: received.put((result, error)))
+    try:
+        x = grpcclient.InferInput("IN", [1], "FP32")
+        x.set_data_from_numpy(np.array([12.0], dtype=np.float32))
+        client.async_stream_infer("sender", [x])
+        result, error = received.get(timeout=60)
+        assert error is None and result.as_numpy("OUT").tolist() == [12.0]
+        # and nothing after it: the next message on the stream answers the next request
+        x.set_data_from_numpy(np.array([10.0], dtype=np.float32))
+        client.async_stream_infer("sender", [x])
+        result, error = received.get(timeout=60)
+        assert error is None and result.as_numpy("OUT").tolist() == [10.0]
+    finally:
+        client.stop_stream()
+    server.wait_log("failed after answering")
 
 
 def test_a_batch_answered_through_its_senders_after_execute(server: ServerProcess) -> None:

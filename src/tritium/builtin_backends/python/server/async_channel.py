@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -92,13 +93,17 @@ class AsyncChannel:
         if not stub.stopping:
             stub.on_death()
 
-    def wait_processed(self, count: int) -> None:
-        """Until `count` frames have been handled (or the stub is dead)."""
+    def wait_processed(self, count: int, timeout: float | None = None) -> None:
+        """Until `count` frames have been handled (or the stub is dead, or `timeout` s)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._processed_cond:
             self._waiters += 1
             try:
                 while self.processed < count and not self.stub.dead:
-                    self._processed_cond.wait()
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return
+                    self._processed_cond.wait(left)
             finally:
                 self._waiters -= 1
 

@@ -166,7 +166,13 @@ def _answer(stub: StubProcess, requests: Sequence[InferenceRequest], handles: li
         failure = TritonError.internal(error)
         for request in requests:
             sender = request.response_sender
-            if sender is not None and not sender.is_completed:
+            if sender is None or sender.is_completed:
+                continue
+            if not stub.decoupled and sender.has_responded:
+                # A non-decoupled request's answer is its first response: as Triton does,
+                # the failure after it is not sent (only the end of the request).
+                sender.send(None, RESPONSE_COMPLETE_FINAL)
+            else:
                 request.respond_error(failure)
     elif responses is not None:
         assert stub.from_stub is not None

@@ -148,9 +148,13 @@ class StubProcess:
         self.stopping = True
         if not self.dead and self.exec_conn is not None:
             try:
-                error, _ = self.command((messages.FINALIZE,))
+                error, sent = self.command((messages.FINALIZE,))
                 if error is not None:
                     log.error("finalize() of '%s' failed: %s", self.name, error)
+                # What finalize() logged (or sent) on the async channel is handled before the
+                # channel closes.
+                if isinstance(sent, int):
+                    self.channel.wait_processed(sent, _STOP_TIMEOUT_S)
             except TritonError:
                 pass
         self.stop()

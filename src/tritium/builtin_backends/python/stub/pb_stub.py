@@ -48,8 +48,9 @@ _HIDDEN_DIRS = {os.path.dirname(__file__),
 
 def _held_senders(requests: list) -> list[int]:
     """Indexes of the unanswered requests whose response sender the model still holds after
-    execute returned None: it answers them later (Triton waits for that). A sender nothing
-    refers to any more can never answer: that request fails at once instead of waiting."""
+    execute returned (None, or None in their place): it answers them later (Triton waits for
+    that). A sender nothing refers to any more can never answer: that request fails at once
+    instead of waiting."""
     open_senders = [(index, weakref.ref(request._response_sender))
                     for index, request in enumerate(requests)
                     if not request._response_sender._is_closed()]
@@ -239,7 +240,9 @@ class Stub:
             except BaseException as exc:
                 error = describe_exception(exc)
         try:
-            self._send_done(error)
+            # With the count of async frames sent (log lines of finalize() among them): the
+            # server handles them all before it closes the channel.
+            self._send_done(error, self.async_conn.sent)
         except OSError:
             pass
 
@@ -341,7 +344,9 @@ class Stub:
             index for index, request in enumerate(requests)
             if request._release_flags & _RELEASE_RESCHEDULE
         ]
-        if not decoupled and error is None and responses is None:
+        # A request left unanswered (execute returned None, or None in its place) whose
+        # sender the model keeps is answered later through it.
+        if not decoupled and error is None and (responses is None or None in responses):
             held = [index for index in _held_senders(requests) if index not in rescheduled]
         return self._outcome(error, responses, out_block, held, rescheduled, start), fds
 

@@ -1,0 +1,129 @@
+"""pb_utils corners Triton's QA pins (argument_validation, custom_metrics, logging): argument
+errors raised as pybind11 raises them, metrics of one family with the same labels sharing one
+value, histogram buckets checked, and every line finalize() logs reaching the server log."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+
+from support.models import write_model
+from support.server_process import ServerProcess
+
+CONFIG = '''
+name: "corners"
+backend: "python"
+input { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] }
+output { name: "REPORT" data_type: TYPE_STRING dims: [ 1 ] }
+'''
+MODEL = '''
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+FINALIZE_LINES = 300
+
+
+def outcome(call):
+    try:
+        call()
+        return "accepted"
+    except Exception as exc:
+        return type(exc).__name__
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        inputs = [pb_utils.Tensor("INPUT0", np.asarray([1, 2], dtype=np.int32))]
+        request = dict(inputs=inputs, model_name="m", requested_output_names=["o"])
+        logger = pb_utils.Logger
+        report = {
+            "correlation_id_none": outcome(
+                lambda: pb_utils.InferenceRequest(correlation_id=None, **request)),
+            "correlation_id_5": outcome(
+                lambda: pb_utils.InferenceRequest(correlation_id=5, **request)),
+            "log_level_none": outcome(lambda: logger.log("x", None)),
+            "log_level_int": outcome(lambda: logger.log("x", 1)),
+            "log_level_enum": outcome(lambda: logger.log("x", logger.LogLevel.WARNING)),
+            "log_info_none": outcome(lambda: logger.log_info(None)),
+            "log_warn_none": outcome(lambda: logger.log_warn(None)),
+            "log_error_none": outcome(lambda: logger.log_error(None)),
+            "log_verbose_none": outcome(lambda: logger.log_verbose(None)),
+            "log_unspecified": outcome(lambda: logger.log("Level unspecified")),
+        }
+        family = pb_utils.MetricFamily(name="corners_dup", description="dup metric",
+                                       kind=pb_utils.MetricFamily.COUNTER)
+        first = family.Metric(labels={"a": "1"})
+        second = family.Metric(labels={"a": "1"})
+        first.increment(7.5)
+        report["shared_value"] = second.value()
+        del first
+        second.increment(1)
+        report["after_first_deleted"] = second.value()
+        histogram = pb_utils.MetricFamily(name="corners_histogram", description="h",
+                                          kind=pb_utils.MetricFamily.HISTOGRAM)
+        report["buckets_none"] = outcome(lambda: histogram.Metric(labels={}))
+        report["buckets_unsorted"] = outcome(
+            lambda: histogram.Metric(labels={}, buckets=[2.5, 0.1, 1.0]))
+        report["buckets_duplicate"] = outcome(
+            lambda: histogram.Metric(labels={}, buckets=[1, 1, 2]))
+        report["buckets_empty"] = outcome(lambda: histogram.Metric(labels={}, buckets=[]))
+        text = np.array([json.dumps(report).encode()], dtype=np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("REPORT", text)]) for _ in requests]
+
+    def finalize(self):
+        for i in range(FINALIZE_LINES):
+            pb_utils.Logger.log_info(f"finalize line {i}")
+'''
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    repo = tmp_path_factory.mktemp("pb_corners_repo")
+    write_model(repo, "corners", CONFIG, files={"1/model.py": MODEL})
+    with ServerProcess([repo]) as process:
+        yield process
+
+
+def _report(server: ServerProcess) -> dict:
+    client = httpclient.InferenceServerClient(server.http_url)
+    x = httpclient.InferInput("IN", [1], "FP32")
+    x.set_data_from_numpy(np.zeros(1, np.float32))
+    return json.loads(client.infer("corners", [x]).as_numpy("REPORT")[0])
+
+
+def test_argument_errors_are_type_errors_as_in_tritons_stub(server: ServerProcess) -> None:
+    report = _report(server)
+    assert report["correlation_id_none"] == "TypeError"
+    assert report["correlation_id_5"] == "accepted"
+    for case in ("log_level_none", "log_level_int", "log_info_none", "log_warn_none",
+                 "log_error_none", "log_verbose_none"):
+        assert report[case] == "TypeError", case
+    assert report["log_level_enum"] == report["log_unspecified"] == "accepted"
+
+
+def test_metrics_with_the_same_labels_share_one_value(server: ServerProcess) -> None:
+    report = _report(server)
+    assert report["shared_value"] == 7.5
+    assert report["after_first_deleted"] == 8.5
+
+
+def test_histogram_buckets_must_be_given_and_strictly_increasing(server: ServerProcess) -> None:
+    report = _report(server)
+    assert report["buckets_none"] == "TritonModelException"
+    assert report["buckets_unsorted"] == "TritonModelException"
+    assert report["buckets_duplicate"] == "TritonModelException"
+    assert report["buckets_empty"] == "accepted"
+
+
+def test_every_line_finalize_logs_reaches_the_server_log(server: ServerProcess) -> None:
+    _report(server)
+    assert server.stop(signal.SIGTERM, timeout=60) == 0
+    log = server.log()
+    missing = [i for i in range(300) if f"finalize line {i}\n" not in log]
+    assert not missing, f"{len(missing)} lines lost, first {missing[:5]}"
