@@ -18,6 +18,12 @@ from .frontend.busy_poll import DEFAULT_BUDGET_US
 from .frontend.extensions.restricted_api import build_restrictions
 from .frontend.grpc.options import GrpcOptions
 from .frontend.grpc.server import DEFAULT_MAX_MESSAGE_SIZE
+from .frontend.http.limits import (
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_KEEPALIVE_TIMEOUT_S,
+    DEFAULT_MAX_HEADER_SIZE,
+    DEFAULT_MAX_URL_SIZE,
+)
 from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
@@ -171,7 +177,23 @@ def build_parser() -> argparse.ArgumentParser:
                        help="<groups>:<header key>=<value>; repeatable")
     serve.add_argument("--http-max-input-size", type=_positive_int,
                        default=DEFAULT_MAX_INPUT_SIZE,
-                       help="largest HTTP request body, in bytes (default 64 MB)")
+                       help="largest HTTP request body, in bytes, also after decompression "
+                            "(default 64 MB)")
+    serve.add_argument("--http-max-header-size", type=_positive_int,
+                       default=DEFAULT_MAX_HEADER_SIZE,
+                       help="largest HTTP request line and header section, in bytes; larger is "
+                            "answered 431 and the connection closed (default: %(default)s)")
+    serve.add_argument("--http-max-url-size", type=_positive_int, default=DEFAULT_MAX_URL_SIZE,
+                       help="longest HTTP request URL, in bytes; longer is answered 414 and the "
+                            "connection closed (default: %(default)s)")
+    serve.add_argument("--http-header-timeout-secs", type=_positive_seconds,
+                       default=DEFAULT_HEADER_TIMEOUT_S,
+                       help="seconds a client may take to send a request's header section once "
+                            "it started; later is answered 408 and closed (default: %(default)s)")
+    serve.add_argument("--http-keepalive-timeout-secs", type=_positive_seconds,
+                       default=DEFAULT_KEEPALIVE_TIMEOUT_S,
+                       help="seconds an idle HTTP keep-alive connection is kept "
+                            "(default: %(default)s)")
     # gRPC transport: TLS, keepalive and HTTP/2 limits as tritonserver spells and defaults them
     # (milliseconds), and Tritium's largest request message (frontend/grpc/options.py).
     _flag(serve, "--grpc-use-ssl", default=False)

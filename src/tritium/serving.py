@@ -19,7 +19,8 @@ from .errors import TritonError
 from .frontend import busy_poll
 from .frontend.grpc import GrpcFrontend
 from .frontend.http import HttpFrontend
-from .frontend.http.server import bind
+from .frontend.http.limits import HttpLimits
+from .frontend.http.listen import bind
 from .frontend.metrics import MetricsFrontend
 from .server import InferenceServer, ServerOptions
 from .startup_tables import backend_table, options_table, table
@@ -107,6 +108,8 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
         http = HttpFrontend(server, args.http_address, args.http_port,
                             args.http_restrictions, args.http_max_input_size)
         http.reuse_port = args.reuse_http_port
+        http.limits = HttpLimits(args.http_max_header_size, args.http_max_url_size,
+                                 args.http_header_timeout_secs, args.http_keepalive_timeout_secs)
         if args.http_header_forward_pattern is not None:
             http.forward_headers(args.http_header_forward_pattern)
         frontends.append(http)

@@ -82,8 +82,19 @@ def regions():
 
 
 def mapped(server: ServerProcess, key: str) -> bool:
-    """Whether the server process has the object `key` mapped."""
-    return f"/dev/shm{key}" in Path(f"/proc/{server.process.pid}/maps").read_text()
+    """Whether the server process holds the object `key`: mapped (CUDA's IPC stand-in maps it),
+    or open (a system region is held open, never mapped)."""
+    path = f"/dev/shm{key}"
+    proc = Path(f"/proc/{server.process.pid}")
+    if path in (proc / "maps").read_text():
+        return True
+    for fd in (proc / "fd").iterdir():
+        try:
+            if os.readlink(fd) == path:
+                return True
+        except OSError:
+            continue  # closed while listing
+    return False
 
 
 def fp32_io(module, data: np.ndarray, input_region: str, output_region: str | None,

@@ -67,6 +67,11 @@ class BackendManager:
         self._loaded: dict[str, LoadedBackend] = {}
         self._lock = threading.Lock()
 
+    @property
+    def directories(self) -> list[Path]:
+        """The --backend-directory folders, in search order."""
+        return list(self._directories)
+
     def acquire(self, name: str, model_path: Path | None = None,
                 version: int | None = None) -> LoadedBackend:
         """The backend `name` for the model at `model_path` (version `version`), loading and

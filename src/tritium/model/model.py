@@ -28,6 +28,7 @@ from ..config import (
     validate_model_config,
     validate_model_io_config,
 )
+from ..config.model_paths import check_model_paths
 from ..gpus import NO_GPUS, GpuInventory
 from ..response_cache import ModelResponseCache, ResponseCache
 from ..scheduler import create_scheduler
@@ -75,6 +76,7 @@ class TritonModel(LoadedModel):
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
     ) -> TritonModel:
+        check_model_paths(config, model_path, version, backends.directories)
         loaded = backends.acquire(config.backend, model_path, version)
         try:
             handle = ModelHandle(

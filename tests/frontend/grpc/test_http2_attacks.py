@@ -15,14 +15,13 @@ frames flood).
 from __future__ import annotations
 
 import struct
-import threading
 import time
 
 import hpack
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 
+from support.attack_measure import Measured
 from support.h2_frames import (
     ACK,
     CANCEL,
@@ -46,7 +45,6 @@ from support.h2_frames import (
     frame,
     grpc_message,
     request_headers,
-    rss_bytes,
 )
 from support.server_process import ServerProcess
 
@@ -59,78 +57,6 @@ def server(standard_repo):
     """A server of its own: its memory is what these tests measure."""
     with ServerProcess([standard_repo]) as process:
         yield process
-
-
-class GoodClient:
-    """A tritonclient calling ModelInfer in a loop on its own thread: every answer checked,
-    the slowest call kept."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.calls = 0
-        self.failures: list[str] = []
-        self.worst = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        data = np.arange(16, dtype=np.float32).reshape(1, 16)
-        with grpcclient.InferenceServerClient(self.url) as client:
-            while not self._stop.is_set():
-                tensor = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
-                tensor.set_data_from_numpy(data)
-                start = time.monotonic()
-                try:
-                    result = client.infer("identity_fp32", [tensor], client_timeout=30)
-                    if not np.array_equal(result.as_numpy("OUTPUT0"), data):
-                        self.failures.append("wrong answer")
-                except Exception as exc:  # noqa: BLE001 - every failure is reported
-                    self.failures.append(repr(exc))
-                self.worst = max(self.worst, time.monotonic() - start)
-                self.calls += 1
-
-    def __enter__(self) -> GoodClient:
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while self.calls < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        calls = self.calls
-        deadline = time.monotonic() + 30
-        while self.calls < calls + 3 and time.monotonic() < deadline and not self.failures:
-            time.sleep(0.01)  # and it still gets answers after the attack
-        self._stop.set()
-        self._thread.join(30)
-
-
-class Measured:
-    """The attack's context: the good client beside it and the server's memory around it."""
-
-    def __init__(self, server: ServerProcess, name: str, max_growth: int) -> None:
-        self.server, self.name, self.max_growth = server, name, max_growth
-
-    def __enter__(self) -> Measured:
-        self.before = rss_bytes(self.server.process.pid)
-        self.peak = self.before
-        self.good = GoodClient(self.server.grpc_url).__enter__()
-        return self
-
-    def sample(self) -> None:
-        self.peak = max(self.peak, rss_bytes(self.server.process.pid))
-
-    def __exit__(self, *exc: object) -> None:
-        self.sample()
-        self.good.__exit__(*exc)
-        if exc[0] is not None:
-            return
-        growth = self.peak - self.before
-        print(f"\n{self.name}: RSS {self.before / MiB:.0f} MiB, peak +{growth / MiB:.1f} MiB; "
-              f"good client {self.good.calls} calls, slowest {self.good.worst * 1000:.0f} ms, "
-              f"{len(self.good.failures)} failed")
-        assert self.good.failures == []
-        assert growth < self.max_growth, f"{self.name}: memory grew by {growth / MiB:.0f} MiB"
 
 
 _ENCODED_INFER = hpack.Encoder().encode(request_headers(INFER), huffman=False)

@@ -3,11 +3,11 @@ where an output's bytes go.
 
 An input or requested output names a registered region with the `shared_memory_region`,
 `shared_memory_offset` and `shared_memory_byte_size` parameters, and gets a bounds-checked
-window of it. Inputs read the window (a view of a system region, no copy; one copy from the
-device for a CUDA region); outputs are written into it after inference and the response then
-carries the output's name, datatype and shape only, as Triton's does. The wire-specific
-parameter checks (JSON types for HTTP, InferParameter kinds for gRPC) stay in each frontend's
-codec.
+window of it. Inputs read the window (one copy out of a system region, checked against the
+object's current size; one copy from the device for a CUDA region); outputs are written into it
+after inference and the response then carries the output's name, datatype and shape only, as
+Triton's does. The wire-specific parameter checks (JSON types for HTTP, InferParameter kinds
+for gRPC) stay in each frontend's codec.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ requests in flight finish within the grace period, then cancel what is left.
 A request body (Content-Length or chunked, of any size) is kept only up to the endpoint's
 `max_input_size` (Triton's `--http-max-input-size`, 64 MB by default); past it the rest is
 read and dropped, and the request is answered 400 (at once, closing the connection, when
-the body goes on past twice the limit).
+the body goes on past twice the limit). The request line and header section are bounded in
+size and time (limits.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import http
 import logging
-import socket
 from collections import deque
 from typing import Any, Protocol, cast
 from urllib.parse import unquote
@@ -31,13 +31,11 @@ from urllib.parse import unquote
 import httptools
 
 from ...handoff import Deferral, deferring
+from .limits import HEADER_TIMEOUT, HEADERS_TOO_LARGE, URL_TOO_LONG, HttpLimits, Refused
+from .listen import bind
 
 log = logging.getLogger("tritium.http")
 
-# Idle keep-alive connections are closed after this long (Triton keeps them open; clients with
-# pooled connections rely on it). Checked by one periodic sweep, not a timer per request.
-KEEP_ALIVE_TIMEOUT_S = 3600.0
-_SWEEP_INTERVAL_S = 60.0
 # Triton's HTTP_DEFAULT_MAX_INPUT_SIZE.
 DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024
 
@@ -126,6 +124,12 @@ class HttpConnection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._body_size = 0
         self._max_input_size = endpoint.max_input_size
+        self._limits = endpoint.limits
+        # The head (request line and headers) being read: its bytes so far and when its first
+        # byte came (None: between requests).
+        self._in_head = True
+        self._head_bytes = 0
+        self.head_started: float | None = None
         self._expect_continue = False
         self._transfer_encodings: list[bytes] = []
         self._content_length = False
@@ -164,6 +168,10 @@ class HttpConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         # The requests read in this turn reach their models together at its end (handoff).
+        if self._in_head:
+            if self.head_started is None:
+                self.head_started = self.loop.time()
+            self._head_bytes += len(data)
         outer = deferring(self._endpoint.deferral)
         try:
             self._parser.feed_data(data)
@@ -171,11 +179,17 @@ class HttpConnection(asyncio.Protocol):
             # No protocol upgrades here: the request is answered as an ordinary one.
             if self._in_message:
                 self.on_message_complete()
-        except (httptools.HttpParserError, UnicodeDecodeError):
+        except (httptools.HttpParserError, UnicodeDecodeError) as exc:
+            if isinstance(exc.__context__, Refused):
+                return self._abort(exc.__context__.answer)
             log.warning("Invalid HTTP request received.")
             self._abort(_BAD_REQUEST)
         finally:
             deferring(outer)
+        # The parser keeps a header it has not finished: bound what it holds.
+        if (self._in_head and self._head_bytes > self._limits.max_header_size
+                and not self._closed):
+            self._abort(HEADERS_TOO_LARGE)
 
     def eof_received(self) -> bool | None:
         return None
@@ -205,6 +219,8 @@ class HttpConnection(asyncio.Protocol):
 
     def on_url(self, url: bytes) -> None:
         self._url += url
+        if len(self._url) > self._limits.max_url_size:
+            raise Refused(URL_TOO_LONG)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self._names is not None:
@@ -219,6 +235,8 @@ class HttpConnection(asyncio.Protocol):
         self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        self._in_head = False
+        self.head_started = None
         if self._transfer_encodings:
             # Raised here, the parser stops: the request is answered 400 and the connection
             # closed (data_received) before any of the body is read.
@@ -243,6 +261,8 @@ class HttpConnection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self._in_message = False
+        self._in_head = True
+        self._head_bytes = 0
         parser = self._parser
         body = self._body
         parsed = httptools.parse_url(self._url)
@@ -409,6 +429,7 @@ class HttpEndpoint:
     def __init__(self, handler: Handler, address: str, port: int, service: str,
                  max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
         self.handler = handler
+        self.limits = HttpLimits()  # set before start()
         # --reuse-http-port; header names kept as sent (for header forwarding).
         self.reuse_port = False
         self.keep_header_names = False
@@ -438,15 +459,24 @@ class HttpEndpoint:
         except BaseException:
             sock.close()
             raise
-        self._sweeper = self.loop.call_later(_SWEEP_INTERVAL_S, self._sweep)
+        self._sweeper = self.loop.call_later(self.limits.sweep_interval_s, self._sweep)
 
     def _sweep(self) -> None:
-        """Close keep-alive connections idle for longer than KEEP_ALIVE_TIMEOUT_S."""
-        limit = self.loop.time() - KEEP_ALIVE_TIMEOUT_S
+        """Close connections whose head is late (408) and keep-alive connections idle for
+        longer than their timeout."""
+        now = self.loop.time()
+        idle_limit = now - self.limits.keepalive_timeout_s
+        head_limit = now - self.limits.header_timeout_s
         for connection in list(self.connections):
-            if not connection._busy and connection.idle_since < limit:
+            if connection._busy:
+                continue
+            started = connection.head_started
+            if started is not None:
+                if started < head_limit:
+                    connection._abort(HEADER_TIMEOUT)
+            elif connection.idle_since < idle_limit:
                 connection.close()
-        self._sweeper = self.loop.call_later(_SWEEP_INTERVAL_S, self._sweep)
+        self._sweeper = self.loop.call_later(self.limits.sweep_interval_s, self._sweep)
 
     async def stop(self, grace: float) -> None:
         """Stop accepting; let in-flight requests finish for up to `grace` seconds."""
@@ -472,28 +502,6 @@ class HttpEndpoint:
     async def _drained(self) -> None:
         while self.connections:
             await asyncio.sleep(0.05)
-
-
-def bind(address: str, port: int, reuse_port: bool = False) -> socket.socket:
-    """A listening, non-blocking socket on address:port (IPv6 addresses take IPv4 too);
-    `reuse_port` lets other processes listen on it too (SO_REUSEPORT)."""
-    host = address.strip("[]") or None
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, kind, proto, _, sockaddr = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind(sockaddr)
-        sock.listen(1024)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 __all__ = [
