@@ -89,7 +89,7 @@ class HostWindow:
     def read(self) -> memoryview:
         """The window's bytes, copied out of the object (a short read is a truncated object)."""
         self._check_backed()
-        view = memoryview(np.empty(self.byte_size, dtype=np.uint8))  # no zero-fill: all read
+        view = np.empty(self.byte_size, dtype=np.uint8).data  # no zero-fill: all read
         done = 0
         while done < self.byte_size:
             got = os.preadv(self.file.fd, [view[done:]], self.start + done)
@@ -101,7 +101,7 @@ class HostWindow:
     def write(self, payload: np.ndarray) -> None:
         """Copy `payload` (uint8, at most len(self) bytes) to the window's start."""
         self._check_backed()
-        view = memoryview(np.ascontiguousarray(payload)).cast("B")
+        view = np.ascontiguousarray(payload).data.cast("B")
         done = 0
         while done < len(view):
             done += os.pwrite(self.file.fd, view[done:], self.start + done)
