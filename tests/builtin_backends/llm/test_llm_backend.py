@@ -36,13 +36,26 @@ BAD_MODELS = {
     "bad_setting": {"family": "llama", "engine": {"max_num_seqs": 2, "beam_width": 4}},
     "bad_folder": {"family": "llama", "engine": {"model": "no_such_folder"}},
     "bad_dtype": {"family": "llama", "engine": {"dtype": "int8"}},
+    "missing_weight": {"family": "llama"},  # its checkpoint lacks model.norm.weight (below)
 }
+
+
+def _drop_weight(version: Path, key: str) -> None:
+    """Replace the version's weights (a symlink) by a copy without `key`."""
+    from safetensors.torch import load_file, save_file
+
+    weights = version / "model.safetensors"
+    tensors = load_file(weights)
+    del tensors[key]
+    weights.unlink()
+    save_file(tensors, weights, metadata={"format": "pt"})
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path]):
     repo = llm_repository(tmp_path_factory.mktemp("llm_repo"), {**MODELS, **BAD_MODELS},
                           llm_weights)
+    _drop_weight(repo / "missing_weight" / "1", "model.norm.weight")
     loads = [f"--load-model={name}" for name in MODELS]
     with ServerProcess([repo], "--model-control-mode=explicit", *loads) as process:
         yield process
@@ -349,6 +362,9 @@ def test_bad_requests_over_grpc_get_invalid_argument(server, grpc_client):
     ("bad_setting", "unknown engine setting(s) beam_width"),
     ("bad_folder", "'no_such_folder' is not (the llm backend never downloads models)"),
     ("bad_dtype", "dtype 'int8'"),
+    # Left as initialised, the weight would make the model answer garbage while ready.
+    ("missing_weight", "does not hold every weight of LlamaForCausalLM: missing "
+                       "model.norm.weight; check that the weights files match config.json"),
 ])
 def test_a_bad_model_fails_to_load_with_its_reason(server, model, message):
     with httpclient.InferenceServerClient(server.http_url) as client:

@@ -18,6 +18,7 @@ step's input tokens and positions (one copy), and the sampled tokens (one copy b
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,26 @@ _DTYPES = {"float32": torch.float32, "float": torch.float32, "bfloat16": torch.b
            "float16": torch.float16, "half": torch.float16}
 # What a KIND_GPU instance on a CPU-only torch is told to install.
 CUDA_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cu130"
+# The forward passes hand transformers the KV cache as `cache=`, a name it takes from 5.24 on
+# (older releases ignore it silently and never use the cache).
+TRANSFORMERS_MIN = (5, 24)
+# transformers' from_pretrained is not safe in parallel threads (--model-load-thread-count):
+# two at once have left a tied lm_head uninitialised. Loads of weights take turns.
+_LOAD_LOCK = threading.Lock()
+
+
+def check_transformers() -> None:
+    """UNAVAILABLE, saying what to install, when transformers is older than the runner needs."""
+    import transformers
+
+    found = transformers.__version__
+    parts = tuple(int(p) for p in found.split(".")[:2] if p.isdigit())
+    if parts < TRANSFORMERS_MIN:
+        wanted = ".".join(map(str, TRANSFORMERS_MIN))
+        raise TritonError.unavailable(
+            f"the llm backend needs transformers>={wanted}, found {found}: "
+            f"pip install 'transformers>={wanted}'"
+        )
 
 
 class Checkpoint:
@@ -105,11 +126,27 @@ class ModelRunner:
         """The checkpoint's weights in `dtype` (`auto`: float32) on `device`."""
         from transformers import AutoModelForCausalLM
 
+        check_transformers()
         torch_dtype = torch.float32 if dtype == "auto" else _DTYPES[dtype]
-        model = AutoModelForCausalLM.from_pretrained(
-            checkpoint.folder, config=checkpoint.config, dtype=torch_dtype,
-            attn_implementation="sdpa", local_files_only=True,
-        )
+        with _LOAD_LOCK:
+            loaded: Any = AutoModelForCausalLM.from_pretrained(
+                checkpoint.folder, config=checkpoint.config, dtype=torch_dtype,
+                attn_implementation="sdpa", local_files_only=True, output_loading_info=True,
+            )
+        model, info = loaded  # (model, loading info) with output_loading_info
+        # A weight the checkpoint lacks would be left as initialised at random: the model
+        # would answer garbage and report ready. It does not load.
+        missing = sorted(info.get("missing_keys") or ())
+        mismatched = sorted(str(key) for key in info.get("mismatched_keys") or ())
+        if missing or mismatched:
+            shown = ", ".join((missing + mismatched)[:5])
+            more = len(missing) + len(mismatched) - 5
+            raise TritonError.invalid_arg(
+                f"the checkpoint in {checkpoint.folder} does not hold every weight of "
+                f"{type(model).__name__}: {'missing' if missing else 'mismatched'} {shown}"
+                + (f" and {more} more" if more > 0 else "")
+                + "; check that the weights files match config.json"
+            )
         # nn.Module's `to` (transformers' wrapper is typed for its quantized-model checks only).
         return cls(checkpoint, torch.nn.Module.to(model, device).eval(), device)
 
