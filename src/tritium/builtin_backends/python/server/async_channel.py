@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
 from tritium.backend import (
