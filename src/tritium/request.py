@@ -127,6 +127,8 @@ class InferenceRequest:
         "answered_later",
         "reschedulable",
         "rescheduled",
+        "statistics_by_backend",
+        "reported_statistics",
         "form",
     )
 
@@ -175,6 +177,12 @@ class InferenceRequest:
         # `rescheduled`: the backend asked for that during this execution (`release`).
         self.reschedulable = False
         self.rescheduled = False
+        # Set by the server for a backend that counts its requests itself (a compiled one,
+        # through TRITONBACKEND_ModelInstanceReportStatistics); `reported_statistics`: the
+        # (exec start, compute start, compute end, exec end) it reported as a success before
+        # sending the final response, counted when that response goes out.
+        self.statistics_by_backend = False
+        self.reported_statistics: tuple[int, int, int, int] | None = None
         # Set by a frontend that decoded the request from a kept template: the same object for
         # every request with the same input names, datatypes and shapes and the same requested
         # outputs, so a model checks such a request's form once (request_normalizer) and the

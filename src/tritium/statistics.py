@@ -1,7 +1,13 @@
 """Per model-version statistics: Triton's ModelStatistics fields, read by stats and metrics.
 
-Counts and durations are recorded when a request's final response is sent (success or failure)
-and when an instance finishes an execution (batch stats), under one lock per model version.
+Who counts follows Triton. For the server's own backends (built-ins, Python models) the server
+counts: each request when its final response is sent (success or failure), each execution when
+the instance finishes it (batch stats). A compiled backend counts for itself, as Triton's core
+counts a TRITONBACKEND library only from its reports: a request once the backend reports it
+(`record_reported`), an execution once it reports the batch (`record_batch`); the server still
+counts the requests that fail before they reach the backend. Response statistics (per response
+index of a request, `record_response`) come from the backends that report them.
+Everything is kept under one lock per model version.
 """
 
 from __future__ import annotations
@@ -48,6 +54,22 @@ class BatchStats:
 
 
 @dataclass
+class ResponseStats:
+    """Triton's InferResponseStatistics: one response index's counts and durations."""
+
+    compute_infer: Duration = field(default_factory=Duration)
+    compute_output: Duration = field(default_factory=Duration)
+    success: Duration = field(default_factory=Duration)
+    fail: Duration = field(default_factory=Duration)
+    empty_response: Duration = field(default_factory=Duration)
+    cancel: Duration = field(default_factory=Duration)
+
+
+# What `record_response` was told about one response (Triton's four outcomes).
+RESPONSE_SUCCESS, RESPONSE_FAIL, RESPONSE_EMPTY, RESPONSE_CANCEL = range(4)
+
+
+@dataclass
 class StatisticsSnapshot:
     """A consistent copy of one model version's statistics."""
 
@@ -69,6 +91,8 @@ class StatisticsSnapshot:
     cache_enabled: bool = False
     # Failed requests by FAILURE_REASONS entry.
     fail_reasons: dict[str, int] = field(default_factory=dict)
+    # Response index ("0", "1", ...) -> its statistics, in Triton's (string) order.
+    response_stats: dict[str, ResponseStats] = field(default_factory=dict)
 
 
 class ModelStatistics:
@@ -97,29 +121,59 @@ class ModelStatistics:
         self._cache_hit_count = self._cache_hit_ns = 0
         self._cache_miss_count = self._cache_miss_ns = 0
         self.cache_enabled = False
+        # response index -> [count, ns] for compute infer, compute output, success, fail,
+        # empty response, cancel (ResponseStats' order)
+        self._response_stats: dict[str, list[int]] = {}
 
     def record_request(self, request: InferenceRequest, success: bool,
                        reason: str = "OTHER") -> None:
         """Called once per request, when its final response is sent (`reason`: why it
-        failed, one of FAILURE_REASONS)."""
+        failed, one of FAILURE_REASONS). A request its backend counts (a compiled backend's)
+        counts here only what the backend reported before that response."""
+        if request.statistics_by_backend:
+            reported = request.reported_statistics
+            if reported is not None:
+                request.reported_statistics = None
+                self.record_reported(request, True, *reported)
+            return
         end = time.perf_counter_ns()
         now_ms = int(time.time() * 1000)
-        queued = request.queue_start_ns
         exec_start = request.exec_start_ns
         if success and request.cache_hit_ns:
             self._record_cache_hit(request, end, now_ms)
             return
         if not success or not exec_start:
-            total = end - queued
-            with self._lock:
-                self._last_inference_ms = now_ms
-                self._fail_count += 1
-                self._fail_ns += total if total > 0 else 0
-                self._fail_reasons[reason] += 1
+            self._record_failure(request, end, reason, now_ms)
             return
         exec_end = request.exec_end_ns or end
-        input_end = request.compute_input_end_ns or exec_start
-        output_start = request.compute_output_start_ns or exec_end
+        self._record_success(request, exec_start, request.compute_input_end_ns or exec_start,
+                             request.compute_output_start_ns or exec_end, exec_end, end, now_ms)
+
+    def record_reported(self, request: InferenceRequest, success: bool, exec_start_ns: int,
+                        compute_start_ns: int, compute_end_ns: int, exec_end_ns: int) -> None:
+        """TRITONBACKEND_ModelInstanceReportStatistics: the backend's account of one request
+        (a failure counts with reason BACKEND). Like Triton, the report moves no
+        last_inference: the batch report does."""
+        end = time.perf_counter_ns()
+        if success:
+            self._record_success(request, exec_start_ns, compute_start_ns, compute_end_ns,
+                                 exec_end_ns, end, 0)
+        else:
+            self._record_failure(request, end, "BACKEND", 0)
+
+    def _record_failure(self, request: InferenceRequest, end: int, reason: str,
+                        now_ms: int) -> None:
+        total = end - request.queue_start_ns
+        with self._lock:
+            if now_ms:
+                self._last_inference_ms = now_ms
+            self._fail_count += 1
+            self._fail_ns += total if total > 0 else 0
+            self._fail_reasons[reason] += 1
+
+    def _record_success(self, request: InferenceRequest, exec_start: int, input_end: int,
+                        output_start: int, exec_end: int, end: int, now_ms: int) -> None:
+        queued = request.queue_start_ns
         total = end - queued
         queue = exec_start - queued
         compute_input = input_end - exec_start
@@ -127,7 +181,8 @@ class ModelStatistics:
         compute_output = exec_end - output_start
         batch = request.batch_size
         with self._lock:
-            self._last_inference_ms = now_ms
+            if now_ms:
+                self._last_inference_ms = now_ms
             self._success_count += 1
             self._success_ns += total if total > 0 else 0
             self._queue_ns += queue if queue > 0 else 0
@@ -160,16 +215,28 @@ class ModelStatistics:
         first = requests[0]
         exec_start = first.exec_start_ns
         exec_end = first.exec_end_ns
-        input_end = first.compute_input_end_ns or exec_start
-        output_start = first.compute_output_start_ns or exec_end
         if len(requests) == 1:
             batch = first.batch_size if first.batch_size > 1 else 1
         else:
             batch = sum(max(r.batch_size, 1) for r in requests)
+        self._add_batch(batch, exec_start, first.compute_input_end_ns or exec_start,
+                        first.compute_output_start_ns or exec_end, exec_end, 0)
+
+    def record_batch(self, batch_size: int, exec_start_ns: int, compute_start_ns: int,
+                     compute_end_ns: int, exec_end_ns: int) -> None:
+        """TRITONBACKEND_ModelInstanceReportBatchStatistics: one execution, as the backend
+        timed it (the time of the last inference is now, as Triton's)."""
+        self._add_batch(batch_size, exec_start_ns, compute_start_ns, compute_end_ns,
+                        exec_end_ns, int(time.time() * 1000))
+
+    def _add_batch(self, batch: int, exec_start: int, input_end: int, output_start: int,
+                   exec_end: int, now_ms: int) -> None:
         compute_input = input_end - exec_start
         compute_infer = output_start - input_end
         compute_output = exec_end - output_start
         with self._lock:
+            if now_ms > self._last_inference_ms:
+                self._last_inference_ms = now_ms
             self._execution_count += 1
             stats = self._batch_stats.get(batch)
             if stats is None:
@@ -178,6 +245,41 @@ class ModelStatistics:
             stats[1] += compute_input if compute_input > 0 else 0
             stats[2] += compute_infer if compute_infer > 0 else 0
             stats[3] += compute_output if compute_output > 0 else 0
+
+    def record_response(self, index: int, outcome: int, start_ns: int,
+                        compute_output_start_ns: int, end_ns: int) -> None:
+        """TRITONBACKEND_ModelInstanceReportResponseStatistics: response number `index` of a
+        request, with one of the RESPONSE_* outcomes. As Triton's: compute infer runs from
+        the start to the compute output start (to the end for an empty or failed response
+        without outputs), compute output from there to the end. INVALID_ARG, with Triton's
+        words, for timestamps out of order."""
+        with_output = compute_output_start_ns > 0 and outcome in (RESPONSE_SUCCESS, RESPONSE_FAIL)
+        if with_output:
+            if start_ns > compute_output_start_ns:
+                raise TritonError.invalid_arg(
+                    "Response start cannot happen after compute output start")
+            if compute_output_start_ns > end_ns:
+                raise TritonError.invalid_arg(
+                    "Compute output start cannot happen after response end")
+        elif start_ns > end_ns:
+            raise TritonError.invalid_arg("Response start cannot happen after response end")
+        total = end_ns - start_ns
+        infer = compute_output_start_ns - start_ns if with_output else total
+        output = end_ns - compute_output_start_ns if with_output else 0
+        key = str(index)
+        with self._lock:
+            stats = self._response_stats.get(key)
+            if stats is None:
+                stats = self._response_stats[key] = [0] * 12
+            if outcome != RESPONSE_CANCEL:
+                stats[0] += 1
+                stats[1] += infer
+            if outcome == RESPONSE_SUCCESS or (outcome == RESPONSE_FAIL and output > 0):
+                stats[2] += 1
+                stats[3] += output
+            slot = 4 + 2 * outcome  # success, fail, empty response, cancel
+            stats[slot] += 1
+            stats[slot + 1] += total
 
     def snapshot(self) -> StatisticsSnapshot:
         with self._lock:
@@ -204,4 +306,8 @@ class ModelStatistics:
                 cache_miss=Duration(self._cache_miss_count, self._cache_miss_ns),
                 cache_enabled=self.cache_enabled,
                 fail_reasons=dict(self._fail_reasons),
+                response_stats={
+                    key: ResponseStats(*(Duration(r[i], r[i + 1]) for i in range(0, 12, 2)))
+                    for key, r in sorted(self._response_stats.items())
+                },
             )

@@ -32,6 +32,9 @@ ENTRY_POINTS: dict[str, str] = {
 REQUIRED = ("model_instance_execute",)
 # An optional entry point of Tritium's own (no Triton symbol): see BackendLibrary.
 EXECUTE_EACH = "model_instance_execute_each"
+# A backend attribute of Tritium's own: true when the backend counts its requests and
+# executions itself (ModelInstance.report_statistics / report_batch_statistics).
+REPORTS_STATISTICS = "REPORTS_STATISTICS"
 
 
 @dataclass
@@ -106,3 +109,6 @@ class BackendLibrary:
         self.model_instance_execute_each: Callable[
             [ModelInstance, Sequence[InferenceRequest]], None
         ] | None = getattr(implementation, EXECUTE_EACH, None)
+        # Triton's core counts a compiled backend's requests and executions only from what
+        # the backend reports; the server counts for every other backend.
+        self.reports_statistics = bool(getattr(implementation, REPORTS_STATISTICS, False))

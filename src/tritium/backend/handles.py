@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..config import model_config_from_json, model_config_to_json
-from ..errors import TritonError
+from ..errors import Code, TritonError
+from ..request import InferenceRequest
+from ..statistics import (
+    RESPONSE_CANCEL,
+    RESPONSE_EMPTY,
+    RESPONSE_FAIL,
+    RESPONSE_SUCCESS,
+    ModelStatistics,
+)
 
 if TYPE_CHECKING:
     from .server_api import ServerApi
@@ -123,6 +131,7 @@ class ModelInstance:
         kind: str,
         device_id: int,
         group: mc.ModelInstanceGroup,
+        statistics: ModelStatistics | None = None,
     ) -> None:
         self.model = model
         self.name = name
@@ -132,6 +141,41 @@ class ModelInstance:
         self.group = group
         self.is_passive = group.passive
         self.state: Any = None
+        # The model version's statistics, which the report_* calls add to (None: an instance
+        # made without a server, e.g. on a Ray worker, whose reports go nowhere).
+        self._statistics = statistics
+
+    def report_statistics(self, request: InferenceRequest, success: bool, exec_start_ns: int,
+                          compute_start_ns: int, compute_end_ns: int, exec_end_ns: int) -> None:
+        """TRITONBACKEND_ModelInstanceReportStatistics: count one request as the backend
+        timed it (perf_counter_ns / steady clock). Only a backend with REPORTS_STATISTICS
+        needs it: the server counts every other backend's requests."""
+        if self._statistics is not None:
+            self._statistics.record_reported(request, success, exec_start_ns,
+                                             compute_start_ns, compute_end_ns, exec_end_ns)
+
+    def report_batch_statistics(self, batch_size: int, exec_start_ns: int,
+                                compute_start_ns: int, compute_end_ns: int,
+                                exec_end_ns: int) -> None:
+        """TRITONBACKEND_ModelInstanceReportBatchStatistics: count one execution."""
+        if self._statistics is not None:
+            self._statistics.record_batch(batch_size, exec_start_ns, compute_start_ns,
+                                          compute_end_ns, exec_end_ns)
+
+    def report_response_statistics(self, index: int, start_ns: int,
+                                   compute_output_start_ns: int, end_ns: int,
+                                   error: TritonError | None = None) -> None:
+        """TRITONBACKEND_ModelInstanceReportResponseStatistics: response number `index`
+        (from 0, per request) took start..end; its outputs were made from
+        `compute_output_start_ns` (0: an empty response). A CANCELLED error counts as a
+        cancellation, any other as a failure. INVALID_ARG for timestamps out of order."""
+        if error is None:
+            outcome = RESPONSE_SUCCESS if compute_output_start_ns > 0 else RESPONSE_EMPTY
+        else:
+            outcome = RESPONSE_CANCEL if error.code is Code.CANCELLED else RESPONSE_FAIL
+        if self._statistics is not None:
+            self._statistics.record_response(index, outcome, start_ns, compute_output_start_ns,
+                                             end_ns)
 
     def __repr__(self) -> str:
         return f"ModelInstance({self.name!r}, {self.kind}, device {self.device_id})"

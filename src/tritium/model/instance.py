@@ -4,6 +4,10 @@ Triton's TritonModelInstance: it owns the backend handle of one instance, stamps
 times, and guarantees that a request never goes unanswered: an exception from the backend, or a
 non-decoupled backend returning without responding (and without rescheduling the request),
 fails exactly the requests left open.
+
+It counts executions (and rescheduled runs) in the model's statistics, unless the backend
+counts them itself (`reports_statistics`: a compiled backend, as in Triton); requests it fails
+for the backend are counted by the server either way.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class TritonModelInstance:
         # ordinary model whose backend offers it, with no rate limiter deciding each start.
         self.can_execute_each = (library.model_instance_execute_each is not None
                                  and not decoupled and self._limits is None)
+        self._backend_counts = library.reports_statistics
 
     def initialize(self) -> None:
         self._library.model_instance_initialize(self.handle)
@@ -90,9 +95,13 @@ class TritonModelInstance:
     def _execute(self, requests: Sequence[InferenceRequest], each: bool = False) -> None:
         with self._busy:
             start = perf_counter_ns()
+            backend_counts = self._backend_counts
             for request in requests:
                 request.exec_start_ns = start
                 request.exec_end_ns = 0
+                if backend_counts:
+                    request.statistics_by_backend = True
+                    request.reported_statistics = None
             try:
                 if each:
                     execute_each = self._library.model_instance_execute_each
@@ -124,6 +133,8 @@ class TritonModelInstance:
                     request.exec_end_ns = end
                 if request.rescheduled:  # each run of a rescheduled request counts, as in Triton
                     statistics.record_request(request, True)
+            if backend_counts:
+                return
             if each:
                 for request in requests:
                     statistics.record_execution([request])
@@ -136,4 +147,5 @@ class TritonModelInstance:
             request.rescheduled = False  # a failed execution runs nothing again
             sender = request.response_sender
             if sender is not None and not sender.is_completed and not request.answered_later:
+                request.statistics_by_backend = False  # the server answers, and counts
                 request.respond_error(error)

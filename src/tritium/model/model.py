@@ -139,7 +139,8 @@ class TritonModel(LoadedModel):
                 for index in range(group.count):
                     # Triton's TritonModelInstance name: "<group>_<index>", even alone.
                     name = f"{group.name}_{index}"
-                    handle = InstanceHandle(self.handle, name, kind, device, group)
+                    handle = InstanceHandle(self.handle, name, kind, device, group,
+                                            self.statistics)
                     instance = TritonModelInstance(
                         handle, library, self.statistics, decoupled, rate_limiter
                     )

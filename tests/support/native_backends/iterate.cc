@@ -3,6 +3,7 @@
 // true } every request has a sequence of its own) and releases it with
 // TRITONSERVER_REQUEST_RELEASE_RESCHEDULE until it has run n times; then OUTPUT0 = runs (FINAL).
 // When the server refuses to reschedule, the request is answered with the server's error.
+// Every run is reported (TRITONBACKEND_ModelInstanceReportStatistics), as Triton counts them.
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -34,9 +35,12 @@ static TRITONSERVER_Error* respond(TRITONBACKEND_Request* request, int32_t runs,
 extern "C" {
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
-    TRITONBACKEND_ModelInstance*, TRITONBACKEND_Request** requests, const uint32_t count) {
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
+  const uint64_t start = now_ns();
   for (uint32_t r = 0; r < count; ++r) {
     TRITONBACKEND_Request* request = requests[r];
+    RETURN_IF_ERROR(
+        TRITONBACKEND_ModelInstanceReportStatistics(instance, request, true, start, start, start, start));
     TRITONBACKEND_Input* input = nullptr;
     RETURN_IF_ERROR(TRITONBACKEND_RequestInput(request, "INPUT0", &input));
     int32_t wanted = 0;

@@ -97,6 +97,10 @@ class NativeInstance:
 class NativeBackend:
     """The entry points of one compiled backend library."""
 
+    # Triton's core counts a compiled backend's requests and executions only from what it
+    # reports (TRITONBACKEND_ModelInstanceReport{,Batch}Statistics): so does Tritium.
+    REPORTS_STATISTICS = True
+
     def __init__(self, name: str, path: Path, backend_directory: Path) -> None:
         self.name = name
         self.path = path
@@ -221,7 +225,7 @@ class NativeBackend:
         for profile in instance.group.profile:
             self.lib.tritium_instance_add_profile(handle, profile.encode())
         native = NativeInstance(native_model, handle, token)
-        TOKENS[token] = native
+        TOKENS[token] = instance  # what the statistics reports reach
         instance.state = native
         try:
             self._call("TRITONBACKEND_ModelInstanceInitialize", handle)
@@ -254,10 +258,12 @@ class NativeBackend:
             native.model.output_names)
         error = self.lib.take_error(error_pointer)
         if error is not None:
-            # Ownership stayed with the server: answer and free what was not released.
+            # Ownership stayed with the server: answer and free what was not released. Each
+            # request answered so counts as a backend failure, as Triton's core counts it.
             for pending, handle in zip(pendings, handles, strict=True):
                 if not pending.released:
                     if not pending.completed:
+                        instance.report_statistics(pending.request, False, 0, 0, 0, 0)
                         pending.request.respond_error(error)
                     pending.released = True
                     self.lib.tritium_request_delete(handle)

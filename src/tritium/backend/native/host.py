@@ -16,6 +16,7 @@ from typing import Any
 
 from ...errors import TritonError
 from ...request import REQUEST_RELEASE_RESCHEDULE, InferenceResponse
+from ..handles import ModelInstance
 from . import build, server_calls
 from .library import TOKENS, Library
 from .requests import PendingRequest, read_response, read_state
@@ -36,6 +37,17 @@ def _guarded(lib: Library, function: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _logged(function: Callable[..., None]) -> Callable[..., None]:
+    """For a callback that returns nothing to C: an exception is logged, never raised."""
+    def call(*args: Any) -> None:
+        try:
+            function(*args)
+        except Exception:  # noqa: BLE001 - nothing may unwind into C
+            logging.getLogger("tritium.backend.native").exception("%s failed",
+                                                                   function.__name__)
+    return call
+
+
 def _pending(token: int) -> PendingRequest:
     pending = TOKENS.get(token)
     if not isinstance(pending, PendingRequest):
@@ -48,10 +60,7 @@ def deliver_response(lib: Library, token: int, handle: int | None, flags: int,
     """A response the backend sent (TRITONBACKEND_ResponseSend / ResponseFactorySendFlags)."""
     pending = _pending(token)
     if stamps:  # TRITONBACKEND_ModelInstanceReportStatistics, reported before this
-        request = pending.request
-        request.exec_start_ns = stamps[0]
-        request.compute_input_end_ns = stamps[1]
-        request.compute_output_start_ns = stamps[2]
+        pending.request.reported_statistics = (stamps[0], stamps[1], stamps[2], stamps[3])
     result: InferenceResponse | None = None
     if error:
         result = InferenceResponse(error=lib.read_error(error))
@@ -95,14 +104,27 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
     def model_set_config(token: int, text: bytes) -> None:
         TOKENS[token].set_config_json(text.decode("utf-8"))
 
-    def statistics(_instance: int, token: int, success: int, stamps: Any) -> None:
-        # Reported after the FINAL response (earlier reports travel with it, see response).
+    def statistics(instance: int, token: int, success: int, stamps: Any) -> None:
+        # A failure, or a success reported after the FINAL response (earlier successes
+        # travel with it, see response).
         pending = TOKENS.get(token)
-        if isinstance(pending, PendingRequest) and success:
-            request = pending.request
-            request.exec_start_ns = stamps[0]
-            request.compute_input_end_ns = stamps[1]
-            request.compute_output_start_ns = stamps[2]
+        handle = TOKENS.get(instance)
+        if isinstance(pending, PendingRequest) and isinstance(handle, ModelInstance):
+            handle.report_statistics(pending.request, bool(success), stamps[0], stamps[1],
+                                     stamps[2], stamps[3])
+
+    def batch_statistics(instance: int, batch_size: int, stamps: Any) -> None:
+        handle = TOKENS.get(instance)
+        if isinstance(handle, ModelInstance):
+            handle.report_batch_statistics(batch_size, stamps[0], stamps[1], stamps[2],
+                                           stamps[3])
+
+    def response_statistics(instance: int, index: int, error: int | None, stamps: Any) -> None:
+        handle = TOKENS.get(instance)
+        if not isinstance(handle, ModelInstance):
+            raise TritonError.invalid_arg("the model instance is no longer known to the server")
+        handle.report_response_statistics(index, stamps[0], stamps[1], stamps[2],
+                                          lib.read_error(error) if error else None)
 
     def state_update(token: int, state: int) -> None:
         pending = _pending(token)
@@ -147,7 +169,9 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         "log_enabled": log_enabled,
         "model_config": _guarded(lib, model_config),
         "model_set_config": _guarded(lib, model_set_config),
-        "statistics": statistics,
+        "statistics": _logged(statistics),
+        "batch_statistics": _logged(batch_statistics),
+        "response_statistics": _guarded(lib, response_statistics),
         "state_update": _guarded(lib, state_update),
         "server_call": _guarded(lib, server_call),
         "infer_async": _guarded(lib, infer_async),

@@ -23,6 +23,10 @@ INFERENCE_DURATIONS = (
     "cache_hit", "cache_miss",
 )
 BATCH_DURATIONS = ("compute_input", "compute_infer", "compute_output")
+# InferResponseStatistics' durations, in Triton's order.
+RESPONSE_DURATIONS = (
+    "compute_infer", "compute_output", "success", "fail", "empty_response", "cancel",
+)
 
 
 def _duration(value: Any) -> dict[str, int]:
@@ -42,13 +46,16 @@ def model_stats_json(snapshot: StatisticsSnapshot) -> dict[str, Any]:
         "inference_stats": {
             name: _duration(getattr(snapshot, name, None)) for name in INFERENCE_DURATIONS
         },
-        # Decoupled models' per-response statistics and memory usage are not recorded.
-        "response_stats": {},
+        "response_stats": {
+            index: {name: _duration(getattr(stats, name)) for name in RESPONSE_DURATIONS}
+            for index, stats in snapshot.response_stats.items()
+        },
         "batch_stats": [
             {"batch_size": size,
              **{name: _duration(getattr(stats, name)) for name in BATCH_DURATIONS}}
             for size, stats in sorted(snapshot.batch_stats.items())
         ],
+        # Memory usage is not recorded.
         "memory_usage": [],
     }
 

@@ -252,6 +252,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
     TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request* request, const bool success,
     const uint64_t exec_start_ns, const uint64_t compute_start_ns, const uint64_t compute_end_ns,
     const uint64_t exec_end_ns) {
+  TRITIUM_NOT_NULL(instance, "TRITONBACKEND_ModelInstanceReportStatistics");
   TRITIUM_NOT_NULL(request, "TRITONBACKEND_ModelInstanceReportStatistics");
   if (!g_host_set) return no_host("TRITONBACKEND_ModelInstanceReportStatistics");
   const uint64_t ts[4] = {exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns};
@@ -266,11 +267,89 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportBatchStatistics(
-    TRITONBACKEND_ModelInstance*, const uint64_t, const uint64_t, const uint64_t, const uint64_t,
-    const uint64_t) {
-  // Tritium derives batch statistics from the per-request timestamps of the batch
-  // (ModelInstanceReportStatistics above), so the backend's batch report adds nothing.
+    TRITONBACKEND_ModelInstance* instance, const uint64_t batch_size,
+    const uint64_t exec_start_ns, const uint64_t compute_start_ns,
+    const uint64_t compute_end_ns, const uint64_t exec_end_ns) {
+  TRITIUM_NOT_NULL(instance, "TRITONBACKEND_ModelInstanceReportBatchStatistics");
+  if (!g_host_set) return no_host("TRITONBACKEND_ModelInstanceReportBatchStatistics");
+  const uint64_t ts[4] = {exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns};
+  g_host.batch_statistics(instance->token, batch_size, ts);
   return nullptr;
+}
+
+// ---- response statistics ----
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsNew(
+    TRITONBACKEND_ModelInstanceResponseStatistics** response_statistics) {
+  TRITIUM_NOT_NULL(response_statistics, "TRITONBACKEND_ModelInstanceResponseStatisticsNew");
+  *response_statistics = new TRITONBACKEND_ModelInstanceResponseStatistics();
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsDelete(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics) {
+  delete response_statistics;
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    TRITONBACKEND_ModelInstance* model_instance) {
+  TRITIUM_NOT_NULL(response_statistics,
+                   "TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance");
+  response_statistics->instance = model_instance;
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseFactory(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    TRITONBACKEND_ResponseFactory* response_factory) {
+  TRITIUM_NOT_NULL(response_statistics,
+                   "TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseFactory");
+  response_statistics->request =
+      response_factory != nullptr ? response_factory->request : nullptr;
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics, uint64_t response_start) {
+  TRITIUM_NOT_NULL(response_statistics,
+                   "TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart");
+  response_statistics->response_start = response_start;
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetComputeOutputStart(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    uint64_t compute_output_start) {
+  TRITIUM_NOT_NULL(response_statistics,
+                   "TRITONBACKEND_ModelInstanceResponseStatisticsSetComputeOutputStart");
+  response_statistics->compute_output_start = compute_output_start;
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseEnd(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics, uint64_t response_end) {
+  TRITIUM_NOT_NULL(response_statistics,
+                   "TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseEnd");
+  response_statistics->response_end = response_end;
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetError(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    TRITONSERVER_Error* error) {
+  TRITIUM_NOT_NULL(response_statistics, "TRITONBACKEND_ModelInstanceResponseStatisticsSetError");
+  response_statistics->error = error;
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportResponseStatistics(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics) {
+  static const char* fn = "TRITONBACKEND_ModelInstanceReportResponseStatistics";
+  TRITIUM_NOT_NULL(response_statistics, fn);
+  TRITIUM_REQUIRE(response_statistics->instance != nullptr, TRITONSERVER_ERROR_INVALID_ARG,
+                  std::string(fn) + ": the model instance was not set");
+  TRITIUM_REQUIRE(response_statistics->request != nullptr, TRITONSERVER_ERROR_INVALID_ARG,
+                  std::string(fn) + ": the response factory was not set");
+  if (!g_host_set) return no_host(fn);
+  const uint64_t ts[3] = {response_statistics->response_start,
+                          response_statistics->compute_output_start,
+                          response_statistics->response_end};
+  const uint64_t index = response_statistics->request->response_index.fetch_add(1);
+  return g_host.response_statistics(response_statistics->instance->token, index,
+                                    response_statistics->error, ts);
 }
 
 }  // extern "C"

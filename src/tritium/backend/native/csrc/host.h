@@ -121,14 +121,26 @@ struct TRITONBACKEND_Input {
 // they stay valid after the request is released (as Triton's response factory does).
 // When the last handle goes (request released, factories and responses deleted), the host
 // hears of it: a request that got no FINAL response by then never will.
-// Statistics a backend reports before the FINAL response travel with that response.
+// Statistics a backend reports as a success before the FINAL response travel with that
+// response. Responses whose statistics are reported are numbered per request, whichever
+// factory sent them (Triton numbers them on the request's one response factory).
 struct RequestState {
   uint64_t token;
   TRITONBACKEND_ModelInstance* instance;
   std::atomic<bool> final_sent{false};
   bool has_stamps = false;
   uint64_t stamps[4] = {0, 0, 0, 0};
+  std::atomic<uint64_t> response_index{0};
   ~RequestState();
+};
+
+// What a backend fills in for TRITONBACKEND_ModelInstanceReportResponseStatistics. The
+// request's state is held, so a factory deleted before the report leaves nothing dangling.
+struct TRITONBACKEND_ModelInstanceResponseStatistics {
+  TRITONBACKEND_ModelInstance* instance = nullptr;
+  std::shared_ptr<RequestState> request;
+  uint64_t response_start = 0, compute_output_start = 0, response_end = 0;
+  TRITONSERVER_Error* error = nullptr;  // the backend's: never freed here
 };
 
 struct TRITONBACKEND_State {
@@ -185,8 +197,14 @@ struct TritiumHost {
   int (*log_enabled)(int level);
   TRITONSERVER_Error* (*model_config)(uint64_t model_token, TRITONSERVER_Message** config);
   TRITONSERVER_Error* (*model_set_config)(uint64_t model_token, const char* json);
+  // TRITONBACKEND_ModelInstanceReport{,Batch,Response}Statistics, recorded at once.
   void (*statistics)(uint64_t instance_token, uint64_t request_token, int success,
                      const uint64_t* timestamps);
+  void (*batch_statistics)(uint64_t instance_token, uint64_t batch_size,
+                           const uint64_t* timestamps);
+  TRITONSERVER_Error* (*response_statistics)(uint64_t instance_token, uint64_t index,
+                                             TRITONSERVER_Error* error,
+                                             const uint64_t* timestamps);
   TRITONSERVER_Error* (*state_update)(uint64_t token, TRITONBACKEND_State* state);
   // Server queries and model control: `op` names the call, answers come back in out_int
   // and/or out_message (a JSON message the caller owns).

@@ -338,6 +338,11 @@ TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request,
   // The server waits for its answer, or is asked to run it again (an iterative sequence's
   // scheduler may refuse: then the backend still owns the request).
   if (reschedule || !request->state->final_sent.load()) {
+    RequestState& state = *request->state;
+    if (reschedule && state.has_stamps && g_host_set) {  // no FINAL response carries them
+      state.has_stamps = false;
+      g_host.statistics(state.instance->token, state.token, 1, state.stamps);
+    }
     if (!g_host_set) return no_host("TRITONBACKEND_RequestRelease");
     TRITONSERVER_Error* err = g_host.release(request->state->token, flags);
     if (err != nullptr) return err;  // not released: the backend still owns it

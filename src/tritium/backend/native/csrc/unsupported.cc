@@ -257,42 +257,6 @@ TRITONSERVER_Error* TRITONSERVER_ServerMetrics(TRITONSERVER_Server* server, TRIT
   return unsupported("TRITONSERVER_ServerMetrics");
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsNew(TRITONBACKEND_ModelInstanceResponseStatistics** response_statistics) {
-  return unsupported("TRITONBACKEND_ModelInstanceResponseStatisticsNew");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsDelete(TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics) {
-  return unsupported("TRITONBACKEND_ModelInstanceResponseStatisticsDelete");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance(TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics, TRITONBACKEND_ModelInstance* model_instance) {
-  return unsupported("TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseFactory(TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics, TRITONBACKEND_ResponseFactory* response_factory) {
-  return unsupported("TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseFactory");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart(TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics, uint64_t response_start) {
-  return unsupported("TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetComputeOutputStart(TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics, uint64_t compute_output_start) {
-  return unsupported("TRITONBACKEND_ModelInstanceResponseStatisticsSetComputeOutputStart");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseEnd(TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics, uint64_t response_end) {
-  return unsupported("TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseEnd");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceResponseStatisticsSetError(TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics, TRITONSERVER_Error* error) {
-  return unsupported("TRITONBACKEND_ModelInstanceResponseStatisticsSetError");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportResponseStatistics(TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics) {
-  return unsupported("TRITONBACKEND_ModelInstanceReportResponseStatistics");
-}
-
 TRITONSERVER_Error* TRITONREPOAGENT_ApiVersion(uint32_t* major, uint32_t* minor) {
   return unsupported("TRITONREPOAGENT_ApiVersion");
 }

@@ -8,6 +8,12 @@ models), readiness answers, and the stub's death (EOF), which fails the requests
 restarts it. The frames handled so far are counted, so an execute can wait until the
 responses its batch sent through a response sender have been delivered ahead of the ones it
 returned.
+
+Responses of a decoupled model are counted in the model's response statistics (per response
+index of a request, as a compiled backend reports them through
+TRITONBACKEND_ModelInstanceReportResponseStatistics): a response's compute infer runs from the
+previous response of its request (or the start of its execution) until its frame arrives, its
+compute output while its tensors are copied out; a flags-only final is an empty response.
 """
 
 from __future__ import annotations
@@ -19,7 +25,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tritium.backend import RESPONSE_COMPLETE_FINAL, TritonError
+from tritium.backend import (
+    RESPONSE_COMPLETE_FINAL,
+    InferenceRequest,
+    InferenceResponse,
+    TritonError,
+)
 
 from ..wire import messages
 from ..wire.shm_tensors import open_block
@@ -50,6 +61,9 @@ class AsyncChannel:
         self._waiters = 0
         self._processed_cond = threading.Condition()
         self._ready_queries: dict[int, list[Any]] = {}
+        # Decoupled requests that sent a response: the next response's index, and when the
+        # last one was done (touched by the reader thread only).
+        self._response_marks: dict[int, tuple[int, int]] = {}
         self._query_ids = itertools.count(1)
         self._calls: dict[str, Callable[..., Any]] = {
             "is_cancelled": self._is_cancelled,
@@ -143,6 +157,7 @@ class AsyncChannel:
             query[0].set()
 
     def _on_response(self, message: tuple) -> None:
+        arrived = time.perf_counter_ns()
         _, handle, wire, flags, block_descriptor = message
         stub = self.stub
         final = flags & RESPONSE_COMPLETE_FINAL
@@ -162,7 +177,25 @@ class AsyncChannel:
             return  # already answered (failed, or the stub restarted)
         if request.response_sender.is_completed:
             return
+        if stub.decoupled and stub.owner is not None:
+            self._report_response(handle, request, response, arrived, bool(final))
         request.response_sender.send(response, flags)
+
+    def _report_response(self, handle: int, request: InferenceRequest,
+                         response: InferenceResponse | None, arrived: int, final: bool) -> None:
+        assert self.stub.owner is not None
+        mark = self._response_marks.pop(handle, None)
+        index, start = mark if mark is not None else (0, request.exec_start_ns or arrived)
+        end = time.perf_counter_ns()
+        error = response.error if response is not None else None
+        output_start = arrived if response is not None and error is None else 0
+        try:
+            self.stub.owner.instance.report_response_statistics(
+                index, min(start, arrived), output_start, end, error)
+        except TritonError:
+            log.debug("response statistics not recorded", exc_info=True)
+        if not final:
+            self._response_marks[handle] = (index + 1, end)
 
     def _on_log(self, message: tuple) -> None:
         _, level, text, filename, line = message

@@ -51,8 +51,7 @@ struct Host {
 
 struct Names {
   PyObject *id, *correlation_id, *flags, *timeout_us, *inputs, *requested_outputs, *parameters,
-      *name, *datatype, *shape, *data, *keep, *request, *deliver, *exec_start_ns,
-      *compute_input_end_ns, *compute_output_start_ns;
+      *name, *datatype, *shape, *data, *keep, *request, *deliver, *reported_statistics;
 } names;
 
 bool intern(PyObject** slot, const char* text) {
@@ -328,17 +327,13 @@ PyObject* read_response(TRITONBACKEND_Response* response, PyObject* model) {
   return result;
 }
 
+// What the backend reported as a success before this response (request.reported_statistics).
 bool set_stamps(PyObject* pending, const uint64_t* stamps) {
   PyObject* request = PyObject_GetAttr(pending, names.request);
   if (request == nullptr) return false;
-  PyObject* attrs[] = {names.exec_start_ns, names.compute_input_end_ns,
-                       names.compute_output_start_ns};
-  bool ok = true;
-  for (int i = 0; ok && i < 3; ++i) {
-    PyObject* value = PyLong_FromUnsignedLongLong(stamps[i]);
-    ok = value != nullptr && PyObject_SetAttr(request, attrs[i], value) == 0;
-    Py_XDECREF(value);
-  }
+  PyObject* value = Py_BuildValue("(KKKK)", stamps[0], stamps[1], stamps[2], stamps[3]);
+  bool ok = value != nullptr && PyObject_SetAttr(request, names.reported_statistics, value) == 0;
+  Py_XDECREF(value);
   Py_DECREF(request);
   return ok;
 }
@@ -564,13 +559,11 @@ PyMODINIT_FUNC PyInit__hotpath() {
   import_array();
   const char* const texts[] = {"id", "correlation_id", "flags", "timeout_us", "inputs",
                                "requested_outputs", "parameters", "name", "datatype", "shape",
-                               "data", "keep", "request", "deliver", "exec_start_ns",
-                               "compute_input_end_ns", "compute_output_start_ns"};
+                               "data", "keep", "request", "deliver", "reported_statistics"};
   PyObject** slots[] = {&names.id, &names.correlation_id, &names.flags, &names.timeout_us,
                         &names.inputs, &names.requested_outputs, &names.parameters, &names.name,
                         &names.datatype, &names.shape, &names.data, &names.keep, &names.request,
-                        &names.deliver, &names.exec_start_ns, &names.compute_input_end_ns,
-                        &names.compute_output_start_ns};
+                        &names.deliver, &names.reported_statistics};
   for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); ++i) {
     if (!intern(slots[i], texts[i])) return nullptr;
   }
