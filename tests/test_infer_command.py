@@ -101,3 +101,29 @@ def test_backend_directory_and_model_version():
     outputs = {o["name"]: o for o in json.loads(result.stdout)["outputs"]}
     assert outputs["OUTPUT0"]["shape"] == [1, 16]  # a batch of one was added
     assert outputs["OUTPUT0"]["data"] == list(range(1, 17))
+
+
+@pytest.mark.parametrize("model, extra, message", [
+    ("simple", [], "error: failed to load model 'simple': version 1: unable to find backend "
+                   "'addsub' (searched no --backend-directory"),
+    ("nosuch", [], f"error: model 'nosuch' is not found in the model repository ({EXAMPLES})"),
+])
+def test_a_model_that_does_not_load_is_explained(model, extra, message):
+    result = tritium_infer(model, "--repository", str(EXAMPLES), "-i", "INPUT0=[1]", *extra)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "failed to load all models" not in result.stderr
+
+
+@pytest.mark.parametrize("url, reason", [
+    ("127.0.0.1:{port}", "Connection refused"),
+    ("grpc://127.0.0.1:{port}", "Connection refused"),
+])
+def test_a_refused_url_is_one_line(url, reason):
+    from support.server_process import free_ports
+
+    (port,) = free_ports(1)  # nothing listens there
+    result = tritium_infer("add_sub", "--url", url.format(port=port), "-i", "INPUT0=[1]")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and reason in line

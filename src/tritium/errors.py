@@ -26,9 +26,23 @@ class Code(enum.Enum):
         return self.value[1]
 
     @property
+    def status_text(self) -> str:
+        """How Triton's Status::AsString names the code ("Invalid argument: ..."), as in its
+        log lines."""
+        return _STATUS_TEXT[self]
+
+    @property
     def grpc_name(self) -> str:
         """Name of the `grpc.StatusCode` member (a string: the core never imports grpc)."""
         return self.value[2]
+
+
+_STATUS_TEXT = {
+    Code.UNKNOWN: "Unknown", Code.INTERNAL: "Internal", Code.NOT_FOUND: "Not found",
+    Code.INVALID_ARG: "Invalid argument", Code.UNAVAILABLE: "Unavailable",
+    Code.UNSUPPORTED: "Unsupported", Code.ALREADY_EXISTS: "Already exists",
+    Code.CANCELLED: "Cancelled",
+}
 
 
 class TritonError(Exception):

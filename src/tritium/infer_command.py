@@ -4,8 +4,9 @@ infer` offers.
 The model is served in-process from `--repository` (only that model is loaded) or asked of a
 running server at `--url` (HTTP, or gRPC for `grpc://host:port`). An input is given as JSON
 (`INPUT0=[1,2,3,4]`, `TEXT='"hello"'`; text that is not JSON is a BYTES string), or read from a
-file (`INPUT0=@a.npy`, `INPUT0=@a.json`); its datatype is the model's, and a model that
-batches gets a batch of one when the value has no batch dimension. Outputs are printed as
+file (`INPUT0=@a.npy`, `INPUT0=@a.json`); its datatype is the model's, and its shape follows
+`batch_dimension.shape_for_input` (a model that batches gets a batch of one when the value has
+no batch dimension). Outputs are printed as
 numpy's repr, or with `--json` as KServe-v2 JSON, one line per response (decoupled models
 print each response as it comes).
 """
@@ -22,6 +23,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from .batch_dimension import shape_for_input
 from .datatypes import NUMPY_DTYPES
 
 
@@ -43,6 +45,10 @@ class InputError(ValueError):
     """An --input that cannot be read (named in the message)."""
 
 
+class LoadError(RuntimeError):
+    """The model did not load in-process (the message says why)."""
+
+
 def parse_inputs(specs: list[str], metadata: dict[str, Any],
                  max_batch_size: int) -> dict[str, np.ndarray]:
     """`NAME=VALUE` specs -> arrays of the model's datatypes (and a batch of one if needed)."""
@@ -57,12 +63,9 @@ def parse_inputs(specs: list[str], metadata: dict[str, Any],
                              f"(inputs: {', '.join(declared) or 'none'})")
         datatype = declared[name]["datatype"]
         array = _read_value(name, value, datatype)
-        rank = len(declared[name]["shape"]) - (1 if max_batch_size > 0 else 0)
-        if array.ndim == 0 and rank > 0:  # a single value for a tensor: one element
-            array = array.reshape((1,) * rank)
-        if max_batch_size > 0 and array.ndim == rank:
-            array = array[np.newaxis, ...]
-        arrays[name] = array
+        shape = declared[name]["shape"]  # the metadata's: with the batch dimension, if any
+        dims = shape[1:] if max_batch_size > 0 else shape
+        arrays[name] = shape_for_input(array, dims, max_batch_size)
     return arrays
 
 
@@ -123,13 +126,17 @@ def _in_process(args: argparse.Namespace) -> Iterator[dict[str, np.ndarray]]:
     options: dict[str, Any] = {}
     if args.backend_directory:
         options["backend_directory"] = args.backend_directory
+    # exit_on_error off: a model that fails to load is explained below with its reason, not
+    # with the server's "failed to load all models".
     server = inprocess.Server(
         model_repository=[str(r) for r in args.repository],
         model_control_mode=inprocess.ModelControlMode.EXPLICIT, startup_models=[args.model],
-        **options).start()
+        exit_on_error=False, **options).start()
     try:
         version = int(args.model_version) if args.model_version else -1
         model = server.model(args.model, version)
+        if not model.ready():
+            raise LoadError(_load_failure(server, args))
         config = model.config()
         arrays = parse_inputs(args.input, model.metadata(), config.get("max_batch_size", 0))
         for response in model.infer(inputs=arrays):
@@ -138,6 +145,18 @@ def _in_process(args: argparse.Namespace) -> Iterator[dict[str, np.ndarray]]:
                               else np.from_dlpack(t)) for name, t in response.outputs.items()}
     finally:
         server.stop()
+
+
+def _load_failure(server: Any, args: argparse.Namespace) -> str:
+    """Why the model is not ready: its versions' reasons, or that the repository lacks it."""
+    versions = {key[1]: found for key, found in server.models().items()
+                if key[0] == args.model}
+    where = ", ".join(str(r) for r in args.repository)
+    if not versions:
+        return f"model '{args.model}' is not found in the model repository ({where})"
+    reasons = "; ".join(f"version {number}: {found.reason}"
+                        for number, found in sorted(versions.items()) if found.reason)
+    return f"failed to load model '{args.model}': {reasons or 'not ready'}"
 
 
 def _remote(args: argparse.Namespace) -> Iterator[dict[str, np.ndarray]]:
@@ -192,8 +211,15 @@ def run(args: argparse.Namespace) -> int:
         responses = _remote(args) if args.url else _in_process(args)
         for outputs in responses:
             _print(args.model, outputs, args.json, out)
-    except (TritonError, InferenceServerException, InputError) as exc:
+    except (TritonError, InferenceServerException, InputError, LoadError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        if not args.url:
+            raise
+        # HTTP's refused or unresolvable address: one line, not the client's traceback.
+        print(f"error: cannot reach a server at '{args.url}' (--url): "
+              f"{exc.strerror or exc}", file=sys.stderr)
         return 1
     finally:
         if out is not sys.stdout:

@@ -58,9 +58,12 @@ class TritiumTestServer:
 
     def stream(self, model: str, version: int = -1,
                **inputs: Any) -> list[dict[str, np.ndarray]]:
-        """One request; the outputs of every response that has some (decoupled models)."""
+        """One request; the outputs of every response that has some (decoupled models). A
+        numpy input without the batch dimension of a model that batches gets a batch of one,
+        as with `tritium infer` (`tritium.batch_dimension`)."""
         found = []
-        for response in self.server.model(model, version).infer(inputs=inputs):
+        handle = self.server.model(model, version)
+        for response in handle.infer(inputs=_shaped(inputs, handle.config())):
             if response.outputs:
                 found.append({name: _as_numpy(t) for name, t in response.outputs.items()})
         return found
@@ -79,6 +82,21 @@ class TritiumTestServer:
             if client is not None:
                 client.close()
         self.server.stop()
+
+
+def _shaped(inputs: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """numpy values shaped by the rule `tritium infer` follows (`batch_dimension`): a model that
+    batches gets a batch of one for a value without one. Other values pass as they are."""
+    import numpy as np
+
+    from .batch_dimension import shape_for_input
+
+    max_batch_size = int(config.get("max_batch_size", 0))
+    dims = {entry["name"]: [int(d) for d in entry.get("dims", [])]
+            for entry in config.get("input", [])}
+    return {name: (shape_for_input(np.asarray(value), dims[name], max_batch_size)
+                   if isinstance(value, (np.ndarray, np.generic)) and name in dims else value)
+            for name, value in inputs.items()}
 
 
 def _as_numpy(tensor: Any) -> np.ndarray:

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from .errors import TritonModelException
 
 if TYPE_CHECKING:
-    from .request import InferenceRequest
     from .response import InferenceResponse
 
 _T = TypeVar("_T")
@@ -35,12 +34,14 @@ class _Runtime(Protocol):
         """Whether the client cancelled the server-made request."""
 
     def bls_exec(
-        self, request: InferenceRequest, decoupled: bool
+        self, request: object, decoupled: bool
     ) -> InferenceResponse | Iterator[InferenceResponse]:
-        """Run a model-made request; ``decoupled`` asks for an iterator of responses."""
+        """Run a model-made request (a ``request.InferenceRequest``, typed as ``object`` because
+        ``request.py`` imports this module, not the other way round); ``decoupled`` asks for an
+        iterator of responses."""
 
     def bls_async_exec(
-        self, request: InferenceRequest, decoupled: bool
+        self, request: object, decoupled: bool
     ) -> Awaitable[InferenceResponse | Iterator[InferenceResponse]]:
         """As ``bls_exec``, awaitable in the caller's running event loop."""
 

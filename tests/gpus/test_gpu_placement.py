@@ -101,8 +101,8 @@ def test_model_load_gpu_limit(tmp_path: Path) -> None:
                        "--strict-readiness=false", env=fake_gpu_env(H200_PROBE)) as server:
         assert groups(server, "on_cpu") == [("KIND_CPU", 1, [])]
         log = server.log()
-    assert ("failed to load model 'on_gpu' version 1: memory limit set for GPU 0 has exceeded, "
-            "model loading is rejected.") in log
+    assert ("failed to load 'on_gpu' version 1: Unavailable: memory limit set for GPU 0 has "
+            "exceeded, model loading is rejected.") in log
     assert "| model_load_gpu_limit{0}          | 0.001" in log
     with ServerProcess([repo], "--model-load-gpu-limit=0:0.9",
                        env=fake_gpu_env(H200_PROBE)) as server:

@@ -59,6 +59,23 @@ def test_a_model_test_passes_with_the_repository_option(pytester, run, repo: Pat
     result.assert_outcomes(passed=2)
 
 
+def test_infer_adds_the_batch_dimension_as_tritium_infer_does(pytester, run):
+    """One rule for both (tritium.batch_dimension): a value one rank short of a batching
+    model's input gets a batch of one; a full-rank value passes as is."""
+    pytester.makepyfile(test_model="""
+        import numpy as np
+
+        def test_identity(tritium_server):
+            server = tritium_server(models=["identity_fp32"])
+            out = server.infer("identity_fp32", INPUT0=np.array([1, 2, 3], np.float32))
+            assert out["OUTPUT0"].tolist() == [[1, 2, 3]]
+            two = np.arange(6, dtype=np.float32).reshape(2, 3)
+            assert server.infer("identity_fp32", INPUT0=two)["OUTPUT0"].tolist() == two.tolist()
+    """)
+    result = run(f"--tritium-repository={ROOT / 'examples' / 'model_repository'}")
+    result.assert_outcomes(passed=1)
+
+
 def test_a_model_that_fails_to_load_fails_the_test_with_its_error_and_log(pytester, run,
                                                                           repo: Path):
     pytester.makepyfile(test_broken="""

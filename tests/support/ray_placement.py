@@ -34,7 +34,10 @@ def copy_python_model(repo: Path, source: str, name: str, *, ray: dict[str, Any]
 
 def server_actors(server_id: str, model: str) -> dict[str, Any]:
     """The live actors serving `model` for the server started with `--id=<server_id>`, by actor
-    name (Tritium names them `<id>.<random>/<model>/<version>/<instance>/<serial>`)."""
+    name (Tritium names them `<id>.<random>/<model>/<version>/<instance>/<serial>`).
+
+    An actor listed but ended before it is looked up (a reload or an unload ends actors at any
+    moment) is not live: it is left out, not an error."""
     import ray
 
     found = {}
@@ -42,7 +45,10 @@ def server_actors(server_id: str, model: str) -> dict[str, Any]:
         name = entry["name"]
         if entry["namespace"] == "tritium" and name.startswith(f"{server_id}.") \
                 and f"/{model}/" in name:
-            found[name] = ray.get_actor(name, namespace="tritium")
+            try:
+                found[name] = ray.get_actor(name, namespace="tritium")
+            except ValueError:  # Ray's "Failed to look up actor": gone since the listing
+                continue
     return found
 
 

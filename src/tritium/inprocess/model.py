@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import model_config_to_json
 from ..errors import TritonError as CoreError
@@ -21,11 +21,17 @@ from .response import AsyncResponseIterator, ResponseIterator
 
 if TYPE_CHECKING:
     from ..server import InferenceServer
-    from .server import Server
+
+
+class ServerHandle(Protocol):
+    """What a model handle needs of its `Server` (`server.py`): the started core. A protocol,
+    so that the server imports the model and not the other way round."""
+
+    def _started(self) -> InferenceServer: ...
 
 
 class Model:
-    def __init__(self, server: Server, name: str, version: int = -1,
+    def __init__(self, server: ServerHandle, name: str, version: int = -1,
                  state: str | None = None, reason: str | None = None) -> None:
         self._server = server
         self._core: InferenceServer = server._started()

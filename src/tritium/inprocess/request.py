@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 import queue
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import request as core
 from .allocators import DeviceOrMemoryType, MemoryAllocator, ResponseAllocator
 from .errors import InvalidArgumentError
+from .model_ref import ModelRef
 from .tensor import Tensor
-
-if TYPE_CHECKING:
-    from .model import Model
 
 _PARAMETER_TYPES = (str, int, float, bool)
 
@@ -30,7 +28,7 @@ class InferenceRequest:
     (queue.SimpleQueue for `infer`, asyncio.Queue for `async_infer`) that receives every
     response as it arrives, besides the iterator."""
 
-    model: Model
+    model: ModelRef
     request_id: str | None = None
     flags: int = 0
     correlation_id: int | str | None = None

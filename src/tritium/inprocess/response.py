@@ -17,22 +17,20 @@ from __future__ import annotations
 import asyncio
 import queue
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import request as core
 from ..errors import TritonError as CoreError
 from ..frontend import loop_bridge
 from .allocators import ResponseAllocator
 from .errors import InternalError, TritonError, api_error
+from .model_ref import ModelRef
 from .tensor import Tensor
-
-if TYPE_CHECKING:
-    from .model import Model
 
 
 @dataclass
 class InferenceResponse:
-    model: Model
+    model: ModelRef
     request_id: str | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
     outputs: dict[str, Tensor] = field(default_factory=dict)
@@ -41,7 +39,7 @@ class InferenceResponse:
     final: bool = False
 
     @staticmethod
-    def _from_core(model: Model, request_id: str, response: core.InferenceResponse | None,
+    def _from_core(model: ModelRef, request_id: str, response: core.InferenceResponse | None,
                    flags: int, allocator: ResponseAllocator) -> InferenceResponse:
         result = InferenceResponse(model, request_id,
                                    final=bool(flags & core.RESPONSE_COMPLETE_FINAL))
@@ -69,7 +67,7 @@ _Item = Any
 class _Responses:
     """What both iterators share: the core request, the conversion of each delivery."""
 
-    def __init__(self, model: Model, request: core.InferenceRequest,
+    def __init__(self, model: ModelRef, request: core.InferenceRequest,
                  allocator: ResponseAllocator, raise_on_error: bool) -> None:
         self._model = model
         self._request = request
@@ -102,7 +100,7 @@ class _Responses:
 
 
 class ResponseIterator(_Responses):
-    def __init__(self, model: Model, request: core.InferenceRequest,
+    def __init__(self, model: ModelRef, request: core.InferenceRequest,
                  allocator: ResponseAllocator, raise_on_error: bool,
                  user_queue: queue.SimpleQueue | None) -> None:
         super().__init__(model, request, allocator, raise_on_error)
@@ -125,7 +123,7 @@ class ResponseIterator(_Responses):
 
 
 class AsyncResponseIterator(_Responses):
-    def __init__(self, model: Model, request: core.InferenceRequest,
+    def __init__(self, model: ModelRef, request: core.InferenceRequest,
                  allocator: ResponseAllocator, raise_on_error: bool,
                  user_queue: asyncio.Queue | None) -> None:
         super().__init__(model, request, allocator, raise_on_error)

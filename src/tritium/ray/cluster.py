@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import itertools
 import logging
+import socket
+import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,6 +33,63 @@ NAMESPACE = "tritium"
 # How long a new instance may wait for a node with room (and a request for a lost instance's
 # replacement) before failing with UNAVAILABLE.
 DEFAULT_TIMEOUT_S = 60.0
+# How long joining the cluster may take before the server gives up (and of it, how long the
+# TCP probe of the head's address may wait for an answer).
+CONNECT_TIMEOUT_S = 30.0
+_PROBE_TIMEOUT_S = 10.0
+
+
+def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Join the cluster at `address` as a driver, or fail within `timeout_s` with a line that
+    names the address and --ray-address. Ray itself retries an address where nothing answers
+    for many minutes, and its own errors name its `--address` flag."""
+    deadline = time.monotonic() + timeout_s
+    if address != "auto":
+        _probe(address, min(_PROBE_TIMEOUT_S, timeout_s))
+    outcome: list[BaseException | None] = []
+
+    def init() -> None:
+        try:
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=True,
+                     configure_logging=False)
+            outcome.append(None)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=init, name="tritium-ray-connect", daemon=True)
+    thread.start()
+    thread.join(max(deadline - time.monotonic(), 0.0))
+    if not outcome:
+        raise _unreachable(address, f"no answer within {timeout_s:g} s")
+    error = outcome[0]
+    if error is None:
+        return
+    if address == "auto" and isinstance(error, ConnectionError):
+        raise TritonError.unavailable(
+            "--ray-address auto: no running Ray cluster found on this machine; start one "
+            "(`ray start --head`) or give its head's address: --ray-address=<host>:6379"
+        )
+    raise _unreachable(address, str(error).splitlines()[0] if str(error) else repr(error))
+
+
+def _probe(address: str, timeout_s: float) -> None:
+    """A TCP connection to the head's address, so that an address where nothing listens
+    fails at once instead of through Ray's retries."""
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise _unreachable(address, "expected <host>:<port> (or 'auto')")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise _unreachable(address, exc.strerror or str(exc) or type(exc).__name__) from None
+
+
+def _unreachable(address: str, reason: str) -> TritonError:
+    return TritonError.unavailable(
+        f"unable to connect to the Ray cluster at '{address}' (--ray-address): {reason}; "
+        "check that its head node runs (`ray status`) and the address"
+    )
 
 
 class RayCluster:
@@ -38,13 +98,7 @@ class RayCluster:
 
     def __init__(self, address: str, server: ServerApi, server_id: str,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        try:
-            ray.init(address=address, namespace=NAMESPACE, log_to_driver=True,
-                     configure_logging=False)
-        except Exception as exc:
-            raise TritonError.unavailable(
-                f"unable to connect to the Ray cluster at '{address}': {exc}"
-            ) from None
+        connect(address)
         self.server = server
         self.timeout_s = timeout_s
         self.token = f"{server_id}.{uuid.uuid4().hex[:8]}"

@@ -20,7 +20,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ..backend.manager import BackendManager
 from ..config import ENSEMBLE_PLATFORM
-from ..errors import TritonError
+from ..errors import Code, TritonError
 from ..model import EnsembleModel, LoadedModel, TritonModel
 from ..response_cache import ResponseCache
 from ..scheduler import EnsembleServer
@@ -92,7 +92,10 @@ class ModelLifeCycle:
         self, source: ModelSource, config: mc.ModelConfig, version: int
     ) -> LoadedModel | str:
         """The loaded version, or the reason it failed (after --model-load-retry-count more
-        tries)."""
+        tries). Logged as Triton logs it: "loading: <model>:<version>", then "successfully
+        loaded '<model>' version <version>" or "failed to load '<model>' version <version>:
+        <Code>: <reason>"."""
+        log.info("loading: %s:%d", source.name, version)
         for attempt in range(self._load_retry_count + 1):
             result = self._try_load_version(source, config, version)
             if isinstance(result, LoadedModel):
@@ -120,8 +123,12 @@ class ModelLifeCycle:
                     rate_limiter=self._rate_limiter,
                 )
         except Exception as exc:
-            reason = str(exc) if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
-            log.error("failed to load model '%s' version %d: %s", source.name, version, reason)
+            if isinstance(exc, TritonError):
+                reason, code = str(exc), exc.code
+            else:
+                reason, code = f"{type(exc).__name__}: {exc}", Code.INTERNAL
+            log.error("failed to load '%s' version %d: %s: %s", source.name, version,
+                      code.status_text, reason)
             return reason
         log.info("successfully loaded '%s' version %d", source.name, version)
         return model

@@ -169,7 +169,7 @@ def test_bad_configs_and_files_are_refused(tmp_path: Path) -> None:
                 "model provides 2") in log
         missing = tmp_path / "no_file" / "1" / "model.pt"
         assert f"unable to find '{missing}' for model instance 'no_file'" in log
-        assert "failed to load model 'not_torchscript'" in log
+        assert "failed to load 'not_torchscript' version 1: " in log
         assert ("unable to load model 'wrong_input_index', input 'INPUT__2' refers to forward() "
                 "argument 2, but forward() takes 2 arguments") in log
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 
 from ...errors import TritonError
@@ -42,6 +44,8 @@ HOTPATH_SOURCE = PACKAGE_DIR / "csrc" / "python" / "hotpath.cc"
 INCLUDE_DIR = PACKAGE_DIR / "include"
 SONAME = "libtritonserver.so"
 _SONAME_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
+log = logging.getLogger("tritium.backend.native")
 
 
 def compiler() -> str:
@@ -76,6 +80,10 @@ def _locked_build(target: Path, command: list[str]) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists():
             return
+        # Seconds of silence otherwise, the first time a native backend loads.
+        log.info("building %s with %s (once: cached in %s)", target.name, command[0],
+                 target.parent)
+        started = time.monotonic()
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
             out = Path(tmp) / target.name
             result = subprocess.run(command + ["-o", str(out)], capture_output=True, text=True,
@@ -86,6 +94,7 @@ def _locked_build(target: Path, command: list[str]) -> None:
                     f"{(result.stderr or result.stdout).strip()[-2000:]}"
                 )
             os.replace(out, target)
+        log.info("built %s in %.1f s", target.name, time.monotonic() - started)
 
 
 def library_path() -> Path:
@@ -137,6 +146,7 @@ def alias_path(soname: str) -> Path:
 
 
 def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="tritium: %(message)s", stream=sys.stderr)
     try:
         print(library_path())
     except TritonError as exc:

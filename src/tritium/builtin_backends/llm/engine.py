@@ -224,7 +224,8 @@ class Engine:
         finished = sequence.finish_reason is not None
         delta = sequence.detokenizer.release(finished)
         if finished and self.metrics:
-            self.metrics.finished(sequence, now)
+            self.metrics.finished(now - sequence.request.arrival, len(sequence.prompt),
+                                  len(sequence.output))
         if delta or finished:
             sequence.request.on_output(sequence, delta, finished)
         return finished

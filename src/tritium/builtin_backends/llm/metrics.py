@@ -9,12 +9,9 @@ request latency), per-request token counts, and the scheduler's running/waiting 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tritium.backend import MetricKind
-
-if TYPE_CHECKING:
-    from .engine import Sequence
 
 _TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
                  5.0, 7.5, 10.0]
@@ -87,10 +84,12 @@ class EngineMetrics:
     def output_token(self, seconds: float) -> None:
         self._tpot.observe(seconds)
 
-    def finished(self, sequence: Sequence, now: float) -> None:
-        self._e2e.observe(now - sequence.request.arrival)
-        self._request_prompt.observe(len(sequence.prompt))
-        self._request_generation.observe(len(sequence.output))
+    def finished(self, seconds: float, prompt_tokens: int, generation_tokens: int) -> None:
+        """A request ended after `seconds`; plain numbers, so the metrics need not know the
+        engine's Sequence (the engine imports the metrics, never the other way round)."""
+        self._e2e.observe(seconds)
+        self._request_prompt.observe(prompt_tokens)
+        self._request_generation.observe(generation_tokens)
 
     def scheduler(self, running: int, waiting: int) -> None:
         self._running.set(running)

@@ -18,7 +18,7 @@ import struct
 import zlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import grpc
 
@@ -26,9 +26,6 @@ from .call_headers import CallHeaders
 from .compression import INFER_METHODS, compress, encoding_header, response_algorithm
 from .http2 import H2Connection, H2Stream, encode_headers
 from .immediate import ImmediateUnary
-
-if TYPE_CHECKING:
-    from .server import GrpcServer
 
 log = logging.getLogger("tritium.frontend.grpc")
 
@@ -128,10 +125,23 @@ class _AioMethodHandler(Protocol):
     def stream_stream(self) -> Callable[..., Any] | None: ...
 
 
+class CallHost(Protocol):
+    """What a call needs of its server (`server.GrpcServer`): a protocol, so that the server
+    imports the call and not the other way round."""
+
+    loop: asyncio.AbstractEventLoop
+    compression_level: str
+    max_message_size: int
+    # Immediate calls not yet answered (the server cancels them when it stops).
+    immediate: set[Call]
+
+    def track(self, task: asyncio.Task[None]) -> None: ...
+
+
 class Call:
     """One RPC on one stream (the `http2.StreamHandler` of that stream)."""
 
-    def __init__(self, server: GrpcServer, connection: H2Connection, stream: H2Stream,
+    def __init__(self, server: CallHost, connection: H2Connection, stream: H2Stream,
                  handler: _AioMethodHandler, headers: CallHeaders) -> None:
         self.server = server
         self.path = headers.path
@@ -172,7 +182,7 @@ class Call:
         connection = self.connection
         connection.handler_started()
         self.task = task = self.server.loop.create_task(body)
-        self.server._track(task)
+        self.server.track(task)
         task.add_done_callback(lambda _: connection.handler_finished())
 
     # -- from the connection -------------------------------------------------------------------
@@ -306,7 +316,7 @@ class Call:
     def _start_immediate(self, handler: ImmediateUnary, message: bytes) -> None:
         self.immediate_running = True
         self.connection.handler_started()
-        self.server._immediate.add(self)
+        self.server.immediate.add(self)
         try:
             deserialize = handler.request_deserializer
             handler.body(deserialize(message) if deserialize is not None else message, self)
@@ -344,7 +354,7 @@ class Call:
     def _end_immediate(self) -> None:
         self.immediate_running = False
         self.on_cancel = None
-        self.server._immediate.discard(self)
+        self.server.immediate.discard(self)
         self.connection.handler_finished()
 
     async def _stream(self) -> None:

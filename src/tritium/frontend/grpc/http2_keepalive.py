@@ -13,14 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sized
+from typing import Protocol
 
 from .http2_frames import PING, frame
-from .http2_limits import PingPolicy
-
-if TYPE_CHECKING:
-    from .http2 import H2Connection
+from .http2_limits import H2Limits, PingPolicy
 
 log = logging.getLogger("tritium.frontend.http2")
 
@@ -28,10 +25,31 @@ log = logging.getLogger("tritium.frontend.http2")
 KEEPALIVE_PING = b"tritiumk"
 
 
+class PingedConnection(Protocol):
+    """What keepalive needs of its connection (`http2.H2Connection`): a protocol, so that the
+    connection imports keepalive and not the other way round."""
+
+    closed: bool
+    peer: str
+    transport: asyncio.Transport | None
+
+    @property
+    def limits(self) -> H2Limits: ...
+
+    @property
+    def streams(self) -> Sized: ...
+
+    def write(self, *data: bytes) -> None: ...
+
+    def go_away(self, debug: bytes = b"") -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Keepalive:
     """The timers and ping counts of one connection."""
 
-    def __init__(self, connection: H2Connection) -> None:
+    def __init__(self, connection: PingedConnection) -> None:
         self._connection = connection
         self._options = connection.limits.keepalive
         self._policy = PingPolicy(self._options)

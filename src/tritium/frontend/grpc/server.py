@@ -53,7 +53,7 @@ class GrpcServer:
         self.compression_level = compression_level
         self._connections: set[H2Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._immediate: set[Call] = set()  # immediate calls not yet answered
+        self.immediate: set[Call] = set()  # immediate calls not yet answered
         self._known_headers = KnownHeaders()
         self._server: asyncio.base_events.Server | None = None
         # The loop it serves on, known once a client connects.
@@ -98,7 +98,7 @@ class GrpcServer:
             connection.send_headers(stream, block, end_stream=True)
             return None
 
-    def _track(self, task: asyncio.Task[None]) -> None:
+    def track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -111,12 +111,12 @@ class GrpcServer:
         tasks = list(self._tasks)
         if tasks and grace:
             await asyncio.wait(tasks, timeout=grace)
-        if self._immediate and grace:
+        if self.immediate and grace:
             # They answer from callbacks, not tasks: watch the set empty.
             deadline = self.loop.time() + grace
-            while self._immediate and self.loop.time() < deadline:
+            while self.immediate and self.loop.time() < deadline:
                 await asyncio.sleep(0.01)
-        for call in list(self._immediate):
+        for call in list(self.immediate):
             call.cancel_immediate()
         for task in tasks:
             if not task.done():

@@ -8,7 +8,8 @@
 A bound function becomes a model of an in-process `tritonserver.Server` (its configuration
 generated, run by the `python_function` backend, batched by Tritium's dynamic batcher, one
 instance per function given, each on its own thread), answered over HTTP and gRPC (the ports of
-TritonConfig, default 8000/8001/8002 as in PyTriton; 0 picks free ones) and in-process
+TritonConfig, default 8000/8001/8002 as in PyTriton, whose tritonserver serves metrics on 8002
+unless `allow_metrics=False`; 0 picks free ones) and in-process
 (`triton.server`). PyTriton starts a tritonserver process and proxies each request to the
 function's process; here the function runs in the server's own process, with no proxy.
 """
@@ -19,6 +20,7 @@ import dataclasses
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import uuid
@@ -156,10 +158,21 @@ class Triton:
         self._stopped.clear()
 
     def serve(self, monitoring_period_s: float = 60.0) -> None:
-        """Run until `stop()` (from another thread) or SIGINT/SIGTERM (main thread only)."""
+        """Run until `stop()` (from another thread) or SIGINT/SIGTERM (main thread only).
+
+        The script's entry point, so it says on stderr where it listens, when it is ready and
+        when it stops (`run()`, for code that embeds the server, stays quiet)."""
         self.run()
+        _say(f"serving {', '.join(self._bindings) or 'no model'} at {self._listening()}")
+        _say("ready (Ctrl-C stops)")
+        received: list[str] = []
+
+        def on_signal(number: int, _: object) -> None:
+            received.append(signal.Signals(number).name)
+            self._stopped.set()
+
         if threading.current_thread() is threading.main_thread():
-            previous = {sig: signal.signal(sig, lambda *_: self._stopped.set())
+            previous = {sig: signal.signal(sig, on_signal)
                         for sig in (signal.SIGINT, signal.SIGTERM)}
             try:
                 self._stopped.wait()
@@ -168,7 +181,15 @@ class Triton:
                     signal.signal(sig, handler)
         else:
             self._stopped.wait()
+        _say(f"{received[0]}: stopping" if received else "stopping")
         self.stop()
+        _say("stopped")
+
+    def _listening(self) -> str:
+        """The endpoints, as a client names them."""
+        places = [("HTTP", self.http_url), ("gRPC", self.grpc_url),
+                  ("metrics", self.metrics_url)]
+        return ", ".join(f"{what} {url}" for what, url in places if url) or "no endpoint"
 
     def stop(self) -> bool:
         """Stop the server and forget the bound functions; True if it was running."""
@@ -216,6 +237,10 @@ class Triton:
 
     def __repr__(self) -> str:
         return f"Triton(models={list(self._bindings)}, http={self.http_url}, grpc={self.grpc_url})"
+
+
+def _say(text: str) -> None:
+    print(f"tritium: {text}", file=sys.stderr, flush=True)
 
 
 def _port(allowed: bool | None, port: int | None, default: int) -> int | None:

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tritium.backend import (
     RESPONSE_COMPLETE_FINAL,
@@ -38,9 +38,7 @@ from .custom_metrics import StubMetrics
 from .gpu_input_models import takes_gpu_inputs
 from .process_requests import response_from_wire
 from .request_executor import RequestExecutor
-
-if TYPE_CHECKING:
-    from .stub_launcher import StubProcess
+from .stub_link import StubLink
 
 log = logging.getLogger("tritium.backends.python")
 model_log = logging.getLogger("tritium.backends.python.model")
@@ -52,7 +50,7 @@ _LOG_LEVELS = {0: logging.INFO, 1: logging.WARNING, 2: logging.ERROR, 3: logging
 class AsyncChannel:
     """What the stub sends on its own, and what the server asks of the running model."""
 
-    def __init__(self, stub: StubProcess) -> None:
+    def __init__(self, stub: StubLink) -> None:
         self.stub = stub
         self.executor = RequestExecutor(stub)
         self.metrics = StubMetrics(stub.backend.metric_families, stub.server)

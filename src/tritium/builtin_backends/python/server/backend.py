@@ -1,9 +1,11 @@
-"""The python backend's entry points (Triton's python_be.cc) and its backend-wide settings.
+"""The python backend's entry points (Triton's python_be.cc): the package's assembler, which
+imports its modules and is imported by none of them.
 
-Each model gets a `PythonModelState` (`model_state.py`: its model.py, its interpreter), each
-instance an `InstanceState` (`instance_state.py`: its stub process, restarted when it dies). Execute
-hands a batch to the instance's stub (`process_requests.py`); whatever the stub sends on its
-own arrives on the stub's async channel (`async_channel.py`).
+The backend-wide settings are a `BackendState` (`backend_state.py`). Each model gets a
+`PythonModelState` (`model_state.py`: its model.py, its interpreter; `auto_complete.py` runs its
+`auto_complete_config`), each instance an `InstanceState` (`instance_state.py`: its stub process,
+restarted when it dies). Execute hands a batch to the instance's stub (`process_requests.py`);
+whatever the stub sends on its own arrives on the stub's async channel (`async_channel.py`).
 """
 
 from __future__ import annotations
@@ -16,52 +18,12 @@ from tritium.backend import (
     InferenceRequest,
     Model,
     ModelInstance,
-    TritonError,
 )
 
-from .custom_metrics import FamilyRegistry
+from .auto_complete import auto_complete, may_auto_complete
+from .backend_state import BackendState
 from .instance_state import InstanceState
-from .model_state import PythonModelState, auto_complete, may_auto_complete
-
-_DEFAULT_RING_BYTES = 4 * 1024 * 1024
-_MIN_RING_BYTES = 64 * 1024
-_DEFAULT_STUB_TIMEOUT_S = 30.0
-
-
-class BackendState:
-    """The `--backend-config=python,...` settings, and what the backend's models share."""
-
-    def __init__(self, backend: Backend) -> None:
-        config = backend.config
-        self.ring_bytes = max(
-            _int_setting(config, "shm-default-byte-size", _DEFAULT_RING_BYTES), _MIN_RING_BYTES
-        )
-        self.stub_timeout_s = float(
-            _int_setting(config, "stub-timeout-seconds", int(_DEFAULT_STUB_TIMEOUT_S))
-        )
-        self.region_prefix = config.get(
-            "shm-region-prefix-name", "tritium_python_backend_shm_region"
-        )
-        # A Python-based backend: DIR/<name>/model.py serves every model naming the backend.
-        directory = backend.directory
-        self.backend_model = (
-            directory / "model.py"
-            if directory is not None and (directory / "model.py").is_file()
-            else None
-        )
-        self.metric_families = FamilyRegistry()
-
-
-def _int_setting(config: dict[str, str], key: str, default: int) -> int:
-    value = config.get(key)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise TritonError.invalid_arg(
-            f"backend config '{key}' must be an integer, got '{value}'"
-        ) from None
+from .model_state import PythonModelState
 
 
 def initialize(backend: Backend) -> None:

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tritium.backend import (
     REQUEST_RELEASE_RESCHEDULE,
@@ -28,14 +28,12 @@ from tritium.backend import (
 from ..wire import messages
 from ..wire.cuda_ipc import CudaIpcArray
 from ..wire.shm_tensors import Block, open_block
+from .stub_link import StubLink
 
 log = logging.getLogger("tritium.backends.python")
 
-if TYPE_CHECKING:
-    from .stub_launcher import StubProcess
 
-
-def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceRequest]]
+def process_requests(stub: StubLink, executions: Sequence[Sequence[InferenceRequest]]
                      ) -> None:
     """Hand the executions (each a batch for one call of the model's execute) to the stub in
     one message, and answer each request with what its execute returned as that execution
@@ -140,7 +138,7 @@ def process_requests(stub: StubProcess, executions: Sequence[Sequence[InferenceR
                 request.exec_end_ns = mark
 
 
-def _stub_lost(stub: StubProcess, executions: Sequence[Sequence[InferenceRequest]]) -> None:
+def _stub_lost(stub: StubLink, executions: Sequence[Sequence[InferenceRequest]]) -> None:
     """The stub went away during this call. Its death fails every request in its table, but a
     request this call put in the table after another thread's death handling had taken the
     table (the async reader, or Ray's actor shutting down) would be left open: those of this
@@ -150,7 +148,7 @@ def _stub_lost(stub: StubProcess, executions: Sequence[Sequence[InferenceRequest
         stub.fail_unanswered(requests)
 
 
-def _answer(stub: StubProcess, requests: Sequence[InferenceRequest], handles: list[int],
+def _answer(stub: StubLink, requests: Sequence[InferenceRequest], handles: list[int],
             outcome: tuple, fds: Any) -> None:
     """One execution's outcome: its responses to its requests, its rescheduled requests back
     to their scheduler, and the handles no longer needed out of the stub's table."""
@@ -208,7 +206,7 @@ def _answer(stub: StubProcess, requests: Sequence[InferenceRequest], handles: li
                 table.pop(handle, None)
 
 
-def _reschedule(stub: StubProcess, request: InferenceRequest, handle: int) -> None:
+def _reschedule(stub: StubLink, request: InferenceRequest, handle: int) -> None:
     """The model called `set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)`: release
     the request so (Triton's TRITONBACKEND_RequestRelease with that flag). A model whose
     scheduler cannot run it again gets Triton's error logged as Triton logs it, and answered

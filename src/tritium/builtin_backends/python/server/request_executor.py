@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from tritium.backend import (
     RESPONSE_COMPLETE_FINAL,
@@ -22,9 +22,7 @@ from tritium.backend import (
 
 from ..wire import messages
 from ..wire.shm_tensors import open_block, read_tensors
-
-if TYPE_CHECKING:
-    from .stub_launcher import StubProcess
+from .stub_link import StubLink
 
 Delivery = Callable[[InferenceResponse | None, int], None]
 
@@ -32,7 +30,7 @@ Delivery = Callable[[InferenceResponse | None, int], None]
 class RequestExecutor:
     """Runs the BLS requests of one stub."""
 
-    def __init__(self, stub: StubProcess) -> None:
+    def __init__(self, stub: StubLink) -> None:
         self.stub = stub
 
     def on_bls(self, message: tuple) -> None:

@@ -15,7 +15,7 @@ import subprocess
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tritium.backend import InferenceRequest, TritonError
 
@@ -24,10 +24,7 @@ from ..wire import messages
 from ..wire.shm_ring import Ring
 from ..wire.shm_tensors import TensorWriter
 from .async_channel import AsyncChannel
-
-if TYPE_CHECKING:
-    from .instance_state import InstanceState
-    from .model_state import PythonModelState
+from .model_state import PythonModelState
 
 log = logging.getLogger("tritium.backends.python")
 
@@ -42,12 +39,23 @@ def not_healthy(instance_name: str) -> TritonError:
     return TritonError.internal(f"Stub process '{instance_name}' is not healthy.")
 
 
+class StubOwner(Protocol):
+    """The instance a stub serves (`InstanceState`), told when the stub dies; a protocol so
+    that the instance imports the launcher and not the other way round."""
+
+    name: str
+    decoupled: bool
+    output_names: list[str]
+
+    def stub_died(self, stub: StubProcess) -> None: ...
+
+
 class StubProcess:
     """A stub process and the server's end of its sockets and rings. `owner` is the instance
     it serves (None for a short-lived auto-complete stub), told when the stub dies."""
 
     def __init__(
-        self, model_state: PythonModelState, name: str, owner: InstanceState | None
+        self, model_state: PythonModelState, name: str, owner: StubOwner | None
     ) -> None:
         self.model_state = model_state
         self.backend = model_state.backend

@@ -13,15 +13,25 @@ import asyncio
 import itertools
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..wire import messages
-from ..wire.shm_tensors import open_block
+from ..wire.shm_ring import Ring
+from ..wire.shm_tensors import TensorWriter, open_block
 from .bls_call import BlsCall, ResponseIterator
 from .pb_wire import WIRE_OF_CODE, pb_response, wire_response, wire_tensors
 
-if TYPE_CHECKING:
-    from .pb_stub import Stub
+
+class RuntimeHost(Protocol):
+    """What the runtime needs of the stub that creates it (`pb_stub.Stub`): a protocol, so
+    that the stub imports the runtime and not the other way round."""
+
+    async_conn: messages.Connection
+    in_ring: Ring
+    writer: TensorWriter
+    pb: Any  # the model's triton_python_backend_utils module
+    initialized: bool
+    finalizing: bool
 
 
 class _Waiter:
@@ -38,7 +48,7 @@ class _Waiter:
 class StubRuntime:
     """pb_utils' runtime in a stub: talks to the server for the model."""
 
-    def __init__(self, stub: Stub) -> None:
+    def __init__(self, stub: RuntimeHost) -> None:
         self.stub = stub
         self.async_conn = stub.async_conn
         self.writer = stub.writer
