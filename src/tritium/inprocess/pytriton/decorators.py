@@ -45,7 +45,8 @@ Outputs = dict[str, np.ndarray]
 TRITON_CONTEXT_FIELD_NAME = "triton_context"
 
 
-def get_inference_request_batch_size(inference_request: Mapping[str, np.ndarray]) -> int:
+def get_inference_request_batch_size(inference_request: Request | Mapping[str, np.ndarray]
+                                     ) -> int:
     """A request's batch size: its first input's first dimension."""
     return int(np.shape(next(iter(inference_request.values())))[0])
 

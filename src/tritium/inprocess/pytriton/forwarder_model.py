@@ -69,7 +69,7 @@ class TritonPythonModel:
 
     def _relay(self, request):
         sender = request.get_response_sender()
-        results = queue.SimpleQueue()
+        results: queue.SimpleQueue = queue.SimpleQueue()
         client = grpcclient.InferenceServerClient(self.url)
         try:
             client.start_stream(callback=lambda result, error: results.put((result, error)),

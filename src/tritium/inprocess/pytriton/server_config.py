@@ -26,7 +26,7 @@ import secrets
 import typing
 from typing import Any
 
-from ...cli import build_parser, check_serve_args
+from ...serve_flags import add_serve_arguments, check_serve_args
 from ...tritonserver_flags import check_tritonserver_flags, warn_ignored_flags
 from .exceptions import PyTritonValidationError
 
@@ -188,11 +188,13 @@ def command_line(config: TritonConfig, security: TritonSecurityConfig) -> list[s
 def parse(argv: list[str], repositories: list[str]) -> argparse.Namespace:
     """`tritium serve`'s reading of the flags; PyTritonValidationError with the parser's
     message for a value it refuses."""
-    words = ["serve", *(f"--model-repository={r}" for r in repositories), *argv]
+    words = [*(f"--model-repository={r}" for r in repositories), *argv]
+    parser = argparse.ArgumentParser(prog="tritium serve", allow_abbrev=False)
+    add_serve_arguments(parser)
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            args = build_parser().parse_args(words)
+            args = parser.parse_args(words)
         check_tritonserver_flags(args)
         check_serve_args(args)
     except SystemExit:
