@@ -10,92 +10,14 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from .frontend.busy_poll import DEFAULT_BUDGET_US
-from .frontend.extensions.restricted_api import build_restrictions
-from .frontend.grpc.options import GrpcOptions
-from .frontend.grpc.server import DEFAULT_MAX_MESSAGE_SIZE
-from .frontend.http.limits import (
-    DEFAULT_HEADER_TIMEOUT_S,
-    DEFAULT_KEEPALIVE_TIMEOUT_S,
-    DEFAULT_MAX_HEADER_SIZE,
-    DEFAULT_MAX_URL_SIZE,
-)
-from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
-from .logging_settings import LogSettings
-from .scheduler.rate_limiter import parse_resource
+from .serve_flags import add_serve_arguments, check_serve_args, flag, version_text
 from .server import ServerOptions
-from .trace_settings import parse_trace_config
-from .tritonserver_flags import (
-    add_tritonserver_flags,
-    check_tritonserver_flags,
-    describe_flags,
-    warn_ignored_flags,
-)
+from .tritonserver_flags import check_tritonserver_flags, warn_ignored_flags
 
 log = logging.getLogger("tritium")
-
-
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
-
-
-def _named_setting(flag: str) -> Callable[[str], tuple[str, str, str]]:
-    """A parser for `<name>,<key>=<value>` (--backend-config: `<key>=<value>` alone too)."""
-
-    def parse(text: str) -> tuple[str, str, str]:
-        name, _, setting = text.rpartition(",")
-        key, sep, value = setting.partition("=")
-        if not sep or not key or (flag == "--cache-config" and not name):
-            raise argparse.ArgumentTypeError(
-                f"{flag} must be <{flag[2:].split('-')[0]}>,<setting>=<value>, got '{text}'"
-            )
-        return name, key, value
-
-    return parse
-
-
-def _positive(convert: Callable[[str], float], what: str) -> Callable[[str], float]:
-    """An argparse type: `convert`ed text that must be above 0 (nan and junk refused too)."""
-    def parse(text: str) -> float:
-        try:
-            value = convert(text)
-        except ValueError:
-            value = 0
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected {what} greater than 0, got '{text}'")
-        return value
-
-    return parse
-
-
-_positive_int = _positive(int, "a whole number")
-_positive_seconds = _positive(float, "a number of seconds")
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got '{text}'")
-    return value
-
-
-def _rate_limit_resource(text: str) -> tuple[str, int, int]:
-    try:
-        return parse_resource(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _settings(entries: list[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
@@ -105,182 +27,27 @@ def _settings(entries: list[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
     return settings
 
 
-def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
-    """A boolean flag that also works bare (`--allow-http` means true)."""
-    parser.add_argument(name, type=_bool, nargs="?", const=True, **kwargs)
-
-
-_DEPRECATED_TRACE_FLAGS = {
-    "--trace-file": "triton,file", "--trace-level": "level", "--trace-rate": "rate",
-    "--trace-count": "count", "--trace-log-frequency": "triton,log-frequency",
-}
-
-
-def _trace_dest(setting: str) -> str:
-    return "trace_" + setting.replace(",", "_").replace("-", "_")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tritium", description=__doc__, allow_abbrev=False)
-    parser.add_argument("--version", action="version", version=_version_text())
+    parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve model repositories (tritonserver's flags)",
                                 allow_abbrev=False)
-    serve.add_argument("--version", action="version", version=_version_text())
-    serve.add_argument("--model-repository", "--model-store", action="append", default=[],
-                       dest="model_repository", required=True, help="repeatable")
-    serve.add_argument("--backend-directory", action="append", default=[])
-    serve.add_argument("--backend-config", action="append", default=[],
-                       type=_named_setting("--backend-config"))
-    serve.add_argument("--cache-config", action="append", default=[],
-                       type=_named_setting("--cache-config"))
-    serve.add_argument("--rate-limit", choices=["off", "execution_count"], default="off")
-    serve.add_argument("--rate-limit-resource", action="append", default=[],
-                       type=_rate_limit_resource, help="<name>:<count>[:<device>], repeatable")
-    serve.add_argument("--http-port", type=int, default=8000)
-    serve.add_argument("--grpc-port", type=int, default=8001)
-    serve.add_argument("--metrics-port", type=int, default=8002)
-    serve.add_argument("--http-address", default="0.0.0.0")
-    serve.add_argument("--grpc-address", default="0.0.0.0")
-    serve.add_argument("--metrics-address", default=None)
-    serve.add_argument("--openai-port", type=int, default=None,
-                       help="serve the OpenAI-compatible API for llm-backend models on this port")
-    serve.add_argument("--openai-address", default=None, help="default: --http-address")
-    _flag(serve, "--allow-http", default=True)
-    _flag(serve, "--allow-grpc", default=True)
-    _flag(serve, "--allow-metrics", default=True)
-    serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none")
-    serve.add_argument("--load-model", action="append", default=[])
-    serve.add_argument("--repository-poll-secs", type=_positive_seconds, default=15.0)
-    _flag(serve, "--strict-readiness", default=True)
-    _flag(serve, "--exit-on-error", default=True)
-    _flag(serve, "--disable-auto-complete-config", default=False)
-    _flag(serve, "--strict-model-config", default=None,
-          help="deprecated: true means --disable-auto-complete-config")
-    serve.add_argument("--model-load-thread-count", type=_positive_int, default=4)
-    serve.add_argument("--exit-timeout-secs", type=float, default=30.0)
-    serve.add_argument("--log-verbose", type=int, default=0)
-    _flag(serve, "--log-info", default=True)
-    _flag(serve, "--log-warning", default=True)
-    _flag(serve, "--log-error", default=True)
-    serve.add_argument("--log-format", default="default", help='"default" or "ISO8601"')
-    serve.add_argument("--log-file", default="", help="log to this file instead of the console")
-    serve.add_argument("--trace-config", action="append", default=[],
-                       help="[<mode>,]<setting>=<value>; repeatable")
-    # tritonserver's deprecated spellings of --trace-config settings.
-    for old, setting in _DEPRECATED_TRACE_FLAGS.items():
-        serve.add_argument(old, action="append", default=[], dest=_trace_dest(setting))
-    serve.add_argument("--http-restricted-api", action="append", default=[],
-                       help="<groups>:<header key>=<value>; repeatable")
-    serve.add_argument("--grpc-restricted-protocol", action="append", default=[],
-                       help="<groups>:<header key>=<value>; repeatable")
-    serve.add_argument("--http-max-input-size", type=_positive_int,
-                       default=DEFAULT_MAX_INPUT_SIZE,
-                       help="largest HTTP request body, in bytes, also after decompression "
-                            "(default 64 MB)")
-    serve.add_argument("--http-max-header-size", type=_positive_int,
-                       default=DEFAULT_MAX_HEADER_SIZE,
-                       help="largest HTTP request line and header section, in bytes; larger is "
-                            "answered 431 and the connection closed (default: %(default)s)")
-    serve.add_argument("--http-max-url-size", type=_positive_int, default=DEFAULT_MAX_URL_SIZE,
-                       help="longest HTTP request URL, in bytes; longer is answered 414 and the "
-                            "connection closed (default: %(default)s)")
-    serve.add_argument("--http-header-timeout-secs", type=_positive_seconds,
-                       default=DEFAULT_HEADER_TIMEOUT_S,
-                       help="seconds a client may take to send a request's header section once "
-                            "it started; later is answered 408 and closed (default: %(default)s)")
-    serve.add_argument("--http-keepalive-timeout-secs", type=_positive_seconds,
-                       default=DEFAULT_KEEPALIVE_TIMEOUT_S,
-                       help="seconds an idle HTTP keep-alive connection is kept "
-                            "(default: %(default)s)")
-    # gRPC transport: TLS, keepalive and HTTP/2 limits as tritonserver spells and defaults them
-    # (milliseconds), and Tritium's largest request message (frontend/grpc/options.py).
-    _flag(serve, "--grpc-use-ssl", default=False)
-    _flag(serve, "--grpc-use-ssl-mutual", default=False)
-    serve.add_argument("--grpc-server-cert", default="")
-    serve.add_argument("--grpc-server-key", default="")
-    serve.add_argument("--grpc-root-cert", default="")
-    serve.add_argument("--grpc-keepalive-time", type=_positive_int, default=7_200_000)
-    serve.add_argument("--grpc-keepalive-timeout", type=_positive_int, default=20_000)
-    _flag(serve, "--grpc-keepalive-permit-without-calls", default=False)
-    serve.add_argument("--grpc-http2-max-pings-without-data", type=_non_negative_int, default=2)
-    serve.add_argument("--grpc-http2-min-recv-ping-interval-without-data",
-                       type=_non_negative_int, default=300_000)
-    serve.add_argument("--grpc-http2-max-ping-strikes", type=_non_negative_int, default=2)
-    serve.add_argument("--grpc-max-connection-age", type=_positive_int, default=None)
-    serve.add_argument("--grpc-max-connection-age-grace", type=_non_negative_int, default=None)
-    serve.add_argument("--grpc-max-message-size", type=_positive_int,
-                       default=DEFAULT_MAX_MESSAGE_SIZE,
-                       help="largest gRPC request message, in bytes, also after decompression "
-                            "(default 64 MB; Tritium's own flag)")
-    serve.add_argument("--id", default="triton")
-    serve.add_argument("--busy-poll-us", type=_non_negative_int, default=DEFAULT_BUDGET_US,
-                       help="after answering the last request in flight, keep polling for the "
-                            "next one this long before sleeping (default "
-                            f"{DEFAULT_BUDGET_US}; 0: off; Tritium's own flag)")
-    serve.add_argument("--ray-address", default="",
-                       help="auto | ray://HOST:PORT | HOST:PORT: the Ray cluster that models "
-                            "whose config has a 'ray' parameter place their instances on")
-    _flag(serve, "--allow-client-shm", default=False,
-          help="let clients register system shared memory regions (off by default)")
-    # The rest of tritonserver 2.51's flags, and help for every flag.
-    add_tritonserver_flags(serve, _flag)
-    describe_flags(serve)
+    add_serve_arguments(serve)
 
     check = commands.add_parser("check", help="load and complete model configurations",
                                 allow_abbrev=False)
     check.add_argument("repositories", nargs="+", type=Path)
     check.add_argument("--json", action="store_true", help="print each completed config as JSON")
     check.add_argument("--backend-directory", action="append", default=[], type=Path)
-    _flag(check, "--disable-auto-complete-config", default=False)
+    flag(check, "--disable-auto-complete-config", default=False)
 
     # `tritium infer`: one request from the shell (infer_command.py).
     from .infer_command import add_parser as add_infer_parser
 
     add_infer_parser(commands)
     return parser
-
-
-def _version_text() -> str:
-    from . import __version__
-
-    return f"tritium {__version__} (serves as Triton Inference Server 2.51)"
-
-
-def check_serve_args(args: argparse.Namespace) -> None:
-    """Settle the flags that need more than argparse: log, trace and restricted-API settings.
-
-    Raises ValueError naming the flag, as tritonserver's `Bad option` messages do.
-    """
-    trace_values = []
-    for setting in _DEPRECATED_TRACE_FLAGS.values():
-        trace_values += [f"{setting}={value}" for value in getattr(args, _trace_dest(setting))]
-    for flag, attribute, action in (
-        ("--log-format", "log_settings", lambda: LogSettings(
-            args.log_verbose, args.log_info, args.log_warning, args.log_error,
-            args.log_format, args.log_file)),
-        ("--trace-config", "trace_default",
-         lambda: parse_trace_config(trace_values + args.trace_config)),
-        ("--http-restricted-api", "http_restrictions",
-         lambda: build_restrictions("--http-restricted-api", args.http_restricted_api)),
-        ("--grpc-restricted-protocol", "grpc_restrictions",
-         lambda: build_restrictions("--grpc-restricted-protocol", args.grpc_restricted_protocol)),
-        ("--grpc-use-ssl", "grpc_options", lambda: _grpc_options(args)),
-    ):
-        try:
-            setattr(args, attribute, action())
-        except ValueError as exc:
-            raise ValueError(f'Bad option: "{flag}".\n{exc}') from None
-
-
-def _grpc_options(args: argparse.Namespace) -> GrpcOptions:
-    if (args.grpc_use_ssl or args.grpc_use_ssl_mutual) and not (
-            args.grpc_server_cert and args.grpc_server_key):
-        raise ValueError("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key")
-    if args.grpc_use_ssl_mutual and not args.grpc_root_cert:
-        raise ValueError("--grpc-use-ssl-mutual needs --grpc-root-cert")
-    return GrpcOptions.from_args(args)
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:

@@ -9,10 +9,13 @@ by the real tritonclient.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import queue
 import re
+import sys
 import threading
+import weakref
 from pathlib import Path
 
 import numpy
@@ -327,7 +330,66 @@ def test_output_memory_allocator(server):
     assert buffer.data_ptr == buffer.owner.ctypes.data  # written into the allocator's memory
 
 
+@no_gpu_memory
+def test_bytes_outputs_honour_the_memory_type_asked_for(server):
+    """Triton core's test_api.py: a request with only BYTES outputs asking for GPU memory where
+    there is no GPU allocator fails with InvalidArgumentError, as other datatypes do."""
+    strings = {"string_input": tritonserver.Tensor.from_string_array([["hello"]])}
+    with pytest.raises(tritonserver.InvalidArgumentError, match="Memory type gpu not supported"):
+        list(server.model("test").infer(inputs=strings, output_memory_type="gpu"))
+
+
+def test_bytes_outputs_go_through_the_allocator(server):
+    """BYTES outputs land, serialised, in the allocator's memory; an allocator that raises
+    fails the request with InternalError (core's test_memory_allocator_exception)."""
+
+    class Recording(tritonserver.MemoryAllocator):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def allocate(self, size, memory_type, memory_type_id, tensor_name):
+            self.names.append(tensor_name)
+            return tritonserver.MemoryBuffer.from_dlpack(numpy.empty(size, numpy.uint8))
+
+    class Failing(tritonserver.MemoryAllocator):
+        def allocate(self, *args, **kwargs):
+            raise Exception("foo")
+
+    strings = {"string_input": tritonserver.Tensor.from_string_array([["hello", "wörld"]])}
+    recording = Recording()
+    (response,) = server.model("test").infer(inputs=strings,
+                                             output_memory_allocator=recording)
+    assert sorted(recording.names) == ["output_parameters", "string_output"]
+    output = response.outputs["string_output"]
+    assert output.memory_buffer.data_ptr == output.memory_buffer.owner.ctypes.data
+    assert output.to_string_array().tolist() == [["hello", "wörld"]]
+    with pytest.raises(tritonserver.InternalError, match="foo"):
+        list(server.model("test").infer(inputs=strings, output_memory_type="gpu",
+                                        output_memory_allocator=Failing()))
+
+
 # -- tensors and DLPack ------------------------------------------------------------------------
+
+
+def test_arrays_from_dlpack_keep_the_tensor_alive():
+    """Triton core's test_reference_counts: numpy.from_dlpack(tensor) holds the Tensor (so
+    memory a custom allocator handed out lives as long as any array reading it); a reshaped
+    tensor gives arrays of the new shape, the earlier ones keep theirs."""
+    owner = numpy.ones(1 << 10)
+    tensor = tritonserver.Tensor.from_dlpack(owner)
+    assert sys.getrefcount(tensor) - 1 == 1
+    array = numpy.from_dlpack(tensor)
+    assert sys.getrefcount(tensor) - 1 == 2
+    assert array.ctypes.data == owner.ctypes.data
+    tensor.shape = [2, 1 << 9]
+    reshaped = numpy.from_dlpack(tensor)
+    alive = weakref.ref(tensor)
+    del tensor
+    assert alive() is not None
+    assert array.shape == (1 << 10,) and reshaped.shape == (2, 1 << 9)
+    del array, reshaped
+    gc.collect()
+    assert alive() is None
 
 
 def test_tensor_from_numpy_shares_memory_with_torch():

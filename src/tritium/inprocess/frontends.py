@@ -13,6 +13,7 @@ form).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import threading
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from ..frontend.grpc import GrpcFrontend
 from ..frontend.http import HttpFrontend
 from ..frontend.metrics import MetricsFrontend, ServerMetrics
 from ..server import InferenceServer
+from ..serving import build_frontends
 
 
 @dataclass(frozen=True)
@@ -56,34 +58,37 @@ class Frontends:
     def start(self, address: str, http_port: int | None, grpc_port: int | None,
               metrics_port: int | None) -> FrontendAddresses:
         """Start the frontends whose port is not None; OSError if a port cannot be bound."""
+        built = [(key, make(self._server, address, port)) for key, port, make in (
+            ("http", http_port, HttpFrontend),
+            ("grpc", grpc_port, GrpcFrontend),
+            ("metrics", metrics_port, self._metrics_frontend),
+        ) if port is not None]
+        for key, frontend in built:
+            pattern = self.header_forward.get(key)
+            if isinstance(frontend, HttpFrontend) and pattern is not None:
+                frontend.forward_headers(pattern)
+            elif isinstance(frontend, GrpcFrontend):
+                frontend.header_forward = pattern
+        return self.start_built(built)
+
+    def start_built(self, built: list[tuple[str, Any]]) -> FrontendAddresses:
+        """Start frontends made elsewhere (`tritium serve`'s, from its flags), each named
+        "http", "grpc" or "metrics" for the addresses returned (others are started, unnamed)."""
         self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(
-            self._start(address, http_port, grpc_port, metrics_port), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._start(built), self._loop)
         try:
             return future.result()
         except BaseException:
             self.stop(0.0)
             raise
 
-    async def _start(self, address: str, http_port: int | None, grpc_port: int | None,
-                     metrics_port: int | None) -> FrontendAddresses:
+    async def _start(self, built: list[tuple[str, Any]]) -> FrontendAddresses:
         bound: dict[str, str] = {}
-        for key, port, make in (
-            ("http", http_port, HttpFrontend),
-            ("grpc", grpc_port, GrpcFrontend),
-            ("metrics", metrics_port, self._metrics_frontend),
-        ):
-            if port is None:
-                continue
-            frontend = make(self._server, address, port)
-            pattern = self.header_forward.get(key)
-            if isinstance(frontend, HttpFrontend) and pattern is not None:
-                frontend.forward_headers(pattern)
-            elif isinstance(frontend, GrpcFrontend):
-                frontend.header_forward = pattern
+        for key, frontend in built:
             await frontend.start()
             self._running.append(frontend)
-            bound[key] = f"{address}:{frontend.port}"
+            if key in ("http", "grpc", "metrics"):
+                bound[key] = f"{frontend.address}:{frontend.port}"
         return FrontendAddresses(**bound)
 
     def _metrics_frontend(self, server: InferenceServer, address: str,
@@ -105,6 +110,14 @@ class Frontends:
         self._loop.close()
 
 
+def cli_frontends(server: InferenceServer, args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The frontends `tritium serve` starts for these flags, each with its kind ("http",
+    "grpc", "metrics"; "" for others) for the addresses `start_built` reports."""
+    kinds = ((HttpFrontend, "http"), (GrpcFrontend, "grpc"), (MetricsFrontend, "metrics"))
+    return [(next((kind for cls, kind in kinds if isinstance(frontend, cls)), ""), frontend)
+            for frontend in build_frontends(server, args)]
+
+
 def metrics_text(server: InferenceServer, gpu: GpuMetrics | None) -> str:
     """The Prometheus text the metrics port would serve (Triton's metric names and types, the
     GPU figures `gpu` last read; the CPU families are the metrics port's own)."""
@@ -112,5 +125,5 @@ def metrics_text(server: InferenceServer, gpu: GpuMetrics | None) -> str:
 
 
 
-__all__ = ["FrontendAddresses", "Frontends", "GpuMetrics", "HeaderPattern", "metrics_text",
-           "statistics_json"]
+__all__ = ["FrontendAddresses", "Frontends", "GpuMetrics", "HeaderPattern", "cli_frontends",
+           "metrics_text", "statistics_json"]

@@ -52,9 +52,9 @@ class InferenceResponse:
         outputs: dict[str, Tensor] = {}
         for output in response.outputs:
             tensor = Tensor._from_core(output)
-            if allocator.copies and tensor.data_type.name != "BYTES":
-                tensor = Tensor(tensor.data_type, tensor.shape,
-                                allocator.place(output.name, output.data))
+            if allocator.copies:  # BYTES too: their serialised form goes where asked, as in Triton
+                tensor = tensor._placed(
+                    allocator.place(output.name, tensor.memory_buffer.host_bytes()))
             outputs[output.name] = tensor
         result.outputs = outputs
         return result

@@ -15,6 +15,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -401,14 +402,26 @@ class Server:
                metrics_port: int | None,
                header_forward: dict[str, HeaderPattern] | None = None,
                ) -> tuple[Frontends, FrontendAddresses]:
-        frontends = Frontends(self._started(), {
-            "interval_ms": float(self.options.metrics_interval),
-            "allow_cpu_metrics": self.options.cpu_metrics,
-            "allow_gpu_metrics": self.options.gpu_metrics})
+        frontends = self._frontends_of_this()
         frontends.header_forward = header_forward or {}
         addresses = frontends.start(address, http_port, grpc_port, metrics_port)
         self._frontends.append(frontends)
         return frontends, addresses
+
+    def _serve_built(self, build: Callable[[InferenceServer], list[tuple[str, Any]]]
+                     ) -> FrontendAddresses:
+        """Serve over frontends `build(core)` makes (`tritium serve`'s, from its flags:
+        tritium.inprocess.pytriton); stopped with the server."""
+        frontends = self._frontends_of_this()
+        addresses = frontends.start_built(build(self._started()))
+        self._frontends.append(frontends)
+        return addresses
+
+    def _frontends_of_this(self) -> Frontends:
+        return Frontends(self._started(), {
+            "interval_ms": float(self.options.metrics_interval),
+            "allow_cpu_metrics": self.options.cpu_metrics,
+            "allow_gpu_metrics": self.options.gpu_metrics})
 
     def _stop_serving(self, frontends: Frontends) -> None:
         if frontends in self._frontends:

@@ -34,7 +34,7 @@ from .errors import InvalidArgumentError, UnsupportedError
 class Tensor:
     """A tensor: `data_type`, `shape` and the `memory_buffer` (host or GPU) holding it."""
 
-    __slots__ = ("_buffer", "_elements", "data_type", "shape")
+    __slots__ = ("__weakref__", "_buffer", "_elements", "data_type", "shape")
 
     def __init__(self, data_type: DataType, shape: Any, memory_buffer: MemoryBuffer | None = None,
                  *, elements: np.ndarray | None = None) -> None:
@@ -88,7 +88,7 @@ class Tensor:
                 f"DLPack stream synchronization on memory type {self.memory_type} and stream "
                 f"{stream} not supported"
             )
-        return self._host_view().__dlpack__(**kwargs)
+        return np.asarray(_Keeper(self._host_view(), self)).__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[DLDeviceType, int]:
         if self.memory_type == MemoryType.GPU:
@@ -216,6 +216,11 @@ class Tensor:
             "Tensor] or the type must support __dlpack__"
         )
 
+    def _placed(self, buffer: MemoryBuffer) -> Tensor:
+        """This tensor over a copy of its bytes in `buffer` (a response allocator's memory);
+        a BYTES tensor keeps its elements, so reading them back costs no parse."""
+        return Tensor(self.data_type, self.shape, buffer, elements=self._elements)
+
     def _to_core(self, name: str) -> core.Tensor:
         """The core's tensor for a request input (numpy data: a view of host memory, a copy of
         GPU memory)."""
@@ -238,3 +243,16 @@ def _as_bytes(item: Any) -> bytes:
     if isinstance(item, bytes):
         return item
     return str(item).encode("utf-8")
+
+
+class _Keeper:
+    """A host array's memory, exported with the tensor it came from held: an array made from
+    a DLPack capsule of this keeps the Tensor alive (as Triton's capsule does), so the memory a
+    custom allocator handed out is not released while any consumer still reads it."""
+
+    __slots__ = ("__array_interface__", "_array", "_tensor")
+
+    def __init__(self, array: np.ndarray, tensor: Tensor) -> None:
+        self._array = array
+        self._tensor = tensor
+        self.__array_interface__ = array.__array_interface__

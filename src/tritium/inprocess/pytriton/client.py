@@ -27,7 +27,8 @@ class PyTritonClientTimeoutError(TimeoutError):
 class ModelClient:
     def __init__(self, url: str, model_name: str, model_version: str | None = None, *,
                  lazy_init: bool = True, init_timeout_s: float | None = None,
-                 inference_timeout_s: float | None = None) -> None:
+                 inference_timeout_s: float | None = None,
+                 access_token: str | None = None) -> None:
         parsed = urllib.parse.urlparse(url if "://" in url else f"http://{url}")
         if parsed.scheme not in ("http", "grpc"):
             raise ValueError(f"Invalid scheme {parsed.scheme}. Only grpc and http are supported.")
@@ -38,6 +39,11 @@ class ModelClient:
         self.model_version = model_version or ""
         self._init_timeout_s = init_timeout_s if init_timeout_s is not None else 300.0
         self._inference_timeout_s = inference_timeout_s
+        # PyTriton 0.7's token for restricted endpoints, sent with every call.
+        self._headers: dict[str, str] = {}
+        if access_token is not None:
+            prefix = "triton-grpc-protocol-" if parsed.scheme == "grpc" else ""
+            self._headers[f"{prefix}triton-access-token"] = access_token
         self._inputs: list[dict[str, Any]] | None = None
         self._outputs: list[str] = []
         if not lazy_init:
@@ -56,7 +62,8 @@ class ModelClient:
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                if self._client.is_model_ready(self.model_name, self.model_version):
+                if self._client.is_model_ready(self.model_name, self.model_version,
+                                               headers=self._headers):
                     return
             except (InferenceServerException, OSError):  # not reachable yet
                 pass
@@ -67,7 +74,8 @@ class ModelClient:
 
     def _initialize(self) -> None:
         self.wait_for_model(self._init_timeout_s)
-        metadata = self._client.get_model_metadata(self.model_name, self.model_version)
+        metadata = self._client.get_model_metadata(self.model_name, self.model_version,
+                                                   headers=self._headers)
         if not isinstance(metadata, dict):  # gRPC answers in protobuf messages
             metadata = {"inputs": [{"name": t.name, "datatype": t.datatype}
                                    for t in metadata.inputs],
@@ -100,7 +108,8 @@ class ModelClient:
             tensor = self._module.InferInput(name, list(array.shape), datatype)
             tensor.set_data_from_numpy(array)
             tensors.append(tensor)
-        kwargs: dict[str, Any] = {"model_version": self.model_version, "headers": headers,
+        kwargs: dict[str, Any] = {"model_version": self.model_version,
+                                  "headers": {**self._headers, **(headers or {})},
                                   "parameters": parameters}
         if self._inference_timeout_s is not None and self._module is grpcclient:
             kwargs["client_timeout"] = self._inference_timeout_s

@@ -1,11 +1,12 @@
-"""PyTriton's decorators for inference functions: @batch, @sample, @first_value, @group_by_values.
+"""PyTriton's decorators for inference functions (`pytriton.decorators`).
 
 An inference function bound to a model receives the batch's requests (a list of `Request`, each
 a mapping of input name to array) and returns one output mapping per request. The decorators
 adapt simpler functions to that:
 
 * `@batch`: the function takes the inputs of every request concatenated along the batch axis,
-  as keyword arguments, and returns whole-batch outputs; they are split back per request.
+  as keyword arguments, and returns whole-batch outputs (a dict, or a tuple/list in the order
+  the outputs were bound); they are split back per request.
 * `@sample`: the function is called once per request with that request's inputs.
 * `@first_value(*keys)` (under @batch): those inputs become their first value (a scalar when it
   has one element), after checking every value of the batch is the same.
@@ -13,6 +14,12 @@ adapt simpler functions to that:
   equal values of those inputs, the function called per group, the outputs (padded to one shape
   by `pad_fn`, e.g. `ConstantPadder()`, when the groups' shapes differ) put back in the batch's
   order.
+* `@group_by_keys` (over @batch): requests grouped by the set of inputs they carry.
+* `@fill_optionals(**defaults)` (outermost): optional inputs a request lacks get the default
+  (an array without the batch axis), repeated to the request's batch size.
+* `@pad_batch` (under @batch): the batch grown, repeating its last row, to the next preferred
+  batch size (or max_batch_size).
+* `@triton_context`: the function also gets `triton_context` (its `model_configs[infer_func]`).
 
 Decoupled models: a function may yield outputs instead of returning them; each yield is one
 response per request.
@@ -22,34 +29,68 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, cast
+import itertools
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from .context import current
+from .exceptions import PyTritonBadParameterError, PyTritonRuntimeError, PyTritonValidationError
+from .model_config import TritonModelConfig
 from .proxy import Request
-from .validation import PyTritonRuntimeError, PyTritonValidationError
 
 Outputs = dict[str, np.ndarray]
+TRITON_CONTEXT_FIELD_NAME = "triton_context"
 
 
-def batch(wrapped: Callable[..., Any]) -> Callable[[list[Request]], Any]:
+def get_inference_request_batch_size(inference_request: Request | Mapping[str, np.ndarray]
+                                     ) -> int:
+    """A request's batch size: its first input's first dimension."""
+    return int(np.shape(next(iter(inference_request.values())))[0])
+
+
+def convert_output(outputs: Any, model_config: TritonModelConfig | None = None) -> Outputs:
+    """A function's outputs as a dict: a tuple or list maps onto the model's outputs in the
+    order they were bound (the model being served, unless `model_config` is given)."""
+    if isinstance(outputs, dict):
+        return outputs
+    if isinstance(outputs, (list, tuple)):
+        config = model_config or current()[1]
+        if len(outputs) != len(config.outputs):
+            raise PyTritonValidationError("Outputs length different than config outputs length")
+        return {str(spec.name): value for spec, value in zip(config.outputs, outputs, strict=True)}
+    raise PyTritonValidationError(f"Unsupported output type {type(outputs)}.")
+
+
+def batch(wrapped: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(wrapped)
-    def infer(requests: list[Request]) -> Any:
-        names = list(requests[0].keys())
+    def infer(requests: list[Request], *args: Any, **kwargs: Any) -> Any:
+        names = requests[0].keys()
+        if any(request.keys() != names for request in requests[1:]):
+            raise PyTritonValidationError("Cannot batch requests with different set of inputs keys")
         inputs = {name: np.concatenate([request[name] for request in requests])
                   for name in names}
-        sizes = [len(next(iter(request.values()))) if len(request) else 1
+        sizes = [get_inference_request_batch_size(request) if len(request) else 1
                  for request in requests]
-        result = wrapped(**inputs)
+        result = wrapped(*args, **{**kwargs, **inputs})
         if inspect.isgenerator(result):
-            return (_split(cast(Outputs, outputs), sizes) for outputs in result)
-        return _split(cast(Outputs, result), sizes)
+            return (_split(convert_output(outputs), sizes) for outputs in result)
+        return _split(convert_output(result), sizes)
 
     return infer
 
 
 def _split(outputs: Outputs, sizes: list[int]) -> list[Outputs]:
+    total = sum(sizes)
+    wrong = {name: np.shape(array) for name, array in outputs.items()
+             if np.shape(array)[:1] != (total,)}
+    if wrong:
+        raise ValueError(
+            "Received output tensors with different batch sizes: "
+            + ", ".join(f"{name}: {shape}" for name, shape in wrong.items())
+            + f". Expected batch size: {total}. ")
     found, offset = [], 0
     for size in sizes:
         found.append({name: np.asarray(array)[offset:offset + size]
@@ -58,12 +99,16 @@ def _split(outputs: Outputs, sizes: list[int]) -> list[Outputs]:
     return found
 
 
-def sample(wrapped: Callable[..., Outputs]) -> Callable[[list[Request]], Any]:
+def sample(wrapped: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(wrapped)
-    def infer(requests: list[Request]) -> Any:
+    def infer(requests: list[Request], *args: Any, **kwargs: Any) -> Any:
         if inspect.isgeneratorfunction(wrapped):
-            return _zip_streams([wrapped(**request.data) for request in requests])
-        return [wrapped(**request.data) for request in requests]
+            return _zip_streams([
+                (convert_output(outputs)
+                 for outputs in wrapped(*args, **{**kwargs, **request.data}))
+                for request in requests])
+        return [convert_output(wrapped(*args, **{**kwargs, **request.data}))
+                for request in requests]
 
     return infer
 
@@ -71,6 +116,107 @@ def sample(wrapped: Callable[..., Outputs]) -> Callable[[list[Request]], Any]:
 def _zip_streams(streams: list[Iterator[Outputs]]) -> Iterator[list[Outputs]]:
     for outputs in zip(*streams, strict=False):  # the shortest stream ends them all
         yield list(outputs)
+
+
+def group_by_keys(wrapped: Callable[..., Any]) -> Callable[..., Any]:
+    """Call the function once per group of requests carrying the same inputs (so @batch
+    under it can stack them), the results put back in the requests' order."""
+    @functools.wraps(wrapped)
+    def infer(requests: list[Request], *args: Any, **kwargs: Any) -> Any:
+        def keys(index: int) -> tuple[str, ...]:
+            return tuple(sorted(requests[index].keys()))
+
+        results: list[Any] = [None] * len(requests)
+        for _, group in itertools.groupby(sorted(range(len(requests)), key=keys), key=keys):
+            indices = list(group)
+            for index, result in zip(indices, wrapped([requests[i] for i in indices],
+                                                      *args, **kwargs), strict=True):
+                results[index] = result
+        return results
+
+    return infer
+
+
+def fill_optionals(**defaults: np.ndarray) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Fill the optional inputs a request lacks with `defaults` (numpy arrays without the
+    batch axis, of the input's dtype and shape); checked against the model on each call."""
+    def decorate(wrapped: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(wrapped)
+        def infer(requests: list[Request], *args: Any, **kwargs: Any) -> Any:
+            config = current()[1]
+            _check_defaults(defaults, config)
+            for request in requests:
+                size = get_inference_request_batch_size(request) if config.batching else None
+                for name, value in defaults.items():
+                    if name not in request:
+                        request[name] = (value if size is None
+                                         else np.tile(value, (size,) + (1,) * value.ndim))
+            return wrapped(requests, *args, **kwargs)
+
+        return infer
+
+    return decorate
+
+
+def _check_defaults(defaults: dict[str, Any], config: TritonModelConfig) -> None:
+    inputs = {spec.name: spec for spec in config.inputs}
+    unknown = sorted(set(defaults) - set(inputs))
+    if unknown:
+        raise PyTritonBadParameterError(f"Could not found {', '.join(unknown)} inputs")
+    not_numpy = {k: v for k, v in defaults.items() if not isinstance(v, np.ndarray)}
+    if not_numpy:
+        raise PyTritonBadParameterError(
+            f"Could not use {', '.join(f'{k}={v}' for k, v in not_numpy.items())} defaults "
+            "as they are not NumPy arrays")
+    dtypes = [f"{k}: dtype={v.dtype} expected_dtype={np.dtype(inputs[k].dtype)}"
+              for k, v in defaults.items() if v.dtype != np.dtype(inputs[k].dtype)]
+    if dtypes:
+        raise PyTritonBadParameterError(
+            f"Could not use {', '.join(dtypes)} defaults as they have different than input "
+            "signature dtypes")
+    shapes = [f"{k}: shape={v.shape} expected_shape={tuple(inputs[k].shape)}"
+              for k, v in defaults.items() if not _fits(v.shape, tuple(inputs[k].shape))]
+    if shapes:
+        raise PyTritonBadParameterError(
+            f"Could not use {', '.join(shapes)} defaults as they have different than input "
+            "signature shapes")
+
+
+def _fits(shape: tuple[int, ...], declared: tuple[int, ...]) -> bool:
+    return len(shape) == len(declared) and all(d in (-1, s) for s, d in zip(shape, declared,
+                                                                             strict=True))
+
+
+def triton_context(wrapped: Callable[..., Any]) -> Callable[..., Any]:
+    """Pass `triton_context` (a TritonContext) to the function as a keyword argument."""
+    @functools.wraps(wrapped)
+    def infer(*args: Any, **kwargs: Any) -> Any:
+        kwargs[TRITON_CONTEXT_FIELD_NAME] = current()[0]
+        return wrapped(*args, **kwargs)
+
+    return infer
+
+
+def pad_batch(wrapped: Callable[..., Any]) -> Callable[..., Any]:
+    """Grow the batch (under @batch) to the nearest preferred batch size, or max_batch_size,
+    by repeating its last row, for functions that only run on those sizes (as in PyTriton,
+    the function returns outputs for the rows it was given before padding)."""
+    @functools.wraps(wrapped)
+    def infer(*args: Any, **kwargs: Any) -> Any:
+        config = current()[1]
+        inputs = {k: v for k, v in kwargs.items() if k != TRITON_CONTEXT_FIELD_NAME}
+        count = len(next(iter(inputs.values())))
+        preferred = (config.batcher.preferred_batch_size
+                     if config.batcher is not None else None) or []
+        sizes = sorted(preferred) + [config.max_batch_size]
+        target = sizes[min(bisect_left(sizes, count), len(sizes) - 1)]
+        for name, array in inputs.items():
+            repeats = np.ones(count, np.int64)
+            repeats[-1] += max(target - count, 0)
+            kwargs[name] = np.repeat(array, repeats, axis=0)
+        return wrapped(*args, **kwargs)
+
+    return infer
 
 
 def first_value(*keys: str, squeeze_single_values: bool = True,

@@ -63,6 +63,29 @@ class ModelConfig:
     decoupled: bool = False
 
 
+@dataclasses.dataclass(frozen=True)
+class TritonModelConfig:
+    """A bound model as PyTriton's decorators and `@triton_context` see it (PyTriton's
+    `TritonModelConfig`): every tensor named, in the order bound."""
+
+    model_name: str
+    model_version: int = 1
+    batching: bool = True
+    max_batch_size: int = 4
+    batcher: DynamicBatcher | None = None
+    decoupled: bool = False
+    response_cache: bool = False
+    inputs: list[Tensor] = dataclasses.field(default_factory=list)
+    outputs: list[Tensor] = dataclasses.field(default_factory=list)
+
+
+def named(tensors: Sequence[Tensor], kind: str) -> list[Tensor]:
+    """The tensors with PyTriton's names for unnamed ones: INPUT_1, INPUT_2, ... (OUTPUT_n),
+    numbered from 1 by position."""
+    return [tensor if tensor.name else dataclasses.replace(tensor, name=f"{kind}_{index}")
+            for index, tensor in enumerate(tensors, start=1)]
+
+
 def config_type(dtype: Any) -> str:
     """A numpy dtype as a configuration datatype: np.float32 -> TYPE_FP32, bytes -> TYPE_STRING."""
     dtype = np.dtype(dtype)
@@ -83,13 +106,13 @@ def _queue_policy(policy: QueuePolicy) -> dict[str, Any]:
 
 def generate_config(name: str, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
                     config: ModelConfig, instances: int, callable_id: str) -> dict[str, Any]:
-    """Triton's configuration (its JSON form) for a bound function."""
+    """Triton's configuration (its JSON form) for a bound function (tensors named already)."""
     def tensors(items: Sequence[Tensor], kind: str) -> list[dict[str, Any]]:
         found = []
-        for index, tensor in enumerate(items):
-            entry: dict[str, Any] = {"name": tensor.name or f"{kind}_{index}",
-                     "data_type": config_type(tensor.dtype),
-                     "dims": [int(d) for d in tensor.shape] or [1]}
+        for tensor in items:
+            entry: dict[str, Any] = {"name": tensor.name,
+                                     "data_type": config_type(tensor.dtype),
+                                     "dims": [int(d) for d in tensor.shape] or [1]}
             if kind == "INPUT" and tensor.optional:
                 entry["optional"] = True
             found.append(entry)

@@ -7,16 +7,18 @@
 
 A bound function becomes a model of an in-process `tritonserver.Server` (its configuration
 generated, run by the `python_function` backend, batched by Tritium's dynamic batcher, one
-instance per function given, each on its own thread), answered over HTTP and gRPC (the ports of
-TritonConfig, default 8000/8001/8002 as in PyTriton, whose tritonserver serves metrics on 8002
-unless `allow_metrics=False`; 0 picks free ones) and in-process
-(`triton.server`). PyTriton starts a tritonserver process and proxies each request to the
-function's process; here the function runs in the server's own process, with no proxy.
+instance per function given, each on its own thread), answered over HTTP and gRPC (the
+frontends `tritium serve` starts for the TritonConfig's flags; ports 8000/8001/8002 as in
+PyTriton, 0 picks free ones) and in-process (`triton.server`). PyTriton starts a tritonserver
+process and proxies each request to the function's process; here the function runs in the
+server's own process, with no proxy. Unlike PyTriton (and tritonserver), the frontends listen
+on 127.0.0.1 unless TritonConfig names an address.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import shutil
 import signal
@@ -24,7 +26,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,35 +36,36 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ...builtin_backends import python_function
 from ..enums import ModelControlMode
 from ..errors import InvalidArgumentError
-from ..frontends import FrontendAddresses
-from ..server import Server
-from .model_config import ModelConfig, Tensor, generate_config
+from ..frontends import FrontendAddresses, cli_frontends
+from ..server import Options, Server
+from .context import TritonContext, serving
+from .exceptions import PyTritonValidationError
+from .model_config import ModelConfig, Tensor, TritonModelConfig, generate_config, named
 from .proxy import Request
+from .server_config import (
+    TritonConfig,
+    TritonSecurityConfig,
+    command_line,
+    merged,
+    parse,
+)
 from .validation import check_results
+
+log = logging.getLogger("tritium.pytriton")
 
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 @dataclasses.dataclass
-class TritonConfig:
-    """The server's settings (PyTriton's names; None means PyTriton's default)."""
+class TritonLifecyclePolicy:
+    """PyTriton's: whether entering `with Triton()` starts the server (else `run()`/`serve()`
+    does); `local_model_store` is accepted (the store is always this process's)."""
 
-    id: str | None = None
-    model_repository: Path | None = None
-    log_verbose: int | None = None
-    log_file: Path | None = None
-    exit_timeout_secs: int | None = None
-    exit_on_error: bool | None = None
-    strict_readiness: bool | None = None
-    allow_http: bool | None = None
-    http_address: str | None = None
-    http_port: int | None = None
-    allow_grpc: bool | None = None
-    grpc_address: str | None = None
-    grpc_port: int | None = None
-    allow_metrics: bool | None = None
-    metrics_address: str | None = None
-    metrics_port: int | None = None
+    launch_triton_on_startup: bool = True
+    local_model_store: bool = False
+
+
+DefaultTritonLifecyclePolicy = TritonLifecyclePolicy()
 
 
 @dataclasses.dataclass
@@ -73,13 +76,44 @@ class _Binding:
     generated: dict[str, Any]
 
 
+def check_model_name(model_name: str) -> None:
+    if not model_name:
+        raise PyTritonValidationError("Model name cannot be empty")
+    if not _MODEL_NAME.match(model_name):
+        raise PyTritonValidationError("Model name can only contain alphanumeric characters, "
+                                      "dots, underscores and dashes")
+
+
+def bound_model(model_name: str, functions: Sequence[Callable], inputs: Sequence[Tensor],
+                outputs: Sequence[Tensor], model_version: int, config: ModelConfig,
+                strict: bool) -> tuple[str, dict[str, Any]]:
+    """Register the functions with the python_function backend; (their key, the model's
+    generated configuration)."""
+    described = TritonModelConfig(
+        model_name, model_version, config.batching, config.max_batch_size, config.batcher,
+        config.decoupled, config.response_cache, named(inputs, "INPUT"),
+        named(outputs, "OUTPUT"))
+    context = TritonContext({function: described for function in functions})
+    callable_id = f"{model_name}-{uuid.uuid4().hex}"
+    python_function.register(callable_id, [_serving(f, described, context, strict)
+                                           for f in functions])
+    return callable_id, generate_config(model_name, described.inputs, described.outputs, config,
+                                        len(functions), callable_id)
+
+
 class Triton:
     def __init__(self, *, config: TritonConfig | None = None,
-                 workspace: str | Path | None = None) -> None:
-        self._config = config or TritonConfig()
+                 workspace: str | Path | None = None,
+                 triton_lifecycle_policy: TritonLifecyclePolicy | None = None,
+                 security_config: TritonSecurityConfig | None = None) -> None:
+        self._config = merged(config)
+        self._security = security_config or TritonSecurityConfig()
+        self._policy = triton_lifecycle_policy or DefaultTritonLifecyclePolicy
         self._own_workspace = workspace is None
         self._workspace = Path(workspace or tempfile.mkdtemp(prefix="tritium-pytriton-"))
         self._workspace.mkdir(parents=True, exist_ok=True)
+        self._argv = command_line(self._config, self._security)
+        parse(self._argv, [str(self._workspace)])  # a bad field fails here, as in PyTriton
         self._bindings: dict[str, _Binding] = {}
         self._server: Server | None = None
         self._addresses = FrontendAddresses()
@@ -92,20 +126,17 @@ class Triton:
              config: ModelConfig | None = None, strict: bool = False,
              trace_config: list[str] | None = None) -> None:
         """Make `infer_func` (or one function per instance) model `model_name`; loaded at once
-        when the server runs, else when it starts."""
-        if not _MODEL_NAME.match(model_name):
-            raise ValueError("Model name can only contain alphanumeric characters, dots, "
-                             "underscores and dashes")
+        when the server runs, else when it starts. Unnamed tensors are INPUT_1, OUTPUT_1 ..."""
+        check_model_name(model_name)
         if model_name in self._bindings:
-            raise ValueError(f"Model {model_name} is already bound")
+            raise PyTritonValidationError(f"Model {model_name} is already bound")
+        if trace_config:
+            log.warning("bind(trace_config=...) is not applied: trace with the server's "
+                        "trace settings (TritonConfig.trace_config)")
         functions: list[Callable] = (list(infer_func) if isinstance(infer_func, (list, tuple))
                                      else [infer_func])  # type: ignore[list-item]
-        config = config or ModelConfig()
-        callable_id = f"{model_name}-{uuid.uuid4().hex}"
-        python_function.register(callable_id, [_serving(f, model_name, outputs, config, strict)
-                                               for f in functions])
-        generated = generate_config(model_name, inputs, outputs, config, len(functions),
-                                    callable_id)
+        callable_id, generated = bound_model(model_name, functions, inputs, outputs,
+                                             model_version, config or ModelConfig(), strict)
         binding = _Binding(model_name, model_version, callable_id, generated)
         self._write(binding)
         self._bindings[model_name] = binding
@@ -124,38 +155,35 @@ class Triton:
         """Start the server (models loaded, frontends listening) and return."""
         if self._server is not None:
             return
-        cfg = self._config
         repositories = [str(self._workspace)]
-        if cfg.model_repository is not None:
-            repositories.append(str(cfg.model_repository))
-        options: dict[str, Any] = {"model_control_mode": ModelControlMode.EXPLICIT,
-                                   "startup_models": list(self._bindings),
-                                   "log_error": True}
-        if cfg.id is not None:
-            options["server_id"] = cfg.id
-        if cfg.log_verbose is not None:
-            options["log_verbose"] = cfg.log_verbose
-        if cfg.log_file is not None:
-            options["log_file"] = str(cfg.log_file)
-        if cfg.exit_timeout_secs is not None:
-            options["exit_timeout"] = cfg.exit_timeout_secs
-        if cfg.exit_on_error is not None:
-            options["exit_on_error"] = cfg.exit_on_error
-        if cfg.strict_readiness is not None:
-            options["strict_readiness"] = cfg.strict_readiness
-        server = Server(model_repository=repositories, **options).start()
+        if self._config.model_repository is not None:
+            repositories.append(str(self._config.model_repository))
+        args = parse(self._argv, repositories)
+        for attribute in ("http_address", "grpc_address"):
+            if getattr(self._config, attribute) is None:
+                setattr(args, attribute, "127.0.0.1")
+        server = Server(Options(
+            model_repository=list(repositories), server_id=args.id,
+            model_control_mode=ModelControlMode.EXPLICIT, startup_models=list(self._bindings),
+            log_error=True, log_verbose=args.log_verbose, log_file=args.log_file or None,
+            exit_timeout=int(args.exit_timeout_secs), exit_on_error=args.exit_on_error,
+            strict_readiness=args.strict_readiness, metrics=args.allow_metrics,
+            gpu_metrics=args.allow_gpu_metrics, cpu_metrics=args.allow_cpu_metrics,
+            metrics_interval=int(args.metrics_interval_ms),
+            cache_config={name: {k: v for n, k, v in args.cache_config if n == name}
+                          for name, _, _ in args.cache_config},
+        )).start()
         try:
-            self._addresses = server.start_frontends(
-                http_port=_port(cfg.allow_http, cfg.http_port, 8000),
-                grpc_port=_port(cfg.allow_grpc, cfg.grpc_port, 8001),
-                metrics_port=_port(cfg.allow_metrics, cfg.metrics_port, 8002),
-                address=cfg.http_address or cfg.grpc_address or "127.0.0.1",
-            )
+            self._addresses = server._serve_built(lambda core: cli_frontends(core, args))
         except BaseException:
             server.stop()
             raise
         self._server = server
         self._stopped.clear()
+
+    def connect(self) -> None:
+        """PyTriton's: make the bound models available (here: run the server)."""
+        self.run()
 
     def serve(self, monitoring_period_s: float = 60.0) -> None:
         """Run until `stop()` (from another thread) or SIGINT/SIGTERM (main thread only).
@@ -165,6 +193,13 @@ class Triton:
         self.run()
         _say(f"serving {', '.join(self._bindings) or 'no model'} at {self._listening()}")
         _say("ready (Ctrl-C stops)")
+        received = self._wait()
+        _say(f"{received}: stopping" if received else "stopping")
+        self.stop()
+        _say("stopped")
+
+    def _wait(self) -> str | None:
+        """Block until `stop()` or, on the main thread, SIGINT/SIGTERM (its name returned)."""
         received: list[str] = []
 
         def on_signal(number: int, _: object) -> None:
@@ -181,9 +216,7 @@ class Triton:
                     signal.signal(sig, handler)
         else:
             self._stopped.wait()
-        _say(f"{received[0]}: stopping" if received else "stopping")
-        self.stop()
-        _say("stopped")
+        return received[0] if received else None
 
     def _listening(self) -> str:
         """The endpoints, as a client names them."""
@@ -207,8 +240,16 @@ class Triton:
     def is_alive(self) -> bool:
         return self._server is not None and self._server.live()
 
+    def is_connected(self) -> bool:
+        return self._server is not None
+
+    def get_access_token(self) -> str | None:
+        """The token restricted endpoints require (header `triton-access-token`)."""
+        return self._security.access_token
+
     def __enter__(self) -> Triton:
-        self.run()
+        if self._policy.launch_triton_on_startup:
+            self.run()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -243,28 +284,41 @@ def _say(text: str) -> None:
     print(f"tritium: {text}", file=sys.stderr, flush=True)
 
 
-def _port(allowed: bool | None, port: int | None, default: int) -> int | None:
-    if allowed is False:
-        return None
-    return default if port is None else port
-
-
-def _serving(function: Callable, model: str, outputs: Sequence[Tensor], config: ModelConfig,
+def _serving(function: Callable, config: TritonModelConfig, context: TritonContext,
              strict: bool) -> Callable[[Sequence[Any]], Any]:
-    """The backend's callable for one bound function: core requests -> PyTriton Requests, and
-    the function's results checked (each yield of a decoupled model's generator too)."""
-    batching = config.batching
+    """The backend's callable for one bound function: core requests -> PyTriton Requests, the
+    function called as serving `config` (what the decorators read), and its results checked
+    (each yield of a decoupled model's generator too)."""
+    def check(results: Any, count: int) -> Any:
+        return check_results(config.model_name, results, count, config.outputs,
+                             config.batching, strict)
 
     def serve(requests: Sequence[Any]) -> Any:
-        results = function([Request({name: t.data for name, t in r.inputs.items()},
-                                    dict(r.parameters), r.requested_output_names or None)
-                            for r in requests])
-        if config.decoupled:
-            return (check_results(model, partial, len(requests), outputs, batching, strict)
-                    for partial in results)
-        return check_results(model, results, len(requests), outputs, batching, strict)
+        with serving(context, config):
+            results = function([Request({name: t.data for name, t in r.inputs.items()},
+                                        dict(r.parameters), r.requested_output_names or None)
+                                for r in requests])
+            if config.decoupled:
+                return _stream(results, context, config, lambda r: check(r, len(requests)))
+            return check(results, len(requests))
 
     return serve
 
 
-__all__ = ["Triton", "TritonConfig"]
+def _stream(results: Iterable[Any], context: TritonContext, config: TritonModelConfig,
+            check: Callable[[Any], Any]) -> Iterator[Any]:
+    """A decoupled function's responses, each produced as serving `config` (a generator's
+    body runs when iterated, after the call has returned)."""
+    iterator = iter(results)
+    while True:
+        with serving(context, config):
+            try:
+                partial = next(iterator)
+            except StopIteration:
+                return
+            checked = check(partial)
+        yield checked
+
+
+__all__ = ["DefaultTritonLifecyclePolicy", "Triton", "TritonConfig", "TritonLifecyclePolicy",
+           "TritonSecurityConfig"]

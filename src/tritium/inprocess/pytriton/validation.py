@@ -13,16 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .exceptions import PyTritonValidationError
 from .model_config import Tensor, config_type
-
-
-class PyTritonValidationError(ValueError):
-    """An input or a result that the model's contract does not allow (its message goes back
-    to the client)."""
-
-
-class PyTritonRuntimeError(RuntimeError):
-    """A decorator that cannot do its work on what the function gave it (PyTriton's class)."""
 
 
 def check_results(model: str, results: Any, count: int, outputs: Sequence[Tensor],

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from tritium.backend import InferenceRequest, TritonError
+from tritium.backend import InferenceRequest, ModelInstance, TritonError
 
 from ..stub.main import BOOTSTRAP
 from ..wire import messages
@@ -46,6 +46,7 @@ class StubOwner(Protocol):
     name: str
     decoupled: bool
     output_names: list[str]
+    instance: ModelInstance
 
     def stub_died(self, stub: StubProcess) -> None: ...
 

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Protocol
 
-from tritium.backend import InferenceRequest, ServerApi
+from tritium.backend import InferenceRequest, ModelInstance, ServerApi
 
 from ..wire import messages
 from ..wire.shm_ring import Ring
@@ -27,6 +27,12 @@ class AsyncProgress(Protocol):
     processed: int
 
     def wait_processed(self, count: int) -> None: ...
+
+
+class InstanceOwner(Protocol):
+    """The instance a stub serves, as the channel sees it: where its responses' statistics go."""
+
+    instance: ModelInstance
 
 
 class StubLink(Protocol):
@@ -47,6 +53,9 @@ class StubLink(Protocol):
     rescheduled: dict[InferenceRequest, int]
     dead: bool
     stopping: bool
+
+    @property
+    def owner(self) -> InstanceOwner | None: ...
 
     @property
     def channel(self) -> AsyncProgress: ...

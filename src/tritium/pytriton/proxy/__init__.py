@@ -1,0 +1,1 @@
+"""`pytriton.proxy`: what an undecorated inference function receives."""
