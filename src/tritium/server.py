@@ -11,6 +11,7 @@ class, `request` and `errors`; the asyncio side of a request is `frontend/loop_b
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,7 @@ class InferenceServer:
         self.shared_memory = SharedMemoryManager(options.allow_client_shm, self.gpus)
         self._live = False
         self._stopping = False
+        self._exit_deadline: float | None = None
 
     # -- life ----------------------------------------------------------------------------------
 
@@ -175,13 +177,23 @@ class InferenceServer:
             self._poller = RepositoryPoller(self.control, self.options.repository_poll_secs)
             self._poller.start()
 
-    def shutdown(self) -> None:
-        """Wait for in-flight requests (up to --exit-timeout-secs), then finalize everything:
-        instances and models (ModelLifeCycle), then backends (BackendManager)."""
+    def stop_accepting(self) -> None:
+        """The exit begins: refuse new requests, answer those still queued UNAVAILABLE, and
+        start the --exit-timeout-secs clock that `shutdown` ends by."""
+        if self._exit_deadline is None:
+            self._exit_deadline = time.monotonic() + self.options.exit_timeout_secs
         self._stopping = True
+        self.lifecycle.fail_queued()
+
+    def shutdown(self) -> None:
+        """Wait for the executions in flight (until --exit-timeout-secs after `stop_accepting`),
+        then finalize everything: instances and models (ModelLifeCycle), then backends
+        (BackendManager)."""
+        self.stop_accepting()
+        assert self._exit_deadline is not None
         if self._poller is not None:
             self._poller.stop()
-        self.lifecycle.unload_all(self.options.exit_timeout_secs)
+        self.lifecycle.unload_all(max(self._exit_deadline - time.monotonic(), 0.0))
         self.control.remove_overrides()
         self.backends.finalize_all()
         if self.backends.placement is not None:

@@ -154,5 +154,8 @@ def check_ports(args: argparse.Namespace) -> None:
 
 
 async def _stop(server: InferenceServer, frontends: list[Frontend], grace: float) -> None:
+    """Fail what is queued first, so that the frontends' grace and the models' unloading share
+    one --exit-timeout-secs."""
+    await asyncio.get_running_loop().run_in_executor(None, server.stop_accepting)
     await asyncio.gather(*(f.stop(grace) for f in frontends), return_exceptions=True)
     await asyncio.get_running_loop().run_in_executor(None, server.shutdown)

@@ -76,18 +76,29 @@ async def responses(
 
     For decoupled models (any number of responses, possibly an empty final) and ordinary
     ones alike. Raises TritonError at the first step for a request that cannot be routed or
-    validated. Closing the iterator early marks the request cancelled.
+    validated. Closing the iterator early marks the request cancelled, and what the model still
+    sends is dropped: nobody reads it, and a model that keeps sending would grow the queue
+    without bound.
     """
     queue: asyncio.Queue[tuple[InferenceResponse | None, bool]] = asyncio.Queue()
-    each_on_loop(submit, request, lambda response, final: queue.put_nowait((response, final)))
+    closed = False
+
+    def keep(response: InferenceResponse | None, final: bool) -> None:
+        if not closed:
+            queue.put_nowait((response, final))
+
+    each_on_loop(submit, request, keep)
     final = False
     try:
         while not final:
             response, final = await queue.get()
             yield response, final
     finally:
+        closed = True
         if not final:
             request.cancelled = True
+            while not queue.empty():  # let go of those that came meanwhile
+                queue.get_nowait()
 
 
 def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnResponse,

@@ -179,6 +179,13 @@ class LoadedModel(abc.ABC):
         with self._lock:
             self._retired = True
 
+    def fail_queued(self) -> None:
+        """Retire, and answer the requests still queued UNAVAILABLE (the server is exiting);
+        those executing go on."""
+        self.retire()
+        if self.scheduler is not None:
+            self.scheduler.fail_queued()
+
     def unload(self, timeout: float | None = None) -> None:
         """Finish in-flight requests (up to `timeout`), then tear the version down."""
         self.retire()

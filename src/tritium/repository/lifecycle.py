@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from tritonclient.grpc import model_config_pb2 as mc
@@ -320,8 +321,23 @@ class ModelLifeCycle:
         with self._lock:
             self._models.pop(name, None)
 
+    def fail_queued(self) -> None:
+        """The server is exiting: every loaded version answers its queued requests
+        UNAVAILABLE and takes no more; their executions go on."""
+        with self._lock:
+            models = [s.model for versions in self._models.values() for s in versions.values()
+                      if s.state is ModelReadyState.READY and s.model is not None]
+        for model in models:
+            model.fail_queued()
+
     def unload_all(self, timeout: float | None = None) -> None:
-        """Unload every loaded version, each after its in-flight requests (up to `timeout`)."""
+        """The server is exiting: fail every request still queued, then unload every loaded
+        version once its executions finish, all within `timeout` (--exit-timeout-secs)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def remaining() -> float | None:
+            return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
         with self._lock:
             targets = [
                 (name, s)
@@ -332,13 +348,16 @@ class ModelLifeCycle:
             for _, status in targets:
                 status.state = ModelReadyState.UNLOADING
             retiring = list(self._retiring)
+        for _, status in targets:
+            assert status.model is not None
+            status.model.fail_queued()
         for name, status in targets:
             assert status.model is not None
-            status.model.unload(timeout)
+            status.model.unload(remaining())
             self._update(name, _unloaded(status.version))
             log.info("successfully unloaded '%s' version %d", name, status.version)
         for thread in retiring:
-            thread.join(timeout)
+            thread.join(remaining())
         self._pool.shutdown(wait=True)
 
     # -- state updates -----------------------------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..backend.handles import ModelInstance
+from ..errors import TritonError
 from ..request import InferenceRequest
 
 
@@ -40,3 +41,15 @@ class Scheduler(Protocol):
 
     def stop(self) -> None:
         """Run what is queued, then stop the execution threads (the model is unloading)."""
+
+    def fail_queued(self) -> None:
+        """Answer every request still waiting for an execution with `server_stopping()`; those
+        executing go on. The server is exiting: --exit-timeout-secs bounds the time to exit,
+        and a queue run out could take far longer."""
+
+
+def server_stopping() -> TritonError:
+    """Triton's answer to a request its scheduler will not run: the server is stopping."""
+    return TritonError.unavailable(
+        "Server is stopping, scheduler for model has stopped accepting new inference requests"
+    )

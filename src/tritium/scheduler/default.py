@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from ..backend.handles import ExecutionPolicy
 from ..handoff import hand_off
 from ..request import InferenceRequest
-from .base import ExecutionInstance
+from .base import ExecutionInstance, server_stopping
 
 # The most queued requests an instance takes in one go (each its own execution).
 MAX_EACH = 16
@@ -59,6 +59,18 @@ class DefaultScheduler:
         for thread in self._threads:
             thread.join()
         self._threads.clear()
+
+    def fail_queued(self) -> None:
+        stopping = server_stopping()
+        while True:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if request is None:  # a stop already asked for: leave it for the threads
+                self._queue.put(None)
+                return
+            request.respond_error(stopping)
 
     def _run(self, slot: list[ExecutionInstance]) -> None:
         turns = itertools.cycle(slot)

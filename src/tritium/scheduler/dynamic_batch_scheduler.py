@@ -22,7 +22,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..backend.handles import ExecutionPolicy
 from ..errors import TritonError
 from ..request import InferenceRequest
-from .base import ExecutionInstance
+from .base import ExecutionInstance, server_stopping
 from .default import execution_slots
 from .priority_queue import PriorityQueue
 from .response_order import ResponseOrder
@@ -126,6 +126,14 @@ class DynamicBatchScheduler:
         for thread in self._threads:
             thread.join()
         self._threads.clear()
+
+    def fail_queued(self) -> None:
+        with self._lock:
+            queued = self._queue.take(len(self._queue))
+            self._queued_size = 0
+        stopping = server_stopping()
+        for request in queued:
+            request.respond_error(stopping)
 
     def _run(self, slot: list[ExecutionInstance]) -> None:
         turns = itertools.cycle(slot)

@@ -71,6 +71,9 @@ class EnsembleScheduler:
     def stop(self) -> None:
         """Nothing to stop: the model waits for its requests in flight before unloading."""
 
+    def fail_queued(self) -> None:
+        """Nothing queued here: the composing models fail their own queued steps."""
+
     def enqueue(self, request: InferenceRequest) -> None:
         _EnsembleRun(self, request).start()
 

@@ -30,7 +30,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest
-from .base import ExecutionInstance
+from .base import ExecutionInstance, server_stopping
 from .sequence_batch import (
     DirectSequenceBatch,
     OldestSequenceBatch,
@@ -137,10 +137,7 @@ class SequenceBatchScheduler:
         end = bool(request.flags & SEQUENCE_END)
         with self._lock:
             if self._stopping and start:
-                raise TritonError.unavailable(
-                    "Server is stopping, scheduler for model has stopped accepting new "
-                    "inference requests"
-                )
+                raise server_stopping()
             slot = self._slots.get(correlation_id)
             backlog = self._backlog_of.get(correlation_id) if slot is None else None
             if not start and slot is None and backlog is None:
@@ -175,6 +172,16 @@ class SequenceBatchScheduler:
         slot_index, batcher = slot
         self._batchers[batcher].enqueue(slot_index, request)
 
+    def fail_queued(self) -> None:
+        """Fail the sequences still waiting for a slot; those holding a slot go on."""
+        with self._lock:
+            self._stopping = True
+            stopping = server_stopping()
+            for backlog in self._backlogs:
+                fail_all(backlog.requests, stopping)
+            self._backlogs.clear()
+            self._backlog_of.clear()
+
     def stop(self) -> None:
         with self._lock:
             self._stopping = True
@@ -185,10 +192,7 @@ class SequenceBatchScheduler:
         for batch in self._batchers:
             batch.stop()
         with self._lock:
-            stopping = TritonError.unavailable(
-                "Server is stopping, scheduler for model has stopped accepting new inference "
-                "requests"
-            )
+            stopping = server_stopping()
             for backlog in self._backlogs:
                 fail_all(backlog.requests, stopping)
             self._backlogs.clear()

@@ -1,0 +1,92 @@
+"""`--exit-timeout-secs` bounds the time from SIGTERM to exit, whatever is queued.
+
+A python model sleeps 0.25 s per request and 200 requests queue for it (one instance): run
+out, they would take 50 s. On SIGTERM with --exit-timeout-secs=3 the requests still queued get
+UNAVAILABLE at once, the one executing gets the remaining time, and the process exits. Before,
+the server ran the whole queue and exited after ~49 s.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+
+from support.models import write_model
+from support.server_process import ServerProcess
+
+CONFIG = """
+name: "sleeper"
+backend: "python"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+MODEL = '''
+import time
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            time.sleep(0.25)
+            value = pb_utils.get_input_tensor_by_name(request, "INPUT0")
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0",
+                                                                         value.as_numpy())]))
+        return responses
+'''
+
+QUEUED = 200
+
+
+def _wait_queued(server: ServerProcess, count: int) -> None:
+    """Wait until `count` requests wait for the model (the one instance runs up to 16 of the
+    others in one go, and those are not pending)."""
+    deadline = time.monotonic() + 60
+    while server.metric("nv_inference_pending_request_count", "sleeper") < count:
+        assert time.monotonic() < deadline, "the requests never queued"
+        time.sleep(0.05)
+
+
+def test_sigterm_exits_within_the_exit_timeout_and_fails_the_queued(tmp_path) -> None:
+    write_model(tmp_path, "sleeper", CONFIG, files={"1/model.py": MODEL})
+    errors: list[str] = []
+    answered = threading.Semaphore(0)
+
+    def done(result, error) -> None:
+        if error is not None:
+            errors.append(f"{error.status()} {error.message()}")
+        answered.release()
+
+    with ServerProcess([tmp_path], "--exit-timeout-secs=3") as server:
+        # Several connections: one carries at most 100 calls at a time.
+        clients = [grpcclient.InferenceServerClient(
+            server.grpc_url, channel_args=[("grpc.use_local_subchannel_pool", 1)])
+            for _ in range(4)]
+        tensor = grpcclient.InferInput("INPUT0", [1], "FP32")
+        tensor.set_data_from_numpy(np.ones(1, np.float32))
+        for index in range(QUEUED):
+            clients[index % 4].async_infer("sleeper", [tensor], done, client_timeout=120)
+        _wait_queued(server, QUEUED - 40)
+        start = time.monotonic()
+        assert server.process is not None
+        server.process.send_signal(signal.SIGTERM)
+        code = server.wait_exit(60)
+        took = time.monotonic() - start
+        for _ in range(QUEUED):  # every call is answered, by the server or by the closed channel
+            assert answered.acquire(timeout=30)
+        for client in clients:
+            client.close()
+    print(f"exited {code} {took:.1f} s after SIGTERM; {len(errors)} of {QUEUED} failed")
+    assert code == 0, server.log()
+    assert took < 10, f"exited {took:.1f} s after SIGTERM with --exit-timeout-secs=3"
+    assert len(errors) >= QUEUED - 40, errors[:3]
+    assert any("UNAVAILABLE" in error for error in errors), errors[:3]
