@@ -5,22 +5,37 @@
 PYTHON ?= $(shell tools/pick-python)
 VENV := .venv
 BIN := $(VENV)/bin
+# Two installs share .venv: Tritium alone (what `make serve` needs) and the test extra on top.
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+# PyTorch's CPU index: its `2.13.0+cpu` wheel outranks PyPI's CUDA build of the same version, so
+# the test venv gets CPU torch without NVIDIA's runtime wheels. Where that index is out of reach
+# (a machine with no network but PyPI), pip goes on with PyPI and its find-links; `make
+# TORCH_INDEX= test` drops it (a GPU machine then gets PyPI's CUDA build).
+TORCH_INDEX ?= --extra-index-url https://download.pytorch.org/whl/cpu
 
-.PHONY: serve lint test test-all test-gpu bench install clean native
+.PHONY: serve lint test test-all test-gpu bench install install-test clean native
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# torch first, alone: `torch==2.13.0` resolves to the CPU wheel on disk, so nothing installed
-# after it can pull a CUDA torch.
+# `make serve`: Tritium and its dependencies only; no framework (the example models are a
+# python-backend model, the built-in identity backend and an example custom backend).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e .
 	touch $(STAMP)
 
+# `make test`: torch first, alone, as the CPU build (TORCH_INDEX; on this project's build
+# machine `torch==2.13.0` also resolves to the CPU wheel on its disk), so nothing installed after
+# it can pull a CUDA torch; then the test extra (frameworks, Ray, clients, linters).
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install -q torch==2.13.0 $(TORCH_INDEX)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(TEST_STAMP)
+
 install: $(STAMP)
+install-test: $(TEST_STAMP)
 
 # Tritium's libtritonserver.so for compiled Triton backends (native backends), built ahead of
 # first use; without a C++ compiler only native backends are unavailable, so a failure is ignored.
@@ -32,9 +47,9 @@ serve: $(STAMP) native
 		--backend-directory examples/backends $(ARGS)
 
 # ruff (style, import order) over the code, mypy (types) and lint-imports (the layering of
-# DESIGN.md, contracts in pyproject.toml) over src/. PYTHONPATH: the checks read this tree's src/
+# docs/design.md, contracts in pyproject.toml) over src/. PYTHONPATH: the checks read this tree's src/
 # even when the venv's editable install points at another checkout.
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 	PYTHONPATH=src $(BIN)/lint-imports
@@ -52,7 +67,7 @@ test-gpu: native
 	$(BIN)/pytest -q -m gpu -rs
 
 # Load comes from wrk (HTTP) and h2load (gRPC), installed from Debian when missing.
-bench: $(STAMP) native
+bench: $(TEST_STAMP) native
 	$(BIN)/pip install -q -e '.[test,bench]'
 	command -v wrk >/dev/null && command -v h2load >/dev/null || \
 		(apt-get update && apt-get install -y wrk nghttp2-client)
