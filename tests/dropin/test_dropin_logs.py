@@ -143,12 +143,12 @@ def test_check_reports_each_problem_once_from_its_file(tmp_path: Path) -> None:
     assert "model chatter on stdout" in result.stderr
 
 
-def test_the_readmes_example_repository_checks_clean() -> None:
+def test_the_example_repository_checks_clean_as_the_cli_page_shows() -> None:
     result = run_check("examples/model_repository", "--backend-directory", "examples/backends")
     assert result.returncode == 0, result.stdout + result.stderr
     verdicts = [line for line in result.stdout.splitlines() if line.endswith(": OK")
                 or ": INVALID" in line]
     assert verdicts == ["add_sub: OK", "identity_bytes: OK", "identity_fp32: OK", "simple: OK"]
-    readme = (ROOT / "README.md").read_text()
+    cli_page = (ROOT / "docs" / "cli.md").read_text()
     assert "tritium check examples/model_repository --backend-directory examples/backends" \
-        in readme
+        in cli_page
