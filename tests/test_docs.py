@@ -88,7 +88,7 @@ class Page:
         if text.startswith("tritium serve"):
             return self.serve(text, command)
         result = subprocess.run(["bash", "-c", text], cwd=self.folder, env=self.env,
-                                capture_output=True, text=True, timeout=300, check=False)
+                                capture_output=True, text=True, timeout=900, check=False)
         shown = f"{command.block.where}: {command.command}\n{result.stdout}{result.stderr}"
         assert result.returncode == 0, shown
         printed = result.stdout.splitlines()
@@ -100,7 +100,7 @@ class Page:
         script = self.folder / f"block_{block.line}.py"
         script.write_text(self.rewrite(block.text))
         result = subprocess.run([sys.executable, script.name], cwd=self.folder, env=self.env,
-                                capture_output=True, text=True, timeout=300, check=False)
+                                capture_output=True, text=True, timeout=900, check=False)
         assert result.returncode == 0, f"{block.where}\n{result.stdout}{result.stderr}"
 
     def serve(self, text: str, command: Command) -> None:
