@@ -1,6 +1,6 @@
 """BackendManager: finds a backend by name, loads it once, shares it, finalizes it last.
 
-Search order, as DESIGN.md section 2 lays out:
+Search order, as docs/design.md lays out:
 0. For a model: a compiled Triton backend in the model's own folder, first in its version folder
    (`<model>/<version>/libtriton_<name>.so`), then `<model>/libtriton_<name>.so`, as Triton
    searches them before its backend directory. Such a library is a backend of its own, keyed
