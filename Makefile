@@ -54,12 +54,14 @@ lint: $(TEST_STAMP)
 	$(BIN)/mypy
 	PYTHONPATH=src $(BIN)/lint-imports
 
+# One pytest-xdist worker per core (WORKERS=1 runs in one process).
+WORKERS ?= auto
 test: lint native
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 # Everything, including the slow soak/fuzz runs that `make test` skips.
 test-all: lint native
-	$(BIN)/pytest -q -m ''
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup -m ''
 
 # The tests that need a CUDA GPU (marked `gpu`; `make test` skips them, with the reason, where
 # there is none). tools/gpu-check.sh runs this on the GPU machine.

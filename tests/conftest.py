@@ -1,5 +1,12 @@
 """Every test imports its helpers as `support.X` (tests/support/): tests/ and src/ go on sys.path
-here, before any test module is imported."""
+here, before any test module is imported.
+
+`make test` runs the suite on pytest-xdist workers with `--dist loadgroup`: each test module is
+one group (its module-scoped server is started once, on one worker), except the modules whose
+tests each start what they need (the docs pages, `tritium infer`), whose tests are spread one by
+one; and the Ray tests are one group together (they share one simulated cluster per worker,
+and two clusters would contend for the machine). The slowest modules are collected first so
+that no worker is left with one of them at the end."""
 
 from __future__ import annotations
 
@@ -14,3 +21,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 pytest.register_assert_rewrite("support")
 
 from support.fixtures import http_client, server, standard_repo  # noqa: E402, F401
+
+# Modules that take a minute or more: started first, so they overlap the rest.
+_SLOWEST_FIRST = (
+    "test_docs.py",
+    "ray_placement/",
+    "test_infer_command.py",
+    "repository/test_control_modes.py",
+    "repository/test_lifecycle.py",
+    "inprocess/test_inprocess_pytest_plugin.py",
+    "builtin_backends/llm/",
+)
+
+# Modules with no shared fixture: their tests may run on any worker.
+_EACH_ON_ITS_OWN = ("tests/test_docs.py", "tests/test_infer_command.py")
+
+
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return next((i for i, part in enumerate(_SLOWEST_FIRST) if part in path),
+                len(_SLOWEST_FIRST))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # stable: each module keeps its own order
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if not module.endswith(_EACH_ON_ITS_OWN):
+            group = "ray" if "ray_placement/" in module else module
+            item.add_marker(pytest.mark.xdist_group(group))
