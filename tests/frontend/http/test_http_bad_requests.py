@@ -273,6 +273,7 @@ def test_garbage_request_line(server):
 @pytest.mark.parametrize("head", [
     b"HEAD /v2/health/live HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
     b"HEAD /v2/" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"HEAD /v2/health/\x1f HTTP/1.1\r\nHost: x\r\n\r\n",  # broken inside the URL
 ])
 def test_a_refused_head_request_gets_no_body(server, head):
     """A HEAD refused while it is read (400, 414) gets the status and headers only, as HTTP

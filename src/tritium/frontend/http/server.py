@@ -189,6 +189,10 @@ class HttpConnection(asyncio.Protocol):
             if isinstance(exc.__context__, Refused):
                 return self.refuse(exc.__context__.answer)
             log.warning("Invalid HTTP request received.")
+            # A request line broken after its method: the method is known (on_url may not
+            # have come yet); a broken method leaves the last request's in the parser.
+            if not isinstance(exc, httptools.HttpParserInvalidMethodError):
+                self._parsing_head = self._parser.get_method() == b"HEAD"
             self.refuse(_BAD_REQUEST)
         finally:
             deferring(outer)
