@@ -10,7 +10,8 @@ connection, followed by a pipelined health check that closes the connection. Wha
 request:
 - every byte that comes back is a well-formed HTTP/1.1 answer, or the server closes cleanly;
 - no answer is a 5xx for the client's fault (the only 5xx allowed are those Triton gives too:
-  501 for an unknown Content-Encoding, 500 for a repository document of the wrong type);
+  501 for an unknown Content-Encoding, 500 for a repository document of the wrong type, 503
+  for a load or unload while model control is not explicit);
 - the server stays alive, logs no traceback, and a tritonclient infer afterwards succeeds.
 
 `make test` runs a short form (about 100 requests); `make test-all` (marked slow) a long one.
@@ -285,9 +286,10 @@ def _client_fault_5xx(response, request: bytes) -> bool:
         return False
     if response.status == 501 and b"Unsupported compression type" in response.body:
         return False  # Triton: 501 for an unknown Content-Encoding
-    if response.status == 500 and b" /v2/repository/" in request.split(b"\r\n", 1)[0]:
-        return False  # Triton: 500 for repository documents of the wrong JSON type
-    return True
+    # Triton: 500 for repository documents of the wrong JSON type, 503 for a load or unload
+    # when model control is not explicit (this server's mode).
+    return not (response.status in (500, 503)
+                and b" /v2/repository/" in request.split(b"\r\n", 1)[0])
 
 
 def _check(server: ServerProcess, request: bytes, head: bool) -> Exchange:
