@@ -18,8 +18,11 @@ class Recorder:
         self.overlap = False
         self.lock = threading.Lock()
 
-    def work(self, model: str, label: str, gate: threading.Event | None = None):
+    def work(self, model: str, label: str, gate: threading.Event | None = None,
+             started: threading.Event | None = None):
         def run() -> None:
+            if started is not None:
+                started.set()
             with self.lock:
                 self.running[model] = self.running.get(model, 0) + 1
                 self.overlap |= self.running[model] > 1
@@ -34,8 +37,9 @@ class Recorder:
 def test_waiting_requests_run_once_per_kind_latest_kind_last() -> None:
     queue = ModelControlQueue(4)
     recorder = Recorder()
-    gate = threading.Event()
-    first = queue.submit("m", "load", recorder.work("m", "load-0", gate))
+    gate, started = threading.Event(), threading.Event()
+    first = queue.submit("m", "load", recorder.work("m", "load-0", gate, started))
+    assert started.wait(30)
     # While the first load runs, a storm waits: load, unload, load, unload, load.
     waiting = [queue.submit("m", kind, recorder.work("m", f"{kind}-{i}"))
                for i, kind in enumerate(["load", "unload", "load", "unload", "load"], 1)]
