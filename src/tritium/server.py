@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from .gpus import GpuInventory, discover, log_inventory
 from .logging_settings import LogSettings
 from .model import LoadedModel, ModelRetired, ResolvedModel, StatisticsSnapshot
 from .repository import (
+    ModelControlQueue,
     ModelLifeCycle,
     ModelReadyState,
     ModelRepositoryManager,
@@ -146,6 +149,8 @@ class InferenceServer:
             mode=options.model_control_mode,
             thread_count=options.model_load_thread_count,
         )
+        # Load and unload requests: one at a time per model, on a bounded pool.
+        self.control_queue = ModelControlQueue(options.model_load_thread_count)
         self._poller: RepositoryPoller | None = None
         # Client shared-memory regions (the shared-memory extensions).
         self.shared_memory = SharedMemoryManager(options.allow_client_shm, self.gpus)
@@ -193,6 +198,7 @@ class InferenceServer:
         assert self._exit_deadline is not None
         if self._poller is not None:
             self._poller.stop()
+        self.control_queue.close()
         self.lifecycle.unload_all(max(self._exit_deadline - time.monotonic(), 0.0))
         self.control.remove_overrides()
         self.backends.finalize_all()
@@ -326,10 +332,24 @@ class InferenceServer:
     def load_model(self, name: str, parameters: dict[str, Any] | None = None) -> None:
         """Load or reload a model (blocks until it settles). `parameters`: `config` (JSON
         text) and `file:<version>/<path>` (bytes) overrides, as the load request gave them."""
-        self.control.load(name, dict(parameters or {}))
+        self.request_load(name, parameters).result()
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
-        self.control.unload(name, unload_dependents)
+        self.request_unload(name, unload_dependents).result()
+
+    def request_load(self, name: str, parameters: dict[str, Any] | None = None
+                     ) -> Future[None]:
+        """`load_model` without blocking: the future has its outcome. Loads and unloads of
+        one model run one at a time, and identical requests waiting together run once
+        (repository/control_queue.py)."""
+        parameters = dict(parameters or {})
+        key = ("load", tuple(sorted(parameters.items())))
+        return self.control_queue.submit(name, key, partial(self.control.load, name, parameters))
+
+    def request_unload(self, name: str, unload_dependents: bool = False) -> Future[None]:
+        """`unload_model` without blocking (as `request_load`)."""
+        return self.control_queue.submit(name, ("unload", unload_dependents),
+                                         partial(self.control.unload, name, unload_dependents))
 
     def register_model_repository(self, repository: str | Path,
                                   name_mapping: dict[str, str] | None = None) -> None:

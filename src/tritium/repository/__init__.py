@@ -4,9 +4,11 @@
 versions), `ready_state` (ModelReadyState, VersionStatus), `lifecycle` (ModelLifeCycle:
 loading and unloading versions and their states; it picks TritonModel or EnsembleModel),
 `model_repository_manager` (ModelRepositoryManager, as Triton's: control modes, load/unload
-requests, polling, the index) with `dependency_graph`, `load_overrides` and `poller`.
+requests, polling, the index) with `dependency_graph`, `load_overrides` and `poller`;
+`control_queue` (ModelControlQueue: load/unload requests run one at a time per model).
 """
 
+from .control_queue import ModelControlQueue
 from .lifecycle import ModelLifeCycle
 from .model_repository_manager import ModelRepositoryManager
 from .poller import RepositoryPoller
@@ -14,6 +16,7 @@ from .ready_state import ModelReadyState, VersionStatus
 from .scanner import ModelSource, RepositoryScan, RepositoryScanner
 
 __all__ = [
+    "ModelControlQueue",
     "ModelLifeCycle",
     "ModelReadyState",
     "ModelRepositoryManager",

@@ -268,3 +268,23 @@ def test_garbage_request_line(server):
     assert_still_serving(server)
 
 
+
+
+@pytest.mark.parametrize("head", [
+    b"HEAD /v2/health/live HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+    b"HEAD /v2/" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"HEAD /v2/health/\x1f HTTP/1.1\r\nHost: x\r\n\r\n",  # broken inside the URL
+])
+def test_a_refused_head_request_gets_no_body(server, head):
+    """A HEAD refused while it is read (400, 414) gets the status and headers only, as HTTP
+    requires: a client reads no body after an answer to HEAD, whatever its Content-Length.
+    Found by the HTTP/1.1 fuzz (test_http1_fuzz.py); the body used to follow."""
+    host, port = server.http_url.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith((b"HTTP/1.1 400", b"HTTP/1.1 414")), answer
+    assert answer.endswith(b"\r\n\r\n") and answer.count(b"\r\n\r\n") == 1, answer
+    assert_still_serving(server)

@@ -3,8 +3,9 @@ RepositoryModelUnload, with Triton's status codes (the same TritonError codes as
 Parameters of the wrong kind and a `repository_name` are refused before anything loads, in
 Triton 2.51's words.
 
-A load blocks until the model settles, so it runs on a worker thread; the event loop keeps
-serving other RPCs meanwhile.
+A load or unload is queued with the model's others (the server runs them one at a time per
+model on its model-control workers) and awaited: no thread waits for it, and the event loop
+keeps serving other RPCs meanwhile. The index reads the repositories on a worker thread.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class RepositoryService:
                 parameters[key] = _param(value, "bytes_param", f"load parameter '{key}'")
             else:
                 raise TritonError.invalid_arg(f"unrecognized load parameter '{key}'.")
-        await _off_loop(self.server.load_model, request.model_name, parameters)
+        await asyncio.wrap_future(self.server.request_load(request.model_name, parameters))
         return pb.RepositoryModelLoadResponse()
 
     async def unload(
@@ -55,7 +56,8 @@ class RepositoryService:
         dependents = request.parameters.get("unload_dependents")
         if dependents is not None:
             dependents = _param(dependents, "bool_param", "'unload_dependents' parameter")
-        await _off_loop(self.server.unload_model, request.model_name, bool(dependents))
+        await asyncio.wrap_future(
+            self.server.request_unload(request.model_name, bool(dependents)))
         return pb.RepositoryModelUnloadResponse()
 
 

@@ -1,9 +1,11 @@
 """The model repository extension over HTTP: `POST /v2/repository/index`,
 `POST /v2/repository/models/<name>/load` and `.../unload` (Triton's http_server.cc).
 
-Loading a model takes seconds, so the work runs on a worker thread and the answer is sent from
-the event loop when it is done; the loop keeps serving other requests meanwhile. Status codes,
-messages and bodies are Triton's, including its 500s for JSON of the wrong type.
+A request's body is read on a worker thread (it may be a large JSON document with files); a load
+or unload is then queued with the model's others (the server runs them one at a time per model
+on its model-control workers) and the answer is sent from the event loop once it is done: no
+thread waits for it, and the loop keeps serving other requests meanwhile. Status codes, messages
+and bodies are Triton's, including its 500s for JSON of the wrong type.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import binascii
 import json
 import logging
 from collections.abc import Callable
+from concurrent.futures import Future
 from functools import partial
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -25,7 +28,9 @@ log = logging.getLogger("tritium.frontend.http")
 
 # (status, JSON document or None for an empty body)
 Answer = tuple[int, Any]
-Handler = Callable[[InferenceServer, bytes], Answer]
+# A handler answers at once, or hands back the queued load or unload to answer from.
+Handler = Callable[[InferenceServer, bytes], "Answer | Future[None]"]
+_DONE: Answer = (200, None)
 FILE_PREFIX = "file:"
 
 
@@ -44,19 +49,43 @@ def run_later(
     handler: Handler, server: InferenceServer, body: bytes, send: Callable[[Answer], None]
 ) -> None:
     """Run `handler` on a worker thread; `send` gets its answer on the event loop."""
-    future = asyncio.get_running_loop().run_in_executor(None, _guard, handler, server, body)
-    future.add_done_callback(lambda done: send(done.result()))
+    loop = asyncio.get_running_loop()
+
+    def settled(outcome: Future[None]) -> None:
+        try:
+            loop.call_soon_threadsafe(send, _answer(outcome))
+        except RuntimeError:  # the loop is closed: the server has exited, nobody to answer
+            pass
+
+    def handled(done: asyncio.Future[Answer | Future[None]]) -> None:
+        result = done.result()
+        if isinstance(result, Future):
+            result.add_done_callback(settled)
+        else:
+            send(result)
+
+    loop.run_in_executor(None, _guard, handler, server, body).add_done_callback(handled)
 
 
-def _guard(handler: Handler, server: InferenceServer, body: bytes) -> Answer:
+def _guard(handler: Handler, server: InferenceServer, body: bytes) -> Answer | Future[None]:
     """The handler's answer; an error, whatever it is, still answers the client."""
     try:
         return handler(server, body)
-    except TritonError as exc:
+    except Exception as exc:
+        return _error(exc)
+
+
+def _answer(outcome: Future[None]) -> Answer:
+    exc = outcome.exception()
+    return _DONE if exc is None else _error(exc)
+
+
+def _error(exc: BaseException) -> Answer:
+    if isinstance(exc, TritonError):
         return exc.http_status, {"error": exc.message}
-    except Exception as exc:  # a bug, not the client's fault: say so and keep serving
-        log.exception("repository request failed")
-        return 500, {"error": str(exc) or type(exc).__name__}
+    # A bug, not the client's fault: say so and keep serving.
+    log.error("repository request failed", exc_info=exc)
+    return 500, {"error": str(exc) or type(exc).__name__}
 
 
 def _index(server: InferenceServer, body: bytes) -> Answer:
@@ -67,7 +96,7 @@ def _index(server: InferenceServer, body: bytes) -> Answer:
     return 200, server.repository_index(ready)
 
 
-def _load(server: InferenceServer, body: bytes, *, name: str) -> Answer:
+def _load(server: InferenceServer, body: bytes, *, name: str) -> Future[None]:
     parameters: dict[str, Any] = {}
     for key, value in _parameters(body).items():
         # Triton 2.51 reads every parameter as a string, then knows only these keys.
@@ -79,17 +108,15 @@ def _load(server: InferenceServer, body: bytes, *, name: str) -> Answer:
             parameters[key] = _base64(key, value)
         else:
             raise TritonError.internal("unexpected error on creating Triton parameter")
-    server.load_model(name, parameters)
-    return 200, None
+    return server.request_load(name, parameters)
 
 
-def _unload(server: InferenceServer, body: bytes, *, name: str) -> Answer:
+def _unload(server: InferenceServer, body: bytes, *, name: str) -> Future[None]:
     # Triton 2.51 unloads whatever the parameters say: only a boolean `unload_dependents`
     # counts, other members and kinds are ignored.
     parameters = _parse(body).get("parameters")
     dependents = isinstance(parameters, dict) and parameters.get("unload_dependents") is True
-    server.unload_model(name, dependents)
-    return 200, None
+    return server.request_unload(name, dependents)
 
 
 def _parse(body: bytes) -> dict[str, Any]:

@@ -64,6 +64,11 @@ _INTERNAL_ERROR = (
 )
 
 
+def _without_body(answer: bytes) -> bytes:
+    """A whole answer's status line and headers: what a HEAD request gets of it."""
+    return answer[: answer.index(b"\r\n\r\n") + 4]
+
+
 def _too_large_body(limit: int) -> bytes:
     return (b'{"error":"Request body size exceeds the maximum allowed value of %d bytes. '
             b'Use --http-max-input-size to increase the limit."}' % limit)
@@ -135,6 +140,7 @@ class HttpConnection(asyncio.Protocol):
         self._content_length = False
         self._close_after = False  # chunked with Content-Length: no keep-alive after the answer
         self._in_message = False
+        self._parsing_head = False  # the request being parsed is a HEAD (its refusals too)
         # The request being answered, and those pipelined behind it.
         self._busy = False
         self._head = False  # the request being answered is a HEAD: no body in the answer
@@ -181,15 +187,19 @@ class HttpConnection(asyncio.Protocol):
                 self.on_message_complete()
         except (httptools.HttpParserError, UnicodeDecodeError) as exc:
             if isinstance(exc.__context__, Refused):
-                return self._abort(exc.__context__.answer)
+                return self.refuse(exc.__context__.answer)
             log.warning("Invalid HTTP request received.")
-            self._abort(_BAD_REQUEST)
+            # A request line broken after its method: the method is known (on_url may not
+            # have come yet); a broken method leaves the last request's in the parser.
+            if not isinstance(exc, httptools.HttpParserInvalidMethodError):
+                self._parsing_head = self._parser.get_method() == b"HEAD"
+            self.refuse(_BAD_REQUEST)
         finally:
             deferring(outer)
         # The parser keeps a header it has not finished: bound what it holds.
         if (self._in_head and self._head_bytes > self._limits.max_header_size
                 and not self._closed):
-            self._abort(HEADERS_TOO_LARGE)
+            self.refuse(HEADERS_TOO_LARGE)
 
     def eof_received(self) -> bool | None:
         return None
@@ -207,6 +217,7 @@ class HttpConnection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self._in_message = True
+        self._parsing_head = False
         self._url = b""
         self._headers = []
         if self._names is not None:
@@ -218,6 +229,7 @@ class HttpConnection(asyncio.Protocol):
         self._content_length = False
 
     def on_url(self, url: bytes) -> None:
+        self._parsing_head = self._parser.get_method() == b"HEAD"
         self._url += url
         if len(self._url) > self._limits.max_url_size:
             raise Refused(URL_TOO_LONG)
@@ -253,7 +265,7 @@ class HttpConnection(asyncio.Protocol):
             # is as much again: then answer now and close (a body may be endless).
             self._body.clear()
             if self._body_size > 2 * self._max_input_size:
-                self._abort(STATUS_LINES[400] + _too_large_headers(self._max_input_size)
+                self.refuse(STATUS_LINES[400] + _too_large_headers(self._max_input_size)
                             + b"connection: close\r\n\r\n"
                             + _too_large_body(self._max_input_size))
             return
@@ -261,6 +273,7 @@ class HttpConnection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self._in_message = False
+        self._parsing_head = False
         self._in_head = True
         self._head_bytes = 0
         parser = self._parser
@@ -373,7 +386,15 @@ class HttpConnection(asyncio.Protocol):
                 self._resume_reading()
             self._start(request, keep_alive)
 
+    def refuse(self, answer: bytes) -> None:
+        """Refuse the request being read and close (a HEAD's refusal has no body)."""
+        self._close_with(_without_body(answer) if self._parsing_head else answer)
+
     def _abort(self, answer: bytes) -> None:
+        """Give up on the request being answered and close (a HEAD's answer has no body)."""
+        self._close_with(_without_body(answer) if self._head else answer)
+
+    def _close_with(self, answer: bytes) -> None:
         """Write a final answer and close the connection."""
         self._busy = False
         self._pipeline.clear()
@@ -473,7 +494,7 @@ class HttpEndpoint:
             started = connection.head_started
             if started is not None:
                 if started < head_limit:
-                    connection._abort(HEADER_TIMEOUT)
+                    connection.refuse(HEADER_TIMEOUT)
             elif connection.idle_since < idle_limit:
                 connection.close()
         self._sweeper = self.loop.call_later(self.limits.sweep_interval_s, self._sweep)
