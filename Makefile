@@ -54,14 +54,18 @@ lint: $(TEST_STAMP)
 	$(BIN)/mypy
 	PYTHONPATH=src $(BIN)/lint-imports
 
-# One pytest-xdist worker per core (WORKERS=1 runs in one process).
+# One pytest-xdist worker per core (WORKERS=1 runs in one process); then the Ray tests on
+# their own: a simulated Ray cluster starting beside another worker's servers could time out.
 WORKERS ?= auto
+PYTEST_PARALLEL := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup --ignore=tests/ray_placement
 test: lint native
-	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
+	$(PYTEST_PARALLEL)
+	$(BIN)/pytest -q tests/ray_placement
 
 # Everything, including the slow soak/fuzz runs that `make test` skips.
 test-all: lint native
-	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup -m ''
+	$(PYTEST_PARALLEL) -m ''
+	$(BIN)/pytest -q -m '' tests/ray_placement
 
 # The tests that need a CUDA GPU (marked `gpu`; `make test` skips them, with the reason, where
 # there is none). tools/gpu-check.sh runs this on the GPU machine.

@@ -5,8 +5,9 @@ here, before any test module is imported.
 one group (its module-scoped server is started once, on one worker), except the modules whose
 tests each start what they need (the docs pages, `tritium infer`), whose tests are spread one by
 one; and the Ray tests are one group together (they share one simulated cluster per worker,
-and two clusters would contend for the machine). The slowest modules are collected first so
-that no worker is left with one of them at the end."""
+and two clusters would contend for the machine; `make test` runs them after the others, on
+their own, as a cluster starting beside another worker's servers could time out). The
+slowest modules are collected first so that no worker is left with one of them at the end."""
 
 from __future__ import annotations
 
