@@ -49,6 +49,11 @@ def reference(llm_weights: dict[str, Path]) -> Reference:
     return Reference(llm_weights["llama"])
 
 
+def _token_text(reference: Reference):
+    """A token's text as the logprobs name it (special tokens skipped, as in the text)."""
+    return lambda ids: reference.tokenizer.decode(ids, skip_special_tokens=True)
+
+
 def _raw_logprobs(reference: Reference, ids: list[int]):
     """log-softmax of the model's logits at every position of `ids` [len, vocab]."""
     torch = reference.torch
@@ -141,7 +146,7 @@ def test_completion_logprobs_equal_the_models_log_softmax(client, reference):
                                        temperature=0, logprobs=3)
     logprobs = result.choices[0].logprobs
     expected = _raw_logprobs(reference, prompt_ids + output)[len(prompt_ids) - 1:-1]
-    decode = reference.tokenizer.decode
+    decode = _token_text(reference)
     assert logprobs.tokens == [decode([t]) for t in output]
     for position, token in enumerate(output):
         row = expected[position]
@@ -168,7 +173,7 @@ def test_chat_logprobs_and_top_logprobs_plain_and_streamed(client, reference):
     content = result.choices[0].logprobs.content
     assert len(content) == len(output)
     expected = _raw_logprobs(reference, prompt_ids + output)[len(prompt_ids) - 1:-1]
-    decode = reference.tokenizer.decode
+    decode = _token_text(reference)
     for position, item in enumerate(content):
         values, top_ids = expected[position].topk(2)
         assert item.token == decode([output[position]])
@@ -275,7 +280,7 @@ def test_echo_prepends_the_prompt_with_its_logprobs(client, reference):
                                        temperature=0, echo=True, logprobs=1)
     choice = echoed.choices[0]
     assert choice.text == PROMPTS[3] + plain.choices[0].text
-    decode = reference.tokenizer.decode
+    decode = _token_text(reference)
     assert choice.logprobs.tokens == [decode([t]) for t in prompt_ids + output]
     assert choice.logprobs.token_logprobs[0] is None and choice.logprobs.top_logprobs[0] is None
     expected = _raw_logprobs(reference, prompt_ids + output)
