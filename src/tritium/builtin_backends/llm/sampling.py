@@ -19,14 +19,11 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import torch
 
 from tritium.backend import TritonError
-
-if TYPE_CHECKING:
-    from .processors import LogitsAdjuster
 
 # Below this temperature decoding is greedy (vLLM's _SAMPLING_EPS).
 _GREEDY_BELOW = 1e-5
@@ -223,12 +220,23 @@ def request_generator(params: SamplingParams, seeds: random.Random,
     return torch.Generator(device=device).manual_seed(seed)
 
 
+class Adjuster(Protocol):
+    """A row's logits processors (processors.LogitsAdjuster)."""
+
+    def apply(self, logits: torch.Tensor) -> None: ...
+
+
 class SampledRow(Protocol):
     """What the sampler needs of a row (the engine's Sequence)."""
 
-    params: SamplingParams
-    generator: torch.Generator | None
-    adjuster: LogitsAdjuster | None
+    @property
+    def params(self) -> SamplingParams: ...
+
+    @property
+    def generator(self) -> torch.Generator | None: ...
+
+    @property
+    def adjuster(self) -> Adjuster | None: ...
 
 
 def sample(logits: torch.Tensor, rows: Sequence[SampledRow]) -> list[int]:
