@@ -84,7 +84,11 @@ class ServerProcess:
             self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env
         )
         if wait_ready:
-            self.wait_live(timeout)
+            try:
+                self.wait_live(timeout)
+            except BaseException:  # a server that never came up must not outlive the test
+                self.stop(signal.SIGKILL)
+                raise
         return self
 
     def wait_live(self, timeout: float = 60.0, endpoint: str = "live") -> None:

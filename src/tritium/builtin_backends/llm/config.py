@@ -3,7 +3,8 @@
 A `config.pbtxt` holding only `backend: "llm"` is enough: the backend adds the inputs and
 outputs it serves (those of Triton's vLLM backend: text_input, stream, sampling_parameters,
 exclude_input_in_output, the return_* switches; text_output, finish_reason, num_input_tokens,
-num_output_tokens), plus its own optional apply_chat_template, sets the decoupled transaction
+num_output_tokens), plus its own optional apply_chat_template and check_max_tokens and the
+logprobs and prompt_logprobs outputs, sets the decoupled transaction
 policy (responses stream as tokens come) and max_batch_size 0 (the engine batches, not Triton).
 With auto-complete off, the configuration must already be decoupled.
 """
@@ -23,12 +24,15 @@ _INPUTS = [
     ("return_num_input_tokens", mc.TYPE_BOOL, [1], True),
     ("return_num_output_tokens", mc.TYPE_BOOL, [1], True),
     ("apply_chat_template", mc.TYPE_BOOL, [1], True),
+    ("check_max_tokens", mc.TYPE_BOOL, [1], True),
 ]
 _OUTPUTS = [
     ("text_output", mc.TYPE_STRING, [-1]),
     ("finish_reason", mc.TYPE_STRING, [-1]),
     ("num_input_tokens", mc.TYPE_UINT32, [1]),
     ("num_output_tokens", mc.TYPE_UINT32, [-1]),
+    ("logprobs", mc.TYPE_STRING, [-1]),
+    ("prompt_logprobs", mc.TYPE_STRING, [-1]),
 ]
 
 

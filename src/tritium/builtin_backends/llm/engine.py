@@ -5,7 +5,8 @@ decode steps the engine admits waiting requests from the model's request queue (
 `max_num_seqs` running), prefills their prompts (in chunks of at most `max_num_batched_tokens`
 prompt tokens per step, so a long prompt never stalls the sequences already decoding), runs one
 decode step for every sequence past its prompt, samples each one's next token with its own
-parameters (on the device, the tokens read back in one copy), hands the new text to the
+parameters (on the device, the tokens read back in one copy; logprobs, logit_bias and penalties
+cost a step only for the sequences that ask for them), hands the new text to the
 request's task, and retires the sequences that finished (EOS, a stop string, max_tokens,
 max_model_len) or whose client went away (cancelled: its slot is free at the next step).
 """
@@ -23,7 +24,9 @@ import torch
 from tritium.backend import TritonError
 
 from .detokenizer import IncrementalDetokenizer
+from .logprobs import TokenLogprobs, logprobs_of
 from .metrics import EngineMetrics
+from .processors import LogitsAdjuster
 from .runner import ModelRunner
 from .sampling import SamplingParams, request_generator, sample
 from .settings import EngineSettings
@@ -66,6 +69,12 @@ class Sequence:
         self.output: list[int] = []
         self.computed = 0  # prompt tokens already in the slot
         self.generator = request_generator(self.params, seeds, runner.device)
+        self.adjuster = LogitsAdjuster.create(self.params, self.prompt, runner.vocab_size,
+                                              runner.device)
+        self.logprobs: list[TokenLogprobs] = []  # one per output token, when asked for
+        self.prompt_logprobs: list[TokenLogprobs] = []  # one per prompt token, when asked for
+        if self.params.prompt_logprobs is not None:
+            self.prompt_logprobs.append(TokenLogprobs(self.prompt[0], None, None, []))
         self.detokenizer = IncrementalDetokenizer(
             runner.tokenizer, self.prompt, self.params.stop,
             self.params.include_stop_str_in_output, self.params.skip_special_tokens,
@@ -173,15 +182,24 @@ class Engine:
                 break  # whole prompts only: wait for a step with the full budget
             chunked = self.settings.enable_chunked_prefill
             count = min(remaining, budget) if chunked else remaining
-            chunk = sequence.prompt[sequence.computed:sequence.computed + count]
-            logits = self.runner.prefill(self.store, sequence.row, chunk, sequence.computed)
+            start = sequence.computed
+            chunk = sequence.prompt[start:start + count]
+            wanted = sequence.params.prompt_logprobs
+            logits = self.runner.prefill(self.store, sequence.row, chunk, start,
+                                         every=wanted is not None)
+            if wanted is not None:
+                # Position i's logits predict token i + 1: those still in the prompt.
+                targets = sequence.prompt[start + 1:start + count + 1]
+                sequence.prompt_logprobs += logprobs_of(
+                    logits[:len(targets)], targets, [wanted] * len(targets)) if targets else []
+                logits = logits[-1:]
             sequence.computed += count
             budget -= count
             if self.metrics:
                 self.metrics.prompt_tokens(count)
             if sequence.prefilled:
                 self._to_decoding(sequence)
-                token = sample(logits, [sequence.params], [sequence.generator])[0]
+                token = self._sample(logits, [sequence])[0]
                 if self._accept(sequence, token):
                     self._drop(sequence)
 
@@ -194,11 +212,23 @@ class Engine:
         logits = self.runner.decode(
             self.store, [s.output[-1] for s in batch], [s.length for s in batch]
         )
-        tokens = sample(logits, [s.params for s in batch], [s.generator for s in batch])
+        tokens = self._sample(logits, batch)
         finished = [s for s, token in zip(batch, tokens, strict=True) if self._accept(s, token)]
         # Only now: every row's new key/value is counted in its length, so moves copy it.
         for sequence in finished:
             self._drop(sequence)
+
+    @staticmethod
+    def _sample(logits: torch.Tensor, batch: list[Sequence]) -> list[int]:
+        """Each row's next token, and its logprobs for the sequences that ask."""
+        tokens = sample(logits, batch)
+        wanting = [i for i, s in enumerate(batch) if s.params.logprobs is not None]
+        if wanting:
+            found = logprobs_of(logits[wanting], [tokens[i] for i in wanting],
+                                [batch[i].params.logprobs or 0 for i in wanting])
+            for i, entry in zip(wanting, found, strict=True):
+                batch[i].logprobs.append(entry)
+        return tokens
 
     def _accept(self, sequence: Sequence, token: int) -> bool:
         """A sampled token: check the stop conditions, send the new text; True when the
@@ -215,6 +245,8 @@ class Engine:
             sequence.first_token_at = now
         sequence.last_token_at = now
         sequence.output.append(token)
+        if sequence.adjuster is not None:
+            sequence.adjuster.add(token)
         ending = len(sequence.output) >= params.min_tokens
         stop_token = token in params.stop_token_ids or not params.ignore_eos and token in self.eos
         if ending and stop_token or sequence.detokenizer.add(token, check_stop=ending):

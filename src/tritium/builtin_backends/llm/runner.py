@@ -164,9 +164,11 @@ class ModelRunner:
         return SlotStore(self.layers, rows, self.kv_heads, self.head_dim, self.max_model_len,
                          self.dtype, self.device)
 
-    def prefill(self, store: SlotStore, row: int, tokens: list[int], start: int) -> torch.Tensor:
+    def prefill(self, store: SlotStore, row: int, tokens: list[int], start: int,
+                every: bool = False) -> torch.Tensor:
         """Run `tokens` (prompt positions start.. of the sequence in `row`); the logits of the
-        last one, shape [1, vocab], on the runner's device."""
+        last one, shape [1, vocab] (of every one, [len(tokens), vocab], with `every`: for the
+        prompt's logprobs), on the runner's device."""
         count = len(tokens)
         store.ensure(start + count)
         store.plan_prefill(row, start, count)
@@ -176,9 +178,10 @@ class ModelRunner:
                 <= positions[:, None])[None, None]
         output = self.model(
             input_ids=torch.tensor([tokens], device=self.device), position_ids=positions[None],
-            attention_mask=mask, cache=SlotCache(store), use_cache=True, logits_to_keep=1,
+            attention_mask=mask, cache=SlotCache(store), use_cache=True,
+            logits_to_keep=0 if every else 1,
         )
-        return output.logits[:, -1].float()
+        return output.logits[0].float()
 
     def decode(self, store: SlotStore, tokens: list[int], lengths: list[int]) -> torch.Tensor:
         """One step for rows [0, len(tokens)): row i's last token at position lengths[i]; the

@@ -4,17 +4,22 @@ A request's `sampling_parameters` input (a JSON object as a string), or else its
 parameters, name the keys of vLLM's SamplingParams; values may arrive as strings (request
 parameters often do) and are converted to each key's type, as the vLLM backend's
 TritonSamplingParams.from_dict does. Defaults are vLLM's: temperature 1.0 (sampling), top_p 1.0,
-top_k off, max_tokens 16. temperature 0 is greedy. A `seed` gives the request its own random
-generator, so the same seed gives the same sample whatever else is running. Keys this engine does
-not implement are refused by name rather than silently ignored.
+top_k off, min_p off, max_tokens 16, no penalties. temperature 0 is greedy. A `seed` gives the
+request its own random generator, so the same seed gives the same sample whatever else is running.
+The sampler follows vLLM's order: logit_bias and the penalties (processors.py) change the logits
+of the rows that ask for them; greedy rows take the argmax of those; the others are divided by
+their temperature, cut by min_p, then top-k and top-p, and drawn. Logprobs (logprobs.py) are
+always those of the raw logits, as vLLM's default. Keys this engine does not implement are
+refused by name rather than silently ignored.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -22,6 +27,8 @@ from tritium.backend import TritonError
 
 # Below this temperature decoding is greedy (vLLM's _SAMPLING_EPS).
 _GREEDY_BELOW = 1e-5
+# The most top logprobs a request may ask for per token (vLLM's default max_logprobs).
+MAX_LOGPROBS = 20
 
 
 @dataclass
@@ -38,10 +45,23 @@ class SamplingParams:
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False
     skip_special_tokens: bool = True
+    min_p: float = 0.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logit_bias: dict[int, float] = field(default_factory=dict)
+    logprobs: int | None = None  # top logprobs per output token (0: the sampled one's only)
+    prompt_logprobs: int | None = None  # the same for every prompt token
 
     @property
     def greedy(self) -> bool:
         return self.temperature < _GREEDY_BELOW
+
+    @property
+    def adjusts_logits(self) -> bool:
+        """Whether the row's logits change before sampling (logit_bias or a penalty)."""
+        return bool(self.logit_bias) or self.presence_penalty != 0 \
+            or self.frequency_penalty != 0 or self.repetition_penalty != 1
 
     def validate(self) -> None:
         if self.n != 1:
@@ -68,12 +88,32 @@ class SamplingParams:
             )
         if any(not s for s in self.stop):
             raise TritonError.invalid_arg("stop cannot contain an empty string")
+        if not 0 <= self.min_p <= 1:
+            raise TritonError.invalid_arg(f"min_p must be in [0, 1], got {self.min_p}.")
+        for name in ("presence_penalty", "frequency_penalty"):
+            if not -2 <= getattr(self, name) <= 2:
+                raise TritonError.invalid_arg(
+                    f"{name} must be in [-2, 2], got {getattr(self, name)}."
+                )
+        if self.repetition_penalty <= 0:
+            raise TritonError.invalid_arg(
+                f"repetition_penalty must be greater than zero, got {self.repetition_penalty}."
+            )
+        for name in ("logprobs", "prompt_logprobs"):
+            count = getattr(self, name)
+            if count is not None and not 0 <= count <= MAX_LOGPROBS:
+                raise TritonError.invalid_arg(
+                    f"{name} must be between 0 and {MAX_LOGPROBS} (the most this server "
+                    f"returns per token), got {count}"
+                )
 
 
 _FIELDS: dict[str, type] = {
     "n": int, "temperature": float, "top_p": float, "top_k": int, "seed": int,
     "max_tokens": int, "min_tokens": int, "ignore_eos": bool,
-    "include_stop_str_in_output": bool, "skip_special_tokens": bool,
+    "include_stop_str_in_output": bool, "skip_special_tokens": bool, "min_p": float,
+    "presence_penalty": float, "frequency_penalty": float, "repetition_penalty": float,
+    "logprobs": int, "prompt_logprobs": int,
 }
 
 
@@ -101,10 +141,12 @@ def parse_sampling_parameters(source: str | dict[str, Any]) -> SamplingParams:
             params.stop = _strings(key, value)
         elif key == "stop_token_ids":
             params.stop_token_ids = [_convert(key, v, int) for v in _list(key, value)]
+        elif key == "logit_bias":
+            params.logit_bias = _bias(value)
         else:
             unknown.append(key)
     if unknown:
-        supported = ", ".join(sorted([*_FIELDS, "stop", "stop_token_ids"]))
+        supported = ", ".join(sorted([*_FIELDS, "stop", "stop_token_ids", "logit_bias"]))
         raise TritonError.invalid_arg(
             f"unsupported sampling parameter(s) {', '.join(sorted(unknown))}; the llm backend "
             f"supports {supported}"
@@ -153,6 +195,21 @@ def _strings(key: str, value: Any) -> list[str]:
     return items
 
 
+def _bias(value: Any) -> dict[int, float]:
+    """logit_bias: {token id: bias}, the ids as JSON object keys (strings) or integers."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            value = None
+    if not isinstance(value, dict):
+        raise TritonError.invalid_arg(
+            "sampling parameter 'logit_bias' must be an object of token id -> bias"
+        )
+    return {_convert("logit_bias", key, int): _convert("logit_bias", bias, float)
+            for key, bias in value.items()}
+
+
 def request_generator(params: SamplingParams, seeds: random.Random,
                       device: torch.device) -> torch.Generator | None:
     """The request's own random generator, on the device its logits are on: from its seed,
@@ -163,22 +220,51 @@ def request_generator(params: SamplingParams, seeds: random.Random,
     return torch.Generator(device=device).manual_seed(seed)
 
 
-def sample(logits: torch.Tensor, params: list[SamplingParams],
-           generators: list[torch.Generator | None]) -> list[int]:
-    """The next token of each row of logits [rows, vocab], row i drawn with params[i]. Every
-    row is picked where the logits are; the picks come back to the host in one copy."""
+class Adjuster(Protocol):
+    """A row's logits processors (processors.LogitsAdjuster)."""
+
+    def apply(self, logits: torch.Tensor) -> None: ...
+
+
+class SampledRow(Protocol):
+    """What the sampler needs of a row (the engine's Sequence)."""
+
+    @property
+    def params(self) -> SamplingParams: ...
+
+    @property
+    def generator(self) -> torch.Generator | None: ...
+
+    @property
+    def adjuster(self) -> Adjuster | None: ...
+
+
+def sample(logits: torch.Tensor, rows: Sequence[SampledRow]) -> list[int]:
+    """The next token of each row of logits [rows, vocab], row i drawn with rows[i]'s
+    parameters. Every row is picked where the logits are; the picks come back to the host in
+    one copy. `logits` is left as it is (its raw values give the logprobs)."""
+    adjusters = [(i, row.adjuster) for i, row in enumerate(rows) if row.adjuster is not None]
+    if adjusters:
+        logits = logits.clone()
+        for i, adjuster in adjusters:
+            adjuster.apply(logits[i])
     picked = torch.argmax(logits, dim=-1)  # the greedy rows' tokens; the others replaced
-    for row, (row_params, generator) in enumerate(zip(params, generators, strict=True)):
-        if not row_params.greedy:
-            picked[row] = _draw(logits[row], row_params, generator)
+    for i, row in enumerate(rows):
+        if not row.params.greedy:
+            picked[i] = _draw(logits[i], row.params, row.generator)
     return picked.tolist()
 
 
 def _draw(logits: torch.Tensor, params: SamplingParams,
           generator: torch.Generator | None) -> torch.Tensor:
-    """A token drawn from one row of logits [vocab] (temperature, top-k, top-p), as a tensor
-    of one element on the logits' device."""
+    """A token drawn from one row of logits [vocab] (temperature, min-p, top-k, top-p), as a
+    tensor of one element on the logits' device."""
     logits = logits / params.temperature
+    if params.min_p > 0:
+        probabilities = torch.softmax(logits, dim=-1)
+        # Drop the tokens less likely than min_p times the likeliest one.
+        logits = logits.masked_fill(probabilities < params.min_p * probabilities.max(),
+                                    float("-inf"))
     if 0 < params.top_k < logits.shape[-1]:
         threshold = torch.topk(logits, params.top_k).values[-1]
         logits = logits.masked_fill(logits < threshold, float("-inf"))

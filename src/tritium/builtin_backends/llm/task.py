@@ -9,9 +9,16 @@ others one final response with the whole text (the prompt first, unless
 `exclude_input_in_output`), as the vLLM backend answers. A request whose client went away ends
 with a CANCELLED error, as the vLLM backend's does.
 
-One input goes beyond the vLLM backend: `apply_chat_template` (BOOL) says `text_input` holds
-chat messages as JSON ([{"role": ..., "content": ...}, ...]) to render with the tokenizer's
-chat template, so a frontend (the OpenAI one) needs no tokenizer of its own.
+Logprobs asked for in the sampling parameters (`logprobs`, `prompt_logprobs`) come back in the
+`logprobs` output (the tokens of this response's text) and `prompt_logprobs` (the first
+response), as JSON in vLLM's shape (logprobs.py).
+
+Two inputs go beyond the vLLM backend, so that a frontend (the OpenAI one) needs no tokenizer of
+its own: `apply_chat_template` (BOOL) says `text_input` holds chat messages as JSON
+([{"role": ..., "content": ...}, ...]) to render with the tokenizer's chat template;
+`check_max_tokens` (BOOL) makes a `max_tokens` past the room the prompt leaves in
+`max_model_len` an INVALID_ARG with vLLM's OpenAI server's message, where the vLLM backend
+would stop at the limit with finish_reason `length`.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from tritium.backend import (
     TritonError,
 )
 
+from .logprobs import to_json
 from .sampling import SamplingParams, parse_sampling_parameters
 
 if TYPE_CHECKING:
@@ -71,7 +79,13 @@ class InferTask:
                 f"the prompt ({len(self.prompt)} tokens) is longer than the maximum model "
                 f"length of {checkpoint.max_model_len} (leaving no room for output)"
             )
+        if _flag(request, "check_max_tokens", False):
+            _check_max_tokens(self.params, len(self.prompt), checkpoint.max_model_len)
+        _check_logit_bias(self.params, checkpoint)
+        self._decode = checkpoint.tokenizer.decode
         self._sent_tokens = 0
+        self._sent_logprobs = 0
+        self._sent_prompt_logprobs = False
         self._wanted = set(request.requested_output_names)
 
     @property
@@ -114,9 +128,46 @@ class InferTask:
             count = total - self._sent_tokens if self.stream else total
             self._sent_tokens = total
             outputs.append(_uint32("num_output_tokens", count))
+        if self.params.logprobs is not None:
+            # This response's tokens (all of them in a final, non-streamed one).
+            sent = self._sent_logprobs if self.stream else 0
+            self._sent_logprobs = len(sequence.logprobs)
+            outputs.append(self._logprobs("logprobs", sequence.logprobs[sent:]))
+        if self.params.prompt_logprobs is not None and not self._sent_prompt_logprobs:
+            self._sent_prompt_logprobs = True  # once, with the first response
+            outputs.append(self._logprobs("prompt_logprobs", sequence.prompt_logprobs))
         if self._wanted:
             outputs = [t for t in outputs if t.name in self._wanted]
         return InferenceResponse(outputs=outputs)
+
+
+    def _logprobs(self, name: str, entries: list[Any]) -> Tensor:
+        skip = self.params.skip_special_tokens
+
+        def decode(token: int) -> str:
+            return str(self._decode([token], skip_special_tokens=skip))
+
+        return _bytes(name, json.dumps(to_json(entries, decode)).encode())
+
+
+def _check_max_tokens(params: SamplingParams, prompt: int, limit: int) -> None:
+    if params.max_tokens is not None and prompt + params.max_tokens > limit:
+        raise TritonError.invalid_arg(
+            f"This model's maximum context length is {limit} tokens. However, you requested "
+            f"{prompt + params.max_tokens} tokens ({prompt} in the messages, "
+            f"{params.max_tokens} in the completion). Please reduce the length of the messages "
+            "or completion."
+        )
+
+
+def _check_logit_bias(params: SamplingParams, checkpoint: Checkpoint) -> None:
+    vocab = checkpoint.config.get_text_config(decoder=True).vocab_size
+    outside = sorted(t for t in params.logit_bias if not 0 <= t < vocab)
+    if outside:
+        raise TritonError.invalid_arg(
+            f"token_id(s) {outside} in logit_bias contain out-of-vocab token ids. "
+            f"Vocabulary size: {vocab}"
+        )
 
 
 def _bytes(name: str, value: bytes) -> Tensor:

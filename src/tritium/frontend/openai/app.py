@@ -4,10 +4,11 @@ Served on a port of its own (`--openai-port`), like Triton's OpenAI-compatible f
 separate server, port 9000 by default): OpenAI clients expect their own paths, bodies and error
 shapes at the root of a base URL, which would sit badly beside KServe's `/v2` routes, Triton's
 HTTP restrictions and its `{"error": "..."}` bodies. The models offered are the ready models on
-the llm backend; a request becomes an InferenceRequest through `InferenceServer` (never the
-backend itself), and its decoupled responses become one JSON answer or server-sent events ending
-with `data: [DONE]`. A client that goes away mid-stream cancels its request (the HTTP
-connection marks it), which frees its slot in the engine.
+the llm backend; a request becomes one InferenceRequest per choice (`n`) through
+`InferenceServer` (never the backend itself), and their decoupled responses become one JSON
+answer or server-sent events ending with `data: [DONE]`, each chunk naming its choice's index. A
+client that goes away mid-stream cancels its requests (the HTTP connection marks them), which
+frees their slots in the engine.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from ...request import InferenceResponse
 from ...server import InferenceServer
 from ..http.server import HttpConnection, HttpEndpoint, Request
 from ..loop_bridge import each_on_loop
+from .logprobs import CompletionLogprobs, chat_logprobs
 from .protocol import (
+    Generation,
     OpenAiError,
     chat_request,
     completion_request,
-    infer_request,
     new_id,
     now,
     parse_body,
@@ -79,13 +81,11 @@ class OpenAiApp:
         if path == "/v1/completions":
             self._method(request, b"POST")
             document = parse_body(request.body)
-            model, prompt, sampling, stream = completion_request(document)
-            return self._generate(conn, document, model, prompt, sampling, stream, chat=False)
+            return self._generate(conn, document, completion_request(document))
         if path == "/v1/chat/completions":
             self._method(request, b"POST")
             document = parse_body(request.body)
-            model, messages, sampling, stream = chat_request(document)
-            return self._generate(conn, document, model, messages, sampling, stream, chat=True)
+            return self._generate(conn, document, chat_request(document))
         raise OpenAiError(404, f"no route for {request.method.decode()} {request.path}",
                           "invalid_request_error", code="not_found")
 
@@ -110,64 +110,135 @@ class OpenAiApp:
             raise OpenAiError(404, f"The model `{name}` does not exist.", "invalid_request_error",
                               param="model", code="model_not_found")
 
-    def _generate(self, conn: HttpConnection, document: dict[str, Any], model: str, text: str,
-                  sampling: dict[str, Any], stream: bool, chat: bool) -> None:
-        self._check_model(model)
-        request = infer_request(model, text, sampling, stream, chat)
-        answer = (_StreamAnswer if stream else _Answer)(conn, model, chat)
+    def _generate(self, conn: HttpConnection, document: dict[str, Any],
+                  generation: Generation) -> None:
+        self._check_model(generation.model)
+        requests = generation.requests()
+        answer = (_StreamAnswer if generation.stream else _Answer)(conn, generation)
         options = document.get("stream_options")
         answer.include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        each_on_loop(self.server.infer_async, request, answer.on_response)
-        # A client that goes away before the end cancels the request.
-        conn.pending = request
+        answer.requests = requests
+        for index, request in enumerate(requests):
+            each_on_loop(self.server.infer_async, request, answer.for_choice(index))
+        # A client that goes away before the end cancels the requests.
+        conn.pending = _Pending(requests)
+
+
+class _Pending:
+    """The requests of one answer, cancelled together (what the connection marks)."""
+
+    def __init__(self, requests: list[Any]) -> None:
+        self.requests = requests
+
+    @property
+    def cancelled(self) -> bool:
+        return any(r.cancelled for r in self.requests)
+
+    @cancelled.setter
+    def cancelled(self, value: bool) -> None:
+        for request in self.requests:
+            request.cancelled = value
+
+
+class _Choice:
+    """One choice's text, finish reason, token count and logprobs so far."""
+
+    def __init__(self, index: int, generation: Generation) -> None:
+        self.index = index
+        self.text: list[str] = []
+        self.finish_reason: str | None = None
+        self.completion_tokens = 0
+        self.done = False
+        self.logprobs: list[Any] = []  # the backend's entries not yet answered
+        self.prompt_logprobs: list[Any] = []
+        self.offsets = CompletionLogprobs(generation.top_logprobs or 0)
 
 
 class _Answer:
-    """Collects the responses; answers once with the whole completion."""
+    """Collects the responses of every choice; answers once with the whole completion."""
 
-    def __init__(self, conn: HttpConnection, model: str, chat: bool) -> None:
+    def __init__(self, conn: HttpConnection, generation: Generation) -> None:
         self.conn = conn
-        self.model = model
-        self.chat = chat
-        self.id = new_id("chatcmpl" if chat else "cmpl")
+        self.generation = generation
+        self.model = generation.model
+        self.chat = generation.chat
+        self.id = new_id("chatcmpl" if self.chat else "cmpl")
         self.created = now()
-        self.text: list[str] = []
+        self.choices = [_Choice(i, generation) for i in range(generation.n)]
+        self.requests: list[Any] = []
         self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.finish_reason: str | None = None
+        self.failed = False
         self.include_usage = False  # streaming: a last chunk with usage (stream_options)
 
-    def on_response(self, response: InferenceResponse | None, final: bool) -> None:
-        if self.conn.closed:
+    def for_choice(self, index: int) -> Any:
+        def on_response(response: InferenceResponse | None, final: bool) -> None:
+            self.on_response(self.choices[index], response, final)
+        return on_response
+
+    def on_response(self, choice: _Choice, response: InferenceResponse | None,
+                    final: bool) -> None:
+        if self.conn.closed or self.failed:
             return
         try:
             if response is not None and response.error is not None:
-                return self.fail(response.error)
+                return self._fail(response.error)
             if response is not None:
-                self.take(response)
+                self.take(choice, response)
             if final:
-                self.finish()
+                choice.done = True
+                self.finish_choice(choice)
+                if all(c.done for c in self.choices):
+                    self.finish()
         except Exception as exc:  # a bug: end the answer rather than leave the client waiting
             log.exception("OpenAI: answering for '%s' failed", self.model)
-            self.fail(TritonError.internal(str(exc) or type(exc).__name__))
+            self._fail(TritonError.internal(str(exc) or type(exc).__name__))
 
-    def take(self, response: InferenceResponse) -> str:
+    def _fail(self, error: TritonError) -> None:
+        self.failed = True
+        for request in self.requests:  # the other choices are not wanted any more
+            request.cancelled = True
+        self.fail(error)
+
+    def take(self, choice: _Choice, response: InferenceResponse) -> str:
         values = {t.name: t.data.reshape(-1)[0] for t in response.outputs}
         delta = values.get("text_output", b"").decode("utf-8")
-        self.text.append(delta)
+        choice.text.append(delta)
         self.prompt_tokens = int(values.get("num_input_tokens", self.prompt_tokens))
-        self.completion_tokens += int(values.get("num_output_tokens", 0))
+        choice.completion_tokens += int(values.get("num_output_tokens", 0))
         reason = values.get("finish_reason", b"None").decode()
         if reason != "None":
-            self.finish_reason = reason
+            choice.finish_reason = reason
+        if "logprobs" in values:
+            choice.logprobs += json.loads(values["logprobs"])
+        if "prompt_logprobs" in values:
+            choice.prompt_logprobs = json.loads(values["prompt_logprobs"])
         return delta
 
-    def choice(self, text: str | None, finish_reason: str | None) -> dict[str, Any]:
+    def logprobs(self, choice: _Choice, prompt: bool = False) -> dict[str, Any] | None:
+        """The logprobs of the tokens taken since the last call (with the prompt's first)."""
+        if self.generation.top_logprobs is None:
+            return None
+        entries, choice.logprobs = choice.logprobs, []
+        if prompt:
+            entries, choice.prompt_logprobs = choice.prompt_logprobs + entries, []
+        if self.chat:
+            return chat_logprobs(entries, self.generation.top_logprobs)
+        return choice.offsets.render(entries)
+
+    def finish_choice(self, choice: _Choice) -> None:
+        """A choice's last response came (the whole answer waits for every choice)."""
+
+    def choice(self, choice: _Choice) -> dict[str, Any]:
+        text = "".join(choice.text)
+        logprobs = self.logprobs(choice, prompt=self.generation.echo)
         if self.chat:
             message = {"role": "assistant", "content": text}
-            return {"index": 0, "message": message, "logprobs": None,
-                    "finish_reason": finish_reason}
-        return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+            return {"index": choice.index, "message": message, "logprobs": logprobs,
+                    "finish_reason": choice.finish_reason}
+        if self.generation.echo:
+            text = self.generation.text + text
+        return {"index": choice.index, "text": text, "logprobs": logprobs,
+                "finish_reason": choice.finish_reason}
 
     def document(self, choices: list[dict[str, Any]], chunk: bool) -> dict[str, Any]:
         kind = ("chat.completion" if self.chat else "text_completion") + (
@@ -175,9 +246,12 @@ class _Answer:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model,
                 "choices": choices}
 
+    def usage(self) -> dict[str, int]:
+        return usage(self.prompt_tokens, sum(c.completion_tokens for c in self.choices))
+
     def finish(self) -> None:
-        document = self.document([self.choice("".join(self.text), self.finish_reason)], False)
-        document["usage"] = usage(self.prompt_tokens, self.completion_tokens)
+        document = self.document([self.choice(c) for c in self.choices], False)
+        document["usage"] = self.usage()
         _send_json(self.conn, 200, document)
 
     def fail(self, error: TritonError) -> None:
@@ -186,7 +260,7 @@ class _Answer:
 
 
 class _StreamAnswer(_Answer):
-    """Server-sent events: one chunk per response, the finish reason, usage, `[DONE]`."""
+    """Server-sent events: chunks per response and choice, finish reasons, usage, `[DONE]`."""
 
     started = False
 
@@ -197,28 +271,38 @@ class _StreamAnswer(_Answer):
         payload = document if isinstance(document, bytes) else json.dumps(document).encode()
         self.conn.send_chunk(b"data: " + payload + b"\n\n")
 
-    def take(self, response: InferenceResponse) -> str:
-        delta = super().take(response)
-        if not self.started and self.chat:
+    def take(self, choice: _Choice, response: InferenceResponse) -> str:
+        first = not choice.text
+        delta = super().take(choice, response)
+        if first and self.chat:
             self._event(self.document(
-                [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                [{"index": choice.index, "delta": {"role": "assistant", "content": ""},
                   "logprobs": None, "finish_reason": None}], True))
-        if delta:
-            self._event(self.document([self._chunk_choice(delta, None)], True))
+        if first and self.generation.echo:  # the prompt (and its logprobs) first
+            delta = self.generation.text + delta
+        if delta or choice.logprobs:
+            self._event(self.document([self._chunk_choice(choice, delta, None, first)], True))
         return delta
 
-    def _chunk_choice(self, text: str | None, finish_reason: str | None) -> dict[str, Any]:
+    def _chunk_choice(self, choice: _Choice, text: str | None, finish_reason: str | None,
+                      first: bool = False) -> dict[str, Any]:
+        logprobs = self.logprobs(choice, prompt=first and self.generation.echo) \
+            if text is not None else None
         if self.chat:
             delta = {"content": text} if text is not None else {}
-            return {"index": 0, "delta": delta, "logprobs": None,
+            return {"index": choice.index, "delta": delta, "logprobs": logprobs,
                     "finish_reason": finish_reason}
-        return {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish_reason}
+        return {"index": choice.index, "text": text or "", "logprobs": logprobs,
+                "finish_reason": finish_reason}
+
+    def finish_choice(self, choice: _Choice) -> None:
+        self._event(self.document([self._chunk_choice(choice, None, choice.finish_reason)],
+                                  True))
 
     def finish(self) -> None:
-        self._event(self.document([self._chunk_choice(None, self.finish_reason)], True))
         if self.include_usage:
             last = self.document([], True)
-            last["usage"] = usage(self.prompt_tokens, self.completion_tokens)
+            last["usage"] = self.usage()
             self._event(last)
         self._event(b"[DONE]")
         self.conn.end_stream()

@@ -6,8 +6,11 @@ does, against the core only: a body becomes an InferenceRequest for the model na
 with the vLLM-backend inputs (`text_input`, `stream`, `sampling_parameters`,
 `exclude_input_in_output`, `return_finish_reason`, `return_num_*_tokens`); chat messages travel
 as JSON with `apply_chat_template`, so the model's tokenizer renders them with its own chat
-template. Only n=1 is served; parameters with no counterpart here (logprobs, echo, best_of, ...)
-are refused with a 400 naming them rather than silently ignored.
+template. `n` choices are n requests (seeded seed, seed + 1, ... as vLLM's n), answered as one;
+`echo` puts the prompt before the text; `logprobs` ask the backend for its `logprobs` and
+`prompt_logprobs` outputs (logprobs.py turns them into OpenAI's shapes). Parameters with no
+counterpart here (response_format, tools, best_of > n, ...) are refused with a 400 naming them
+rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,12 +27,42 @@ from ...errors import TritonError
 from ...request import InferenceRequest
 from ...tensor import Tensor
 
-# OpenAI sampling fields -> vLLM sampling parameters (same meaning).
-_SAMPLING = ("temperature", "top_p", "seed", "max_tokens", "top_k", "min_tokens", "ignore_eos")
+# OpenAI (and vLLM's extra) sampling fields -> vLLM sampling parameters (same meaning), with
+# the JSON types each takes.
+_NUMBER = (int, float)
+_SAMPLING: dict[str, tuple[type, ...]] = {
+    "temperature": _NUMBER, "top_p": _NUMBER, "min_p": _NUMBER, "seed": (int,),
+    "max_tokens": (int,), "top_k": (int,), "min_tokens": (int,), "ignore_eos": (bool,),
+    "presence_penalty": _NUMBER, "frequency_penalty": _NUMBER, "repetition_penalty": _NUMBER,
+    "include_stop_str_in_output": (bool,), "skip_special_tokens": (bool,),
+}
 _UNLIMITED = 2**31 - 1
-_UNSUPPORTED = ("logprobs", "top_logprobs", "best_of", "suffix", "logit_bias", "tools",
-                "tool_choice", "functions", "function_call", "response_format",
-                "presence_penalty", "frequency_penalty")
+_UNSUPPORTED = ("suffix", "tools", "tool_choice", "functions", "function_call",
+                "response_format")
+# OpenAI's bound on a logit_bias value.
+_MAX_BIAS = 100.0
+
+
+@dataclass
+class Generation:
+    """A completion or chat body, read: what to ask the model, and how to answer."""
+
+    model: str
+    text: str  # the prompt, or the chat messages as JSON
+    sampling: dict[str, Any]
+    stream: bool
+    chat: bool
+    n: int = 1
+    echo: bool = False
+    top_logprobs: int | None = None  # logprobs asked for: how many top ones per token
+    check_max_tokens: bool = False  # max_tokens was given: past max_model_len is an error
+
+    def requests(self) -> list[InferenceRequest]:
+        """One request per choice: a seed gives choice i the seed + i, as vLLM's n does."""
+        seed = self.sampling.get("seed")
+        return [infer_request(self, {**self.sampling, "seed": seed + index}
+                              if seed is not None else self.sampling)
+                for index in range(self.n)]
 
 
 class OpenAiError(Exception):
@@ -71,17 +105,24 @@ def _field(document: dict[str, Any], name: str, kinds: tuple[type, ...],
     return value
 
 
-def _sampling(document: dict[str, Any], max_tokens_field: str = "max_tokens") -> dict[str, Any]:
+def _sampling(document: dict[str, Any], generation: Generation,
+              max_tokens_field: str = "max_tokens") -> None:
+    """The sampling parameters, n and the check of max_tokens, into `generation`."""
     for name in _UNSUPPORTED:
         if document.get(name) not in (None, False, 0, [], {}):
             raise OpenAiError(400, f"'{name}' is not supported by this server", param=name)
     n = _field(document, "n", (int,))
-    if n is not None and n != 1:
-        raise OpenAiError(400, f"only n=1 is supported, got n={n}", param="n")
-    sampling: dict[str, Any] = {}
-    for name in _SAMPLING:
-        kinds: tuple[type, ...] = (bool,) if name == "ignore_eos" else (
-            (int,) if name in ("seed", "max_tokens", "top_k", "min_tokens") else (int, float))
+    if n is not None:
+        if n < 1:
+            raise OpenAiError(400, f"n must be at least 1, got {n}.", param="n")
+        generation.n = n
+    best_of = _field(document, "best_of", (int,))
+    if best_of is not None and best_of != generation.n:
+        raise OpenAiError(400, f"best_of ({best_of}) other than n ({generation.n}) is not "
+                          "supported by this server (as vLLM's V1 engine): ask for n samples",
+                          param="best_of")
+    sampling = generation.sampling
+    for name, kinds in _SAMPLING.items():
         value = _field(document, name, kinds)
         if value is not None:
             sampling[name] = value
@@ -89,6 +130,7 @@ def _sampling(document: dict[str, Any], max_tokens_field: str = "max_tokens") ->
         value = _field(document, max_tokens_field, (int,))
         if value is not None:
             sampling["max_tokens"] = value
+    generation.check_max_tokens = "max_tokens" in sampling
     stop = document.get("stop")
     if stop is not None:
         if isinstance(stop, str):
@@ -96,11 +138,43 @@ def _sampling(document: dict[str, Any], max_tokens_field: str = "max_tokens") ->
         if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
             raise OpenAiError(400, "'stop' must be a string or a list of strings", param="stop")
         sampling["stop"] = stop
-    return sampling
+    stop_ids = document.get("stop_token_ids")
+    if stop_ids is not None:
+        if not isinstance(stop_ids, list) or not all(
+                isinstance(t, int) and not isinstance(t, bool) for t in stop_ids):
+            raise OpenAiError(400, "'stop_token_ids' must be a list of token ids",
+                              param="stop_token_ids")
+        sampling["stop_token_ids"] = stop_ids
+    bias = _field(document, "logit_bias", (dict,))
+    if bias:
+        sampling["logit_bias"] = _logit_bias(bias)
 
 
-def completion_request(document: dict[str, Any]) -> tuple[str, str, dict[str, Any], bool]:
-    """/v1/completions: (model, prompt, sampling parameters, stream)."""
+def _logit_bias(bias: dict[str, Any]) -> dict[str, float]:
+    """Token id -> bias, each bias clipped to OpenAI's [-100, 100]."""
+    clipped = {}
+    for token, value in bias.items():
+        try:
+            int(token)
+        except ValueError:
+            raise OpenAiError(400, f"Found token_id `{token}` in logit_bias but token_id must "
+                              "be an integer or string representing an integer",
+                              param="logit_bias") from None
+        if not isinstance(value, _NUMBER) or isinstance(value, bool):
+            raise OpenAiError(400, "logit_bias values must be numbers", param="logit_bias")
+        clipped[token] = min(_MAX_BIAS, max(-_MAX_BIAS, float(value)))
+    return clipped
+
+
+def _count(document: dict[str, Any], name: str) -> int | None:
+    value = _field(document, name, (int,))
+    if value is not None and value < 0:
+        raise OpenAiError(400, f"'{name}' must be non-negative, got {value}", param=name)
+    return value
+
+
+def completion_request(document: dict[str, Any]) -> Generation:
+    """/v1/completions."""
     model = _field(document, "model", (str,), required=True)
     prompt = document.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
@@ -108,15 +182,20 @@ def completion_request(document: dict[str, Any]) -> tuple[str, str, dict[str, An
     if not isinstance(prompt, str):
         raise OpenAiError(400, "'prompt' must be a string (one prompt per request; token id "
                           "prompts are not supported)", param="prompt")
-    if document.get("echo"):
-        raise OpenAiError(400, "'echo' is not supported by this server", param="echo")
-    sampling = _sampling(document)
-    sampling.setdefault("max_tokens", 16)  # OpenAI's default for completions
-    return model, prompt, sampling, bool(_field(document, "stream", (bool,)))
+    generation = Generation(model, prompt, {}, bool(_field(document, "stream", (bool,))),
+                            chat=False, echo=bool(_field(document, "echo", (bool,))))
+    _sampling(document, generation)
+    generation.sampling.setdefault("max_tokens", 16)  # OpenAI's default for completions
+    generation.top_logprobs = _count(document, "logprobs")
+    if generation.top_logprobs is not None:
+        generation.sampling["logprobs"] = generation.top_logprobs
+        if generation.echo:
+            generation.sampling["prompt_logprobs"] = generation.top_logprobs
+    return generation
 
 
-def chat_request(document: dict[str, Any]) -> tuple[str, str, dict[str, Any], bool]:
-    """/v1/chat/completions: (model, messages as JSON, sampling parameters, stream)."""
+def chat_request(document: dict[str, Any]) -> Generation:
+    """/v1/chat/completions (the messages travel as JSON)."""
     model = _field(document, "model", (str,), required=True)
     messages = _field(document, "messages", (list,), required=True)
     if not messages:
@@ -134,33 +213,43 @@ def chat_request(document: dict[str, Any]) -> tuple[str, str, dict[str, Any], bo
             raise OpenAiError(400, "a message's 'content' must be a string or content parts",
                               param="messages")
         plain.append({"role": message["role"], "content": content or ""})
-    sampling = _sampling(document, "max_completion_tokens")
-    if "max_tokens" not in sampling:
+    generation = Generation(model, json.dumps(plain), {},
+                            bool(_field(document, "stream", (bool,))), chat=True)
+    _sampling(document, generation, "max_completion_tokens")
+    if "max_tokens" not in generation.sampling:
         # Chat has no small default: until EOS or the model's length limit (the engine caps
         # max_tokens there).
-        sampling["max_tokens"] = _UNLIMITED
-    return model, json.dumps(plain), sampling, bool(_field(document, "stream", (bool,)))
+        generation.sampling["max_tokens"] = _UNLIMITED
+    top = _count(document, "top_logprobs")
+    if _field(document, "logprobs", (bool,)):
+        generation.top_logprobs = top or 0
+        generation.sampling["logprobs"] = generation.top_logprobs
+    elif top:
+        raise OpenAiError(400, "when using `top_logprobs`, `logprobs` must be set to true.",
+                          param="top_logprobs")
+    return generation
 
 
-def infer_request(model: str, text: str, sampling: dict[str, Any], stream: bool,
-                  chat: bool) -> InferenceRequest:
-    """The InferenceRequest a Triton vLLM-backend client would send for this body."""
-    request = InferenceRequest(model)
+def infer_request(generation: Generation, sampling: dict[str, Any]) -> InferenceRequest:
+    """The InferenceRequest a Triton vLLM-backend client would send for one choice."""
+    request = InferenceRequest(generation.model)
 
     def add(name: str, datatype: str, value: Any) -> None:
         data = np.array([value], dtype=np.object_ if datatype == "BYTES" else np.bool_)
         request.inputs[name] = Tensor(name, datatype, (1,), data)
 
-    add("text_input", "BYTES", text.encode("utf-8"))
-    add("stream", "BOOL", stream)
+    add("text_input", "BYTES", generation.text.encode("utf-8"))
+    add("stream", "BOOL", generation.stream)
     add("sampling_parameters", "BYTES",
         json.dumps({k: v for k, v in sampling.items() if v is not None}).encode())
     add("exclude_input_in_output", "BOOL", True)
     for switch in ("return_finish_reason", "return_num_input_tokens",
                    "return_num_output_tokens"):
         add(switch, "BOOL", True)
-    if chat:
+    if generation.chat:
         add("apply_chat_template", "BOOL", True)
+    if generation.check_max_tokens:
+        add("check_max_tokens", "BOOL", True)
     return request
 
 
