@@ -39,6 +39,15 @@ from support.server_process import ServerProcess
 MiB = 1024 * 1024
 
 
+def _terminate(server: ServerProcess) -> tuple[int, float]:
+    """SIGTERM the server: its exit code and the seconds it took to exit."""
+    assert server.process is not None
+    start = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    code = server.wait_exit(60)
+    return code, time.monotonic() - start
+
+
 def test_an_abandoned_stream_cancels_its_request_and_keeps_nothing(tmp_path) -> None:
     shutil.copytree(GEN_STREAM, tmp_path / "gen_stream",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -65,10 +74,7 @@ def test_an_abandoned_stream_cancels_its_request_and_keeps_nothing(tmp_path) -> 
             assert time.monotonic() < deadline, "the model never saw the request cancelled"
             time.sleep(0.05)
         grown = rss_bytes(pid) - before
-        start = time.monotonic()
-        server.process.send_signal(signal.SIGTERM)
-        code = server.wait_exit(60)
-        took = time.monotonic() - start
+        code, took = _terminate(server)
     print(f"RSS grew {grown / MiB:.0f} MiB; exited {code} {took:.1f} s after SIGTERM")
     assert grown < 200 * MiB, f"the server grew {grown / MiB:.0f} MiB"
     assert code == 0
@@ -108,13 +114,17 @@ output [ { name: "OUT" data_type: TYPE_UINT8 dims: [ 65536 ] } ]
 '''
 
 
+def _write_flood(repository) -> None:
+    (repository / "flood" / "1").mkdir(parents=True)
+    (repository / "flood" / "1" / "model.py").write_text(_FLOOD)
+    (repository / "flood" / "config.pbtxt").write_text(_FLOOD_CONFIG)
+
+
 def test_what_a_model_sends_after_its_stream_is_gone_is_dropped(tmp_path) -> None:
     """The model ignores the cancellation and keeps sending 64 KiB responses: the server's
     memory stays flat (nothing is queued for the gone client) and SIGTERM still exits within
     --exit-timeout-secs and a margin."""
-    (tmp_path / "flood" / "1").mkdir(parents=True)
-    (tmp_path / "flood" / "1" / "model.py").write_text(_FLOOD)
-    (tmp_path / "flood" / "config.pbtxt").write_text(_FLOOD_CONFIG)
+    _write_flood(tmp_path)
     with ServerProcess([tmp_path], "--exit-timeout-secs=3") as server:
         assert server.process is not None
         pid = server.process.pid
@@ -131,10 +141,7 @@ def test_what_a_model_sends_after_its_stream_is_gone_is_dropped(tmp_path) -> Non
         settled = rss_bytes(pid)
         time.sleep(5)  # at the model's pace this was ~200 MB of responses
         grown = rss_bytes(pid) - settled
-        start = time.monotonic()
-        server.process.send_signal(signal.SIGTERM)
-        code = server.wait_exit(60)
-        took = time.monotonic() - start
+        code, took = _terminate(server)
     print(f"RSS grew {grown / MiB:.0f} MiB in 5 s; exited {code} {took:.1f} s after SIGTERM")
     assert grown < 100 * MiB, f"the server grew {grown / MiB:.0f} MiB for a gone client"
     assert took < 15, f"exited {took:.1f} s after SIGTERM (--exit-timeout-secs=3)"
@@ -144,9 +151,7 @@ def test_a_stream_nobody_reads_is_cancelled_not_buffered(tmp_path) -> None:
     """A client opens a stream to the flooding model, opens its flow-control windows wide and
     then never reads: the server holds a bounded amount for it (the stream is cancelled once
     its output backs up), and other clients are served meanwhile."""
-    (tmp_path / "flood" / "1").mkdir(parents=True)
-    (tmp_path / "flood" / "1" / "model.py").write_text(_FLOOD)
-    (tmp_path / "flood" / "config.pbtxt").write_text(_FLOOD_CONFIG)
+    _write_flood(tmp_path)
     shutil.copytree(GEN_STREAM, tmp_path / "gen_stream",
                     ignore=shutil.ignore_patterns("__pycache__"))
     with ServerProcess([tmp_path]) as server:

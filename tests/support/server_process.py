@@ -78,7 +78,9 @@ class ServerProcess:
         env.update(self.env or {})
         return env
 
-    def start(self, timeout: float = 60.0, wait_ready: bool = True) -> ServerProcess:
+    def start(self, timeout: float = 180.0, wait_ready: bool = True) -> ServerProcess:
+        # Generous: a server that dies is seen at once (wait_live polls the process), and
+        # under `make test`'s parallel workers on two cores a healthy start can pass 60 s.
         env = self.environment()
         self.process = subprocess.Popen(
             self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env

@@ -31,17 +31,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path
         yield process
 
 
-@pytest.fixture(scope="module")
-def client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"http://127.0.0.1:{server.openai_port}/v1", api_key="none",
-                         max_retries=0)
-
-
-@pytest.fixture(scope="module")
-def reference(llm_weights: dict[str, Path]) -> Reference:
-    return Reference(llm_weights["llama"])
-
-
 def _chat_prompt(reference: Reference) -> str:
     return reference.tokenizer.apply_chat_template(MESSAGES, tokenize=False,
                                                    add_generation_prompt=True)

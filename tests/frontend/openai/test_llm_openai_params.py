@@ -38,17 +38,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path
         process.stop()
 
 
-@pytest.fixture(scope="module")
-def client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"http://127.0.0.1:{server.openai_port}/v1", api_key="none",
-                         max_retries=0)
-
-
-@pytest.fixture(scope="module")
-def reference(llm_weights: dict[str, Path]) -> Reference:
-    return Reference(llm_weights["llama"])
-
-
 def _token_text(reference: Reference):
     """A token's text as the logprobs name it (special tokens skipped, as in the text)."""
     return lambda ids: reference.tokenizer.decode(ids, skip_special_tokens=True)
