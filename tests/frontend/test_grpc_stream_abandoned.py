@@ -82,13 +82,18 @@ def test_an_abandoned_stream_cancels_its_request_and_keeps_nothing(tmp_path) -> 
 
 
 _FLOOD = '''
+import os
 import threading
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
-    """Decoupled: sends 64 KiB responses in a loop for ever, never asking is_cancelled()."""
+    """Decoupled: sends 64 KiB responses in a loop for ever. It notes (in the file
+    `cancelled` beside its config) when its request is cancelled, but goes on sending."""
+
+    def initialize(self, args):
+        self.marker = os.path.join(args["model_repository"], "cancelled")
 
     def execute(self, requests):
         for request in requests:
@@ -98,7 +103,11 @@ class TritonPythonModel:
     def flood(self, request):
         sender = request.get_response_sender()
         block = np.zeros(65536, np.uint8)
+        noted = False
         while True:
+            if not noted and request.is_cancelled():
+                open(self.marker, "w").close()
+                noted = True
             try:
                 sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", block)]))
             except Exception:
@@ -120,6 +129,14 @@ def _write_flood(repository) -> None:
     (repository / "flood" / "config.pbtxt").write_text(_FLOOD_CONFIG)
 
 
+def _wait_flood_cancelled(repository) -> None:
+    """Until the flood model has seen its request cancelled (it goes on sending)."""
+    deadline = time.monotonic() + 60
+    while not (repository / "flood" / "cancelled").exists():
+        assert time.monotonic() < deadline, "the flood's request was never cancelled"
+        time.sleep(0.05)
+
+
 def test_what_a_model_sends_after_its_stream_is_gone_is_dropped(tmp_path) -> None:
     """The model ignores the cancellation and keeps sending 64 KiB responses: the server's
     memory stays flat (nothing is queued for the gone client) and SIGTERM still exits within
@@ -137,6 +154,7 @@ def test_what_a_model_sends_after_its_stream_is_gone_is_dropped(tmp_path) -> Non
         assert got.wait(60)
         client.stop_stream(cancel_requests=True)
         client.close()
+        _wait_flood_cancelled(tmp_path)
         time.sleep(1)  # the model goes on sending; let the server settle on it
         settled = rss_bytes(pid)
         time.sleep(5)  # at the model's pace this was ~200 MB of responses
@@ -167,6 +185,7 @@ def test_a_stream_nobody_reads_is_cancelled_not_buffered(tmp_path) -> None:
             request_headers("/inference.GRPCInferenceService/ModelStreamInfer"))
         reader.send(frame(HEADERS, END_HEADERS, 1, block)
                     + frame(DATA, 0, 1, grpc_message(message.SerializeToString())))
+        _wait_flood_cancelled(tmp_path)  # its output backed up
         time.sleep(1)
         settled = rss_bytes(pid)
         time.sleep(5)  # never reading

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from support.models import identity_config, write_model
-from support.probe_model import PROBE, Outcome, concurrently, infer, probe_config, rows
+from support.probe_model import PROBE, Outcome, concurrently, infer, open_gate, probe_config, rows
 from support.server_process import ServerProcess
 from tritium.frontend.loop_bridge import answer
 from tritium.request import InferenceRequest, InferenceResponse
@@ -109,12 +109,15 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         yield process
 
 
-def after_blocker(server: ServerProcess, model: str, blocker_ms: float,
-                  then: list[tuple[np.ndarray, dict[str, Any]]]) -> tuple[Outcome, list[Outcome]]:
-    """Send a request that keeps the one instance busy for `blocker_ms`, then (while it runs)
-    the `then` requests, one after another in that order, each without waiting for answers."""
+def after_blocker(server: ServerProcess, model: str,
+                  then: list[tuple[np.ndarray, dict[str, Any]]],
+                  until_answered: bool = False) -> tuple[Outcome, list[Outcome]]:
+    """Send a request that keeps the one instance busy, then (while it runs) the `then`
+    requests, one after another in that order, each without waiting for answers; the blocker
+    ends once the server holds (or has answered) them all, or with `until_answered` once they
+    are all answered (a queue policy's timeout)."""
     with ThreadPoolExecutor(len(then) + 1) as pool:
-        blocker = pool.submit(infer, server, model, rows(blocker_ms))
+        blocker = pool.submit(infer, server, model, rows(-1))
         server.wait_pending(model, 1)
         time.sleep(0.1)  # accepted; the idle instance takes it at once: the others queue behind
         futures = []
@@ -123,6 +126,10 @@ def after_blocker(server: ServerProcess, model: str, blocker_ms: float,
             # The server holds it (or has already refused it) before the next one is sent, so
             # the queue order is the order of `then`.
             _wait_held_or_answered(server, model, blocker, futures)
+        if until_answered:
+            wait(futures, timeout=60)
+        assert not blocker.done(), blocker.result().error
+        open_gate(server, model)
         return blocker.result(), [f.result() for f in futures]
 
 
@@ -235,15 +242,15 @@ def test_higher_priority_requests_run_first(server):
     low = (rows(100), {"priority": 2})
     high = (rows(100), {"priority": 1})
     default = (rows(100), {})  # default_priority_level 2
-    blocker, (l1, d1, l2, h) = after_blocker(server, "probe_priority", 1000,
-                                             [low, default, low, high])
+    blocker, (l1, d1, l2, h) = after_blocker(server, "probe_priority", [low, default, low, high])
     assert blocker.error is None
     assert h.finished < min(l1.finished, d1.finished, l2.finished)
     assert l1.finished < d1.finished < l2.finished  # FIFO within a level
 
 
 def test_expired_request_is_rejected_with_reject_policy(server):
-    blocker, (late,) = after_blocker(server, "probe_reject", 1000, [(rows(0), {})])
+    blocker, (late,) = after_blocker(server, "probe_reject", [(rows(0), {})],
+                                      until_answered=True)
     assert blocker.error is None
     assert late.error is not None
     assert late.error.status() == "503"
@@ -256,13 +263,13 @@ def test_expired_request_is_rejected_with_reject_policy(server):
 def test_expired_request_is_delayed_behind_timely_ones(server):
     expiring = (rows(100), {"timeout": 100_000})  # allow_timeout_override
     patient = (rows(100), {})
-    blocker, (first, second) = after_blocker(server, "probe_delay", 1000, [expiring, patient])
+    blocker, (first, second) = after_blocker(server, "probe_delay", [expiring, patient])
     assert blocker.error is None and first.error is None and second.error is None
     assert second.finished < first.finished
 
 
 def test_full_queue_refuses_with_unavailable(server):
-    _, outcomes = after_blocker(server, "probe_queue_full", 1000, [(rows(0), {})] * 4)
+    _, outcomes = after_blocker(server, "probe_queue_full", [(rows(0), {})] * 4)
     refused = [o.error for o in outcomes if o.error is not None]
     assert len(refused) == 2  # max_queue_size: 2, while the blocker runs
     for error in refused:

@@ -3,7 +3,10 @@
 `probe` reports, per request, how many requests shared its execute (REQUESTS), how many
 distinct INPUT0 shapes were among them (SHAPES) and when its execute ended (DONE, time.time()
 on the same machine as the client); it sleeps for the largest first element of INPUT0 among
-its requests, in milliseconds, so each test sets how long an execute takes.
+its requests, in milliseconds, so each test sets how long an execute takes. A negative first
+element is a blocker instead: the execute waits until the test opens the model's gate
+(`open_gate`), so ordering tests hold the instance exactly as long as they need, however loaded
+the machine.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,15 +24,25 @@ from tritonclient.utils import InferenceServerException
 from support.server_process import ServerProcess
 
 PROBE = '''
+import os
 import time
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
+    def initialize(self, args):
+        self.gate = os.path.join(args["model_repository"], "gate")
+
     def execute(self, requests):
         inputs = [pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() for r in requests]
-        time.sleep(max(float(x.flat[0]) for x in inputs) / 1000.0)
+        if any(float(x.flat[0]) < 0 for x in inputs):
+            deadline = time.monotonic() + 120
+            while not os.path.exists(self.gate) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if os.path.exists(self.gate):
+                os.remove(self.gate)
+        time.sleep(max(0.0, *(float(x.flat[0]) for x in inputs)) / 1000.0)
         shapes = len({x.shape[1:] for x in inputs})
         done = time.time()
         responses = []
@@ -90,6 +104,11 @@ def infer(server: ServerProcess, model: str, data: np.ndarray, **options: Any) -
     finally:
         client.close()
     return Outcome(result, None)
+
+
+def open_gate(server: ServerProcess, model: str) -> None:
+    """Let the probe's current blocker (a request with a negative sleep) finish."""
+    (Path(server.repositories[0]) / model / "gate").touch()
 
 
 def rows(*values: float, width: int = 1) -> np.ndarray:
