@@ -31,6 +31,7 @@ from ..extensions.json_codec import (
     parse_error,
     utf8,
 )
+from .json_spans import JsonSpan
 
 # Datatype -> the family of JSON values it is read from.
 _FAMILY: dict[str, str] = {
@@ -64,7 +65,7 @@ def array_from_json(
     count = element_count(shape)
     if count == 0:
         return empty_input(datatype, shape)
-    if type(data) is not list:
+    if type(data) is not list and type(data) is not JsonSpan:
         raise parse_error("data", NOT_ARRAY)
     if datatype == "FP16" or datatype == "BF16":
         raise TritonError.invalid_arg(
@@ -74,13 +75,10 @@ def array_from_json(
     family = _FAMILY.get(datatype)
     if family is None:
         raise TritonError.invalid_arg(f"invalid datatype for input {name}")
-    allowed, not_a, read = _READ[family]
-
+    if isinstance(data, JsonSpan):
+        return _read_span(data, family, count, numpy_dtype(datatype)).reshape(shape)
     flat, types = _leaves(data)
-    if not types <= allowed:
-        if family == "bytes":
-            raise TritonError.invalid_arg(f"Unable to parse JSON bytes array: {NOT_STRING}")
-        raise parse_error("data", not_a)
+    _check_types(types, family)
 
     if family == "bytes":
         if len(flat) > count:
@@ -97,10 +95,43 @@ def array_from_json(
 
     if len(flat) != count:
         raise TritonError.invalid_arg(_SHAPE_MISMATCH)
+    return _narrow(_read(flat, family), datatype, family).reshape(shape)
+
+
+def _check_types(types: set[type], family: str) -> None:
+    if not types <= _READ[family][0]:
+        if family == "bytes":
+            raise TritonError.invalid_arg(f"Unable to parse JSON bytes array: {NOT_STRING}")
+        raise parse_error("data", _READ[family][1])
+
+
+def _read(flat: list[Any], family: str) -> np.ndarray:
+    """Leaves -> the family's array (double, int64, uint64 or bool)."""
     try:
-        array = np.array(flat, dtype=read)
+        return np.array(flat, dtype=_READ[family][2])
     except OverflowError:
-        raise parse_error("data", not_a) from None
+        raise parse_error("data", _READ[family][1]) from None
+
+
+def _read_span(span: JsonSpan, family: str, count: int, target: np.dtype) -> np.ndarray:
+    """A large numeric array's leaves, read a slice at a time into the tensor (neither a list
+    of all of them nor a wide copy is ever built). Its text holds no strings: BYTES data there
+    is refused."""
+    out = np.empty(count, dtype=target if family != "bytes" else np.object_)
+    filled = 0
+    for values in span.slices():
+        _check_types(set(map(type, values)), family)
+        if filled + len(values) > count:
+            raise TritonError.invalid_arg(_SHAPE_MISMATCH)
+        with np.errstate(over="ignore"):  # narrowed as `_narrow` does
+            out[filled:filled + len(values)] = _read(values, family)
+        filled += len(values)
+    if filled != count:
+        raise TritonError.invalid_arg(_SHAPE_MISMATCH)
+    return out
+
+
+def _narrow(array: np.ndarray, datatype: str, family: str) -> np.ndarray:
     target = numpy_dtype(datatype)
     if target != array.dtype:
         if family == "float":  # narrowed from double, as Triton does
@@ -108,7 +139,7 @@ def array_from_json(
                 array = array.astype(target)
         else:
             array = array.astype(target)  # wraps like Triton's C cast
-    return array.reshape(shape)
+    return array
 
 
 def _leaves(data: list[Any]) -> tuple[list[Any], set[type]]:

@@ -36,7 +36,6 @@ from ..extensions.json_codec import (
     NOT_UINT,
     is_bool,
     is_uint,
-    load_json,
     missing,
     parse_error,
 )
@@ -48,6 +47,7 @@ from ..extensions.shared_memory import (
     region_window,
 )
 from .json_data import array_from_json
+from .json_spans import load_request_json
 
 _INT64_MAX = (1 << 63) - 1
 
@@ -111,7 +111,7 @@ def decode_infer_request(
     template = _TEMPLATES.get(key) if key is not None else None
     if template is not None:
         return template.request(model_name, model_version, memoryview(body), header_length)
-    document = load_json(header)
+    document = load_request_json(header)
     if not isinstance(document, dict):
         raise parse_error("inputs", missing("inputs"))
     request = InferenceRequest(model_name, model_version)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from concurrent.futures import Future
 from functools import partial
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -20,6 +22,7 @@ from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
 from ..loop_bridge import final_on_loop
+from .bulk_decode import decode_later, is_bulky
 from .compression import accepted_encoding, compress, decompress
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
@@ -245,30 +248,70 @@ class HttpApp:
             model = self.server.resolve(name, version)
         except TritonError as exc:
             return _reply_error(conn, exc.http_status, exc.message, _TEXT)
-        with model:
-            config = model.config
-            try:
-                if model.decoupled:
-                    raise TritonError.unsupported(
-                        "HTTP end point doesn't support models with decoupled transaction policy"
-                    )
-                # Present but empty is as unknown as any other coding (Triton refuses it too).
-                if content_encoding is not None and content_encoding not in (
-                    "identity", "gzip", "deflate"
-                ):
-                    return _reply_error(
-                        conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
-                    )
-                body = http_request.body
-                if content_encoding in ("gzip", "deflate"):
-                    body = decompress(body, content_encoding, self.max_input_size)
-                header_length = parse_header_length(header_length_text, len(body))
-            except TritonError as exc:
-                return _reply_error(conn, exc.http_status, exc.message, _TEXT)
+        try:
+            if model.decoupled:
+                raise TritonError.unsupported(
+                    "HTTP end point doesn't support models with decoupled transaction policy"
+                )
+            # Present but empty is as unknown as any other coding (Triton refuses it too).
+            if content_encoding is not None and content_encoding not in (
+                "identity", "gzip", "deflate"
+            ):
+                model.close()
+                return _reply_error(
+                    conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
+                )
+        except TritonError as exc:
+            model.close()
+            return _reply_error(conn, exc.http_status, exc.message, _TEXT)
+        decode = partial(self._decode, name, model_version, http_request.body, content_encoding,
+                         header_length_text, model.config)
+        if not is_bulky(content_encoding, _json_length(http_request.body, header_length_text)):
+            return self._decoded(conn, http_request, model, accept_encoding, decode)
+        waiting = _Decoding()
+        conn.pending = waiting  # marked cancelled if the client goes away meanwhile
+        decode_later(decode, conn.loop, partial(
+            self._after_decode, conn, http_request, model, accept_encoding, waiting))
 
-            request, plan = decode_infer_request(
-                name, model_version, body, header_length, config, self.server.shared_memory
-            )
+    def _decode(self, name: str, model_version: int, body: bytes, content_encoding: str | None,
+                header_length_text: str | None, config: Any) -> tuple[Any, OutputPlan]:
+        """The body -> (InferenceRequest, OutputPlan); faults before parsing raise _BodyError."""
+        try:
+            if content_encoding in ("gzip", "deflate"):
+                body = decompress(body, content_encoding, self.max_input_size)
+            header_length = parse_header_length(header_length_text, len(body))
+        except TritonError as exc:
+            raise _BodyError(exc) from None
+        return decode_infer_request(
+            name, model_version, body, header_length, config, self.server.shared_memory
+        )
+
+    def _after_decode(self, conn: HttpConnection, http_request: Request, model: Any,
+                      accept_encoding: str | None, waiting: _Decoding,
+                      decoded: Future[tuple[Any, OutputPlan]]) -> None:
+        """A body decoded off the loop: the request goes on, unless its client has gone."""
+        if waiting.cancelled:
+            model.close()
+            return
+        conn.pending = None
+        try:
+            self._decoded(conn, http_request, model, accept_encoding, decoded.result)
+        except ConnectionError:
+            pass
+        except TritonError as exc:
+            _reply_error(conn, exc.http_status, exc.message)
+        except Exception as exc:
+            _internal_error(conn, http_request, exc)
+
+    def _decoded(self, conn: HttpConnection, http_request: Request, model: Any,
+                 accept_encoding: str | None,
+                 decoded: Callable[[], tuple[Any, OutputPlan]]) -> None:
+        # The model is held until submitted: closed unsubmitted if decoding failed.
+        with model:
+            try:
+                request, plan = decoded()
+            except _BodyError as exc:
+                return _reply_error(conn, exc.error.http_status, exc.error.message, _TEXT)
             if self.header_forward is not None and http_request.header_names is not None:
                 forward_headers(request, self.header_forward, zip(
                     http_request.header_names, (value for _, value in http_request.headers),
@@ -278,8 +321,35 @@ class HttpApp:
             # If the frontend stops before the answer, the request is marked cancelled.
             conn.pending = request
             final_on_loop(model.submit, request, partial(
-                _answer, conn, http_request, request, plan, config, accept_encoding
+                _answer, conn, http_request, request, plan, model.config, accept_encoding
             ), conn.loop)
+
+
+class _BodyError(Exception):
+    """A fault found before the body is parsed (its coding, its header length): answered as
+    text/plain, as Triton does, where parse errors are JSON."""
+
+    def __init__(self, error: TritonError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class _Decoding:
+    """What a connection waits on while its body is decoded off the loop (`conn.pending`)."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+
+def _json_length(body: bytes, header_length_text: str | None) -> int:
+    """The length of the body's JSON part, as far as can be told before decoding (0 for a
+    header the decoder will refuse)."""
+    try:
+        return parse_header_length(header_length_text, len(body))
+    except TritonError:
+        return 0
 
 
 def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:

@@ -1,0 +1,213 @@
+"""Large JSON request headers: numeric `data` arrays cut out and read in slices.
+
+A JSON request of tens of megabytes is almost all tensor data. Read whole (orjson, then a
+Python list per input), a 60 MB header held the GIL for 1-6 s and grew the server by ~600 MB:
+every other client waited that long. Here the document is read without its large numeric
+`data` arrays (each left as a `JsonSpan` of its text), and an array is read once its tensor's
+datatype is known, a slice of about `SLICE` bytes at a time straight into the tensor (orjson
+per slice, so the grammar is still JSON's; the GIL changes hands between slices).
+
+What the cut cannot place with certainty (a `data` array that is not an input's, strings or
+objects in it, a slice that does not parse) is read the ordinary way, so errors and leniency
+are `load_json`'s: the fast path never accepts what the whole-document reader refuses. (One
+difference: a document both malformed in a late slice and mistyped in an earlier one is
+refused for the type, where Triton names the syntax.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ...errors import TritonError
+from ..extensions.json_codec import load_json
+
+# Headers at least this long are cut; arrays at least `_MIN_SPAN` long are cut out of them.
+BULK = 1 << 20
+_MIN_SPAN = 64 * 1024
+SLICE = 1 << 20
+
+_KEY = b'"data"'
+_BRACKETS_TO_SPACES = bytes.maketrans(b"[]", b"  ")
+_WHITESPACE = b" \t\n\r"
+# With the brackets gone, `[1[,2]]` and `[[1,]2]` would read as `1,2`: a comma or a closing
+# bracket right after an opening one, or a closing bracket right after a comma, is left to the
+# ordinary reader (`[]` is JSON, but rare in tensor data).
+_MISPLACED = (b"[,", b",]", b"[]")
+_PLACEHOLDER = "\x01tritium-span:"
+
+
+class JsonSpan:
+    """An input's `data` array, still text: `slices` reads it when its datatype is known."""
+
+    __slots__ = ("header", "start", "end")
+
+    def __init__(self, header: bytes, start: int, end: int) -> None:
+        self.header = header  # the whole header, for the ordinary reader's verdict
+        self.start = start  # the array's `[`
+        self.end = end  # one past its `]`
+
+    def slices(self) -> Iterator[list[Any]]:
+        """The array's leaves, flattened (Triton accepts any nesting whose leaves fill the
+        shape), a slice at a time. Text a slice cannot take is read whole instead, the rest of
+        its leaves following; text that is not JSON raises load_json's error."""
+        header, end = self.header, self.end
+        position, done = self.start, 0
+        while position < end:
+            stop = header.find(b",", position + SLICE, end)
+            if stop == -1:
+                stop = end
+            text = header[position:stop]
+            values = None if _misplaced(header[max(self.start, position - 1):stop + 1]) \
+                else _read_slice(text)
+            if values is None or (not values and (position != self.start or stop != end)):
+                yield self._whole()[done:]
+                return
+            yield values
+            done += len(values)
+            position = stop + 1
+            time.sleep(0)  # the event loop's thread may take the GIL between slices
+
+    def _whole(self) -> list[Any]:
+        """The array's leaves read the ordinary way: valid JSON the slices do not take
+        (`[[], [1]]`, integers past 64 bits), or else the whole document's error."""
+        text = self.header[self.start:self.end]
+        try:
+            return _flatten(orjson.loads(text))
+        except orjson.JSONDecodeError:
+            pass
+        try:
+            return _flatten(load_json(text))
+        except TritonError:
+            load_json(self.header)  # the document's own error, at its own offset
+            raise
+
+
+def _misplaced(text: bytes) -> bool:
+    """Whether a bracket in `text` (a slice and the commas either side) sits where removing it
+    could make a malformed array read as a well-formed list."""
+    if b"[" not in text and b"]" not in text:  # the middle of a flat array
+        return False
+    compact = text.translate(None, _WHITESPACE)
+    return any(pattern in compact for pattern in _MISPLACED)
+
+
+def _read_slice(text: bytes) -> list[Any] | None:
+    try:
+        return orjson.loads(b"[" + text.translate(_BRACKETS_TO_SPACES) + b"]")
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _flatten(value: Any) -> list[Any]:
+    if type(value) is not list:
+        return [value]
+    flat: list[Any] = []
+    stack = [iter(value)]
+    while stack:
+        for item in stack[-1]:
+            if type(item) is list:
+                stack.append(iter(item))
+                break
+            flat.append(item)
+        else:
+            stack.pop()
+    return flat
+
+
+def load_request_json(header: bytes) -> Any:
+    """The request's JSON document; in a large one, each input's large numeric `data` array
+    is a `JsonSpan` (read later, in slices)."""
+    if len(header) < BULK:
+        return load_json(header)
+    spans = _find_spans(header)
+    if not spans:
+        return load_json(header)
+    parts: list[bytes] = []
+    position = 0
+    for index, (start, end) in enumerate(spans):
+        parts.append(header[position:start])
+        parts.append(b'"\\u0001tritium-span:%d"' % index)
+        position = end
+    parts.append(header[position:])
+    try:
+        document = orjson.loads(b"".join(parts))
+    except orjson.JSONDecodeError:
+        return load_json(header)
+    if not _place(document, header, spans):  # a cut elsewhere: read the document as it is
+        return load_json(header)
+    return document
+
+
+def _place(document: Any, header: bytes, spans: list[tuple[int, int]]) -> bool:
+    """Put each span where its placeholder is; False unless each was an input's `data`."""
+    inputs = document.get("inputs") if type(document) is dict else None
+    if type(inputs) is not list:
+        return False
+    placed: list[tuple[dict[str, Any], int]] = []
+    for item in inputs:
+        data = item.get("data") if type(item) is dict else None
+        if type(data) is str and data.startswith(_PLACEHOLDER):
+            digits = data[len(_PLACEHOLDER):]
+            if not (digits.isascii() and digits.isdigit()):
+                return False
+            placed.append((item, int(digits)))
+    if sorted(number for _, number in placed) != list(range(len(spans))):
+        return False
+    for item, number in placed:
+        item["data"] = JsonSpan(header, *spans[number])
+    return True
+
+
+def _find_spans(header: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each `"data": [...]` array of at least `_MIN_SPAN` bytes holding no
+    string or object (no `"` within)."""
+    spans = []
+    position = 0
+    while (key := header.find(_KEY, position)) != -1:
+        position = key + len(_KEY)
+        colon = _skip(header, position)
+        if header[colon:colon + 1] != b":":
+            continue
+        start = _skip(header, colon + 1)
+        if header[start:start + 1] != b"[":
+            continue
+        end = _closing(header, start)
+        if end == -1:
+            break
+        position = end
+        if end - start >= _MIN_SPAN and header.find(b'"', start, end) == -1:
+            spans.append((start, end))
+    return spans
+
+
+def _skip(header: bytes, position: int) -> int:
+    while header[position:position + 1] in (b" ", b"\t", b"\n", b"\r"):
+        position += 1
+    return position
+
+
+def _closing(header: bytes, start: int) -> int:
+    """One past the `]` closing the array opened at `start`, or -1 (in slices: numpy counts
+    the depth, so a nested array of a million rows costs no Python loop per row)."""
+    close = header.find(b"]", start)
+    if close == -1:
+        return -1
+    if header.find(b"[", start + 1, close) == -1:
+        return close + 1
+    depth = 0
+    position = start
+    while position < len(header):
+        chunk = np.frombuffer(header, np.uint8, min(SLICE, len(header) - position), position)
+        steps = (chunk == 91).astype(np.int32) - (chunk == 93)
+        levels = np.cumsum(steps) + depth
+        closed = np.flatnonzero(levels == 0)
+        if closed.size:
+            return position + int(closed[0]) + 1
+        depth = int(levels[-1])
+        position += chunk.size
+    return -1
