@@ -39,6 +39,44 @@ def test_python_based_backend_serves_every_model_naming_it() -> None:
         assert client.get_model_config("adder")["backend"] == "pyadd"
 
 
+# A Python-based backend named after a library its model.py imports, as Triton's vLLM backend
+# (backends/vllm/model.py imports vllm) is, with a helper module beside it.
+_NAMESAKE = """
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+from helpers import describe
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array(
+            [json.dumps(describe(pb_utils.get_input_tensor_by_name(r, "IN").as_numpy()))],
+            np.object_))]) for r in requests]
+"""
+
+
+def test_a_backend_named_after_a_library_its_model_imports(tmp_path: Path) -> None:
+    backend = tmp_path / "backends" / "json"
+    backend.mkdir(parents=True)
+    (backend / "model.py").write_text(_NAMESAKE)
+    (backend / "helpers.py").write_text(
+        "def describe(array):\n    return {'sum': int(array.sum()), 'module': __name__}\n")
+    model = tmp_path / "repo" / "namesake"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text(
+        'backend: "json"\nmax_batch_size: 0\n'
+        'input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]\n'
+        'output [ { name: "OUT" data_type: TYPE_STRING dims: [ 1 ] } ]\n')
+    with ServerProcess([tmp_path / "repo"], f"--backend-directory={tmp_path / 'backends'}"
+                       ) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        result = client.infer("namesake", [http_input("IN", np.arange(4, dtype=np.int32),
+                                                      "INT32")])
+    assert result.as_numpy("OUT")[0].decode() == '{"sum": 6, "module": "helpers"}'
+
+
 def _environment(venv: Path) -> None:
     """An execution environment: a venv of the base interpreter that finds numpy (the stub's
     one dependency) where this test run's does, and nothing of Tritium's."""

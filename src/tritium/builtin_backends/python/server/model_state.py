@@ -44,7 +44,13 @@ class PythonModelState:
             "model_path": str(self.model_path),
             "model_dir": str(self.model.version_path),
             "model_name": self.name,
-            "sys_path": [str(self.model_path.parent), str(self.model_path.parent.parent)],
+            # A Python-based backend's model.py (backends/<name>/model.py) is imported as the
+            # top-level module `model` with its folder on the path, as Triton's stub does: as
+            # a package named after the folder, backends/vllm/model.py would hide the vllm
+            # library from itself.
+            "backend_model": self.backend.backend_model is not None,
+            "sys_path": [str(self.model_path.parent)] if self.backend.backend_model is not None
+            else [str(self.model_path.parent), str(self.model_path.parent.parent)],
         }
 
     def close(self) -> None:

@@ -75,13 +75,17 @@ def _import_as_package_module(path: str) -> Any:
         package.__path__ = [folder]
         package.__package__ = package_name
         sys.modules[package_name] = package
-    name = f"{package_name}.{os.path.splitext(filename)[0]}"
+    return _import_file(path, f"{package_name}.{os.path.splitext(filename)[0]}", "model")
+
+
+def _import_file(path: str, name: str, *aliases: str) -> Any:
+    """Run the file `path` as module `name` (also registered as each of `aliases`)."""
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import model file {path}")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.modules["model"] = module
+    for key in (name, *aliases):
+        sys.modules[key] = module
     spec.loader.exec_module(module)
     return module
 
@@ -167,7 +171,12 @@ class Stub:
         for entry in settings.get("sys_path", []):
             if entry not in sys.path:
                 sys.path.append(entry)
-        module = _import_as_package_module(path)
+        if settings.get("backend_model"):
+            # A Python-based backend's model.py: the top-level module `model`, its folder on
+            # sys.path (as Triton's stub imports it).
+            module = _import_file(path, "model")
+        else:
+            module = _import_as_package_module(path)
         if not hasattr(module, "TritonPythonModel"):
             raise AttributeError("module 'model' has no attribute 'TritonPythonModel'")
         pb._set_runtime(self.runtime, settings.get("model_dir"))
