@@ -3,12 +3,15 @@
 Served on a port of its own (`--openai-port`), like Triton's OpenAI-compatible frontend (a
 separate server, port 9000 by default): OpenAI clients expect their own paths, bodies and error
 shapes at the root of a base URL, which would sit badly beside KServe's `/v2` routes, Triton's
-HTTP restrictions and its `{"error": "..."}` bodies. The models offered are the ready models on
-the llm backend; a request becomes one InferenceRequest per choice (`n`) through
-`InferenceServer` (never the backend itself), and their decoupled responses become one JSON
-answer or server-sent events ending with `data: [DONE]`, each chunk naming its choice's index. A
-client that goes away mid-stream cancels its requests (the HTTP connection marks them), which
-frees their slots in the engine.
+HTTP restrictions and its `{"error": "..."}` bodies. The models offered are the ready models
+with the text-generation interface of Triton's vLLM backend (a `text_input` input and a
+`text_output` output: the llm backend's, Triton's vLLM backend's, a Python model's of that
+shape), as Triton's OpenAI frontend offers vLLM and TensorRT-LLM models; a request becomes
+one InferenceRequest per choice (`n`) through `InferenceServer` (never the backend itself),
+carrying those of the optional inputs the model declares, and their decoupled responses become
+one JSON answer or server-sent events ending with `data: [DONE]`, each chunk naming its
+choice's index. A client that goes away mid-stream cancels its requests (the HTTP connection
+marks them), which frees their slots in the engine.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ from .protocol import (
 
 log = logging.getLogger("tritium.openai")
 
-LLM_BACKEND = "llm"
 _JSON = b"content-type: application/json\r\n"
 _SSE = b"content-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n"
 
@@ -97,23 +99,33 @@ class OpenAiApp:
 
     def _models(self) -> list[str]:
         names = sorted({entry["name"] for entry in self.server.repository_index(ready_only=True)})
-        return [n for n in names if self._is_llm(n)]
+        return [n for n in names if self._interface(n) is not None]
 
-    def _is_llm(self, name: str) -> bool:
+    def _interface(self, name: str) -> tuple[set[str], set[str]] | None:
+        """The model's input and output names if it generates text, else None."""
         try:
-            return self.server.model_config(name).backend == LLM_BACKEND
+            config = self.server.model_config(name)
         except TritonError:
-            return False
+            return None
+        inputs = {tensor.name for tensor in config.input}
+        outputs = {tensor.name for tensor in config.output}
+        return (inputs, outputs) if "text_input" in inputs and "text_output" in outputs \
+            else None
 
-    def _check_model(self, name: str) -> None:
-        if not self._is_llm(name):
+    def _check_model(self, name: str) -> tuple[set[str], set[str]]:
+        interface = self._interface(name)
+        if interface is None:
             raise OpenAiError(404, f"The model `{name}` does not exist.", "invalid_request_error",
                               param="model", code="model_not_found")
+        return interface
 
     def _generate(self, conn: HttpConnection, document: dict[str, Any],
                   generation: Generation) -> None:
-        self._check_model(generation.model)
-        requests = generation.requests()
+        inputs, outputs = self._check_model(generation.model)
+        if generation.top_logprobs is not None and "logprobs" not in outputs:
+            raise OpenAiError(400, f"the model `{generation.model}` does not return logprobs "
+                              "(it has no 'logprobs' output)", param="logprobs")
+        requests = generation.requests(inputs)
         answer = (_StreamAnswer if generation.stream else _Answer)(conn, generation)
         options = document.get("stream_options")
         answer.include_usage = isinstance(options, dict) and options.get("include_usage") is True

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +58,17 @@ class Generation:
     top_logprobs: int | None = None  # logprobs asked for: how many top ones per token
     check_max_tokens: bool = False  # max_tokens was given: past max_model_len is an error
 
-    def requests(self) -> list[InferenceRequest]:
-        """One request per choice: a seed gives choice i the seed + i, as vLLM's n does."""
+    def requests(self, inputs: Collection[str]) -> list[InferenceRequest]:
+        """One request per choice, with those of its optional inputs the model declares
+        (`inputs`): a seed gives choice i the seed + i, as vLLM's n does."""
+        if self.chat and "apply_chat_template" not in inputs:
+            raise OpenAiError(
+                400, f"the model `{self.model}` takes no chat messages (it has no "
+                "'apply_chat_template' input): send its prompt to /v1/completions",
+                param="messages")
         seed = self.sampling.get("seed")
         return [infer_request(self, {**self.sampling, "seed": seed + index}
-                              if seed is not None else self.sampling)
+                              if seed is not None else self.sampling, inputs)
                 for index in range(self.n)]
 
 
@@ -230,11 +237,16 @@ def chat_request(document: dict[str, Any]) -> Generation:
     return generation
 
 
-def infer_request(generation: Generation, sampling: dict[str, Any]) -> InferenceRequest:
-    """The InferenceRequest a Triton vLLM-backend client would send for one choice."""
+def infer_request(generation: Generation, sampling: dict[str, Any],
+                  inputs: Collection[str]) -> InferenceRequest:
+    """The InferenceRequest a Triton vLLM-backend client would send for one choice; of the
+    optional inputs, those the model declares (`inputs`: Triton's vLLM backend, depending on
+    its version, has no `return_*` switches; only the llm backend reads chat messages)."""
     request = InferenceRequest(generation.model)
 
     def add(name: str, datatype: str, value: Any) -> None:
+        if name not in inputs and name != "text_input":
+            return
         data = np.array([value], dtype=np.object_ if datatype == "BYTES" else np.bool_)
         request.inputs[name] = Tensor(name, datatype, (1,), data)
 

@@ -1,0 +1,103 @@
+"""The OpenAI frontend serves any model with the text-generation interface of Triton's vLLM
+backend, not only the llm backend's: here a Python-based backend named `vllm` (a stand-in with
+that backend's config and tensors, its `auto_complete_config` included, and a toy engine that
+answers the prompt's words backwards) is served through the official `openai` client."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+import tritonclient.http as httpclient
+
+from support.models import identity_config, write_model
+from support.server_process import ServerProcess, free_ports
+
+# Triton's vLLM backend's tensors (its auto_complete_config) over a toy engine: the prompt's
+# words backwards, `max_tokens` of them, one per response when streaming.
+_VLLM_LIKE = '''
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        for name, datatype, optional in (("text_input", "TYPE_STRING", False),
+                                         ("stream", "TYPE_BOOL", True),
+                                         ("sampling_parameters", "TYPE_STRING", True),
+                                         ("exclude_input_in_output", "TYPE_BOOL", True)):
+            config.add_input({"name": name, "data_type": datatype, "dims": [1],
+                              "optional": optional})
+        config.add_output({"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]})
+        config.set_model_transaction_policy(dict(decoupled=True))
+        config.set_max_batch_size(0)
+        return config
+
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            prompt = pb_utils.get_input_tensor_by_name(request, "text_input").as_numpy()[0]
+            stream = pb_utils.get_input_tensor_by_name(request, "stream")
+            stream = stream is not None and bool(stream.as_numpy()[0])
+            sampling = pb_utils.get_input_tensor_by_name(request, "sampling_parameters")
+            sampling = json.loads(sampling.as_numpy()[0]) if sampling is not None else {}
+            words = prompt.decode().split()[::-1][:sampling.get("max_tokens", 16)]
+            pieces = [" " + w for w in words] if stream else [" " + " ".join(words)]
+            for piece in pieces:
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor(
+                    "text_output", np.array([piece.encode()], np.object_))]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+'''
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("vllm_like")
+    (root / "backends" / "vllm").mkdir(parents=True)
+    (root / "backends" / "vllm" / "model.py").write_text(_VLLM_LIKE)
+    repo = root / "repo"
+    (repo / "backwards" / "1").mkdir(parents=True)
+    (repo / "backwards" / "config.pbtxt").write_text(
+        'backend: "vllm"\ninstance_group [ { count: 1 kind: KIND_MODEL } ]\n')
+    write_model(repo, "identity", identity_config("identity", "TYPE_INT32", max_batch_size=0))
+    (port,) = free_ports(1)
+    with ServerProcess([repo], f"--openai-port={port}",
+                       f"--backend-directory={root / 'backends'}") as process:
+        process.openai_port = port
+        yield process
+
+
+def test_the_vllm_backend_model_is_offered(client: openai.OpenAI) -> None:
+    assert [m.id for m in client.models.list().data] == ["backwards"]
+
+
+def test_a_completion_plain_and_streamed(client: openai.OpenAI) -> None:
+    answer = client.completions.create(model="backwards", prompt="one two three four",
+                                       max_tokens=3)
+    assert answer.choices[0].text == " four three two"
+    chunks = client.completions.create(model="backwards", prompt="one two three four",
+                                       max_tokens=3, stream=True)
+    assert [c.choices[0].text for c in chunks if c.choices and c.choices[0].text] == [
+        " four", " three", " two"]
+
+
+def test_what_the_model_cannot_do_is_a_clear_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError, match="no 'apply_chat_template' input"):
+        client.chat.completions.create(model="backwards",
+                                       messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.BadRequestError, match="does not return logprobs"):
+        client.completions.create(model="backwards", prompt="a b", logprobs=1)
+    with pytest.raises(openai.NotFoundError):
+        client.completions.create(model="identity", prompt="a b")
+
+
+def test_its_config_is_the_vllm_backends(server) -> None:
+    config = httpclient.InferenceServerClient(server.http_url).get_model_config("backwards")
+    assert config["backend"] == "vllm"
+    assert config["model_transaction_policy"]["decoupled"] is True
+    assert [i["name"] for i in config["input"]] == [
+        "text_input", "stream", "sampling_parameters", "exclude_input_in_output"]
+
