@@ -111,11 +111,12 @@ def server(tmp_path_factory: pytest.TempPathFactory):
 
 def after_blocker(server: ServerProcess, model: str,
                   then: list[tuple[np.ndarray, dict[str, Any]]],
-                  until_answered: bool = False) -> tuple[Outcome, list[Outcome]]:
+                  until_answered: bool = False, hold: float = 0.0
+                  ) -> tuple[Outcome, list[Outcome]]:
     """Send a request that keeps the one instance busy, then (while it runs) the `then`
     requests, one after another in that order, each without waiting for answers; the blocker
-    ends once the server holds (or has answered) them all, or with `until_answered` once they
-    are all answered (a queue policy's timeout)."""
+    ends once the server holds (or has answered) them all, with `until_answered` once they
+    are all answered (a queue policy's timeout), and `hold` seconds after that."""
     with ThreadPoolExecutor(len(then) + 1) as pool:
         blocker = pool.submit(infer, server, model, rows(-1))
         server.wait_pending(model, 1)
@@ -128,6 +129,7 @@ def after_blocker(server: ServerProcess, model: str,
             _wait_held_or_answered(server, model, blocker, futures)
         if until_answered:
             wait(futures, timeout=60)
+        time.sleep(hold)
         assert not blocker.done(), blocker.result().error
         open_gate(server, model)
         return blocker.result(), [f.result() for f in futures]
@@ -263,7 +265,8 @@ def test_expired_request_is_rejected_with_reject_policy(server):
 def test_expired_request_is_delayed_behind_timely_ones(server):
     expiring = (rows(100), {"timeout": 100_000})  # allow_timeout_override
     patient = (rows(100), {})
-    blocker, (first, second) = after_blocker(server, "probe_delay", [expiring, patient])
+    blocker, (first, second) = after_blocker(server, "probe_delay", [expiring, patient],
+                                             hold=0.5)  # past the 100 ms timeout
     assert blocker.error is None and first.error is None and second.error is None
     assert second.finished < first.finished
 
