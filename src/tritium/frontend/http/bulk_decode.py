@@ -15,17 +15,27 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from ...errors import TritonError
 from .json_spans import BULK
+from .request import parse_header_length
 
 T = TypeVar("T")
 
 _DECODER = ThreadPoolExecutor(1, thread_name_prefix="tritium-http-decode")
 
 
-def is_bulky(content_encoding: str | None, json_length: int) -> bool:
-    """Whether decoding a body belongs off the loop: its JSON is large, or it is compressed
-    (a few kilobytes may inflate to the size limit; compressed requests are rare)."""
-    return content_encoding == "gzip" or content_encoding == "deflate" or json_length >= BULK
+def is_bulky(body: bytes, content_encoding: str | None, header_length_text: str | None) -> bool:
+    """Whether decoding a body belongs off the loop: it is compressed (a few kilobytes may
+    inflate to the size limit; compressed requests are rare), or its JSON part is large (a
+    body shorter than that is decided by its length alone)."""
+    if content_encoding == "gzip" or content_encoding == "deflate":
+        return True
+    if len(body) < BULK:
+        return False
+    try:
+        return parse_header_length(header_length_text, len(body)) >= BULK
+    except TritonError:  # refused by the decoder at once
+        return False
 
 
 def decode_later(decode: Callable[[], T], loop: asyncio.AbstractEventLoop,

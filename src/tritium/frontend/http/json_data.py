@@ -7,7 +7,6 @@ any nesting of lists whose leaves fill the shape; the checks and messages here a
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ from ..extensions.json_codec import (
     parse_error,
     utf8,
 )
-from .json_spans import JsonSpan
+from .json_spans import JsonSpan, leaves
 
 # Datatype -> the family of JSON values it is read from.
 _FAMILY: dict[str, str] = {
@@ -77,7 +76,7 @@ def array_from_json(
         raise TritonError.invalid_arg(f"invalid datatype for input {name}")
     if isinstance(data, JsonSpan):
         return _read_span(data, family, count, numpy_dtype(datatype)).reshape(shape)
-    flat, types = _leaves(data)
+    flat, types = leaves(data)
     _check_types(types, family)
 
     if family == "bytes":
@@ -117,7 +116,7 @@ def _read_span(span: JsonSpan, family: str, count: int, target: np.dtype) -> np.
     """A large numeric array's leaves, read a slice at a time into the tensor (neither a list
     of all of them nor a wide copy is ever built). Its text holds no strings: BYTES data there
     is refused."""
-    out = np.empty(count, dtype=target if family != "bytes" else np.object_)
+    out = np.empty(count, dtype=target)
     filled = 0
     for values in span.slices():
         _check_types(set(map(type, values)), family)
@@ -140,16 +139,6 @@ def _narrow(array: np.ndarray, datatype: str, family: str) -> np.ndarray:
         else:
             array = array.astype(target)  # wraps like Triton's C cast
     return array
-
-
-def _leaves(data: list[Any]) -> tuple[list[Any], set[type]]:
-    """Flatten nested JSON lists (any nesting, as Triton accepts) and the leaves' types."""
-    flat = data
-    while True:
-        types = set(map(type, flat))
-        if list not in types:
-            return flat, types
-        flat = list(chain.from_iterable(x if type(x) is list else (x,) for x in flat))
 
 
 def json_from_array(datatype: str, array: Any) -> list[Any]:

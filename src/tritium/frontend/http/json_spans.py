@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -77,11 +78,11 @@ class JsonSpan:
         (`[[], [1]]`, integers past 64 bits), or else the whole document's error."""
         text = self.header[self.start:self.end]
         try:
-            return _flatten(orjson.loads(text))
+            return leaves(orjson.loads(text))[0]
         except orjson.JSONDecodeError:
             pass
         try:
-            return _flatten(load_json(text))
+            return leaves(load_json(text))[0]
         except TritonError:
             load_json(self.header)  # the document's own error, at its own offset
             raise
@@ -103,20 +104,14 @@ def _read_slice(text: bytes) -> list[Any] | None:
         return None
 
 
-def _flatten(value: Any) -> list[Any]:
-    if type(value) is not list:
-        return [value]
-    flat: list[Any] = []
-    stack = [iter(value)]
-    while stack:
-        for item in stack[-1]:
-            if type(item) is list:
-                stack.append(iter(item))
-                break
-            flat.append(item)
-        else:
-            stack.pop()
-    return flat
+def leaves(data: list[Any]) -> tuple[list[Any], set[type]]:
+    """Flatten nested JSON lists (any nesting, as Triton accepts) and the leaves' types."""
+    flat = data
+    while True:
+        types = set(map(type, flat))
+        if list not in types:
+            return flat, types
+        flat = list(chain.from_iterable(x if type(x) is list else (x,) for x in flat))
 
 
 def load_request_json(header: bytes) -> Any:

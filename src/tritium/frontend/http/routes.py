@@ -248,25 +248,22 @@ class HttpApp:
             model = self.server.resolve(name, version)
         except TritonError as exc:
             return _reply_error(conn, exc.http_status, exc.message, _TEXT)
-        try:
-            if model.decoupled:
-                raise TritonError.unsupported(
-                    "HTTP end point doesn't support models with decoupled transaction policy"
-                )
-            # Present but empty is as unknown as any other coding (Triton refuses it too).
-            if content_encoding is not None and content_encoding not in (
-                "identity", "gzip", "deflate"
-            ):
-                model.close()
-                return _reply_error(
-                    conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
-                )
-        except TritonError as exc:
+        if model.decoupled:
             model.close()
-            return _reply_error(conn, exc.http_status, exc.message, _TEXT)
+            error = TritonError.unsupported(
+                "HTTP end point doesn't support models with decoupled transaction policy")
+            return _reply_error(conn, error.http_status, error.message, _TEXT)
+        # Present but empty is as unknown as any other coding (Triton refuses it too).
+        if content_encoding is not None and content_encoding not in (
+            "identity", "gzip", "deflate"
+        ):
+            model.close()
+            return _reply_error(
+                conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
+            )
         decode = partial(self._decode, name, model_version, http_request.body, content_encoding,
                          header_length_text, model.config)
-        if not is_bulky(content_encoding, _json_length(http_request.body, header_length_text)):
+        if not is_bulky(http_request.body, content_encoding, header_length_text):
             return self._decoded(conn, http_request, model, accept_encoding, decode)
         waiting = _Decoding()
         conn.pending = waiting  # marked cancelled if the client goes away meanwhile
@@ -341,15 +338,6 @@ class _Decoding:
 
     def __init__(self) -> None:
         self.cancelled = False
-
-
-def _json_length(body: bytes, header_length_text: str | None) -> int:
-    """The length of the body's JSON part, as far as can be told before decoding (0 for a
-    header the decoder will refuse)."""
-    try:
-        return parse_header_length(header_length_text, len(body))
-    except TritonError:
-        return 0
 
 
 def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:

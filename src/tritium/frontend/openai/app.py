@@ -122,6 +122,11 @@ class OpenAiApp:
     def _generate(self, conn: HttpConnection, document: dict[str, Any],
                   generation: Generation) -> None:
         inputs, outputs = self._check_model(generation.model)
+        if generation.chat and "apply_chat_template" not in inputs:
+            raise OpenAiError(
+                400, f"the model `{generation.model}` takes no chat messages (it has no "
+                "'apply_chat_template' input): send its prompt to /v1/completions",
+                param="messages")
         if generation.top_logprobs is not None and "logprobs" not in outputs:
             raise OpenAiError(400, f"the model `{generation.model}` does not return logprobs "
                               "(it has no 'logprobs' output)", param="logprobs")

@@ -61,11 +61,6 @@ class Generation:
     def requests(self, inputs: Collection[str]) -> list[InferenceRequest]:
         """One request per choice, with those of its optional inputs the model declares
         (`inputs`): a seed gives choice i the seed + i, as vLLM's n does."""
-        if self.chat and "apply_chat_template" not in inputs:
-            raise OpenAiError(
-                400, f"the model `{self.model}` takes no chat messages (it has no "
-                "'apply_chat_template' input): send its prompt to /v1/completions",
-                param="messages")
         seed = self.sampling.get("seed")
         return [infer_request(self, {**self.sampling, "seed": seed + index}
                               if seed is not None else self.sampling, inputs)

@@ -40,17 +40,19 @@ class PythonModelState:
 
     def settings(self) -> dict[str, Any]:
         """What a stub needs to import the model (INIT and AUTO_COMPLETE)."""
+        # A Python-based backend's model.py (backends/<name>/model.py) is imported as the
+        # top-level module `model` with only its folder on the path, as Triton's stub does: as
+        # a package named after the folder, backends/vllm/model.py would hide the vllm library
+        # from itself.
+        backend_model = self.backend.backend_model is not None
+        folders = [self.model_path.parent] if backend_model else \
+            [self.model_path.parent, self.model_path.parent.parent]
         return {
             "model_path": str(self.model_path),
             "model_dir": str(self.model.version_path),
             "model_name": self.name,
-            # A Python-based backend's model.py (backends/<name>/model.py) is imported as the
-            # top-level module `model` with its folder on the path, as Triton's stub does: as
-            # a package named after the folder, backends/vllm/model.py would hide the vllm
-            # library from itself.
-            "backend_model": self.backend.backend_model is not None,
-            "sys_path": [str(self.model_path.parent)] if self.backend.backend_model is not None
-            else [str(self.model_path.parent), str(self.model_path.parent.parent)],
+            "backend_model": backend_model,
+            "sys_path": [str(folder) for folder in folders],
         }
 
     def close(self) -> None:
