@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import socket
@@ -15,17 +16,49 @@ from pathlib import Path
 
 from support import ROOT
 
+# Below Linux's ephemeral range (32768-60999, where bind(0) and outgoing connections draw)
+# and above Ray's worker ports (10002-19999); each pytest-xdist worker draws from its own
+# slice, so two workers never hand out the same port between choosing it and the server
+# binding it (the CI failure this replaced: a test's HTTP port answered with another
+# worker's gRPC server).
+_PORTS = range(20000, 32768)
+_next_port: int | None = None
+
+
+def _worker_slice() -> range:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), index + 1)
+    size = len(_PORTS) // count
+    start = _PORTS.start + index * size
+    return range(start, start + size)
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
 
 def free_ports(count: int) -> list[int]:
-    sockets, ports = [], []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        sockets.append(s)
-        ports.append(s.getsockname()[1])
-    for s in sockets:
-        s.close()
-    return ports
+    """`count` loopback ports nothing listens on, from this worker's own slice, never the
+    same twice in one process (a stopped server's port may linger in TIME_WAIT)."""
+    global _next_port
+    ports = _worker_slice()
+    if _next_port is None:  # a fresh start per process: a rerun does not meet the last one's
+        _next_port = ports.start + (os.getpid() * 7919) % len(ports)
+    chosen: list[int] = []
+    for _ in range(len(ports)):
+        port = _next_port
+        _next_port = port + 1 if port + 1 < ports.stop else ports.start
+        if _is_free(port):
+            chosen.append(port)
+            if len(chosen) == count:
+                return chosen
+    raise RuntimeError(f"no {count} free loopback ports in {ports}")
 
 
 class ServerProcess:
@@ -103,7 +136,8 @@ class ServerProcess:
                 with urllib.request.urlopen(url, timeout=1) as response:
                     if response.status == 200:
                         return
-            except OSError:
+            except (OSError, http.client.HTTPException):
+                # not up yet, or not ours (then the process's exit shows next round)
                 pass
             time.sleep(0.05)
         raise TimeoutError(f"server did not become live in {timeout}s:\n{self.log()}")
