@@ -1,11 +1,11 @@
 """Tiny decoder-only models in the Hugging Face layout, made here (no downloads), for the llm
 backend's tests and benchmark.
 
-Each family (Llama, Qwen2, Mistral, GPT-2) gets a transformers config with 2 layers and a small
-hidden size, random weights from a fixed seed (`initializer_range` wide enough that greedy
-decoding never meets near-ties), saved with `save_pretrained` as safetensors, next to a
-byte-level BPE tokenizer trained here with the `tokenizers` library (with a chat template) and
-saved as a `PreTrainedTokenizerFast`.
+Each family (Llama, Qwen2, Mistral, GPT-2, and the ARCHITECTURES below) gets a transformers
+config with 2 layers and a small hidden size, random weights from a fixed seed
+(`initializer_range` wide enough that greedy decoding never meets near-ties), saved with
+`save_pretrained` as safetensors, next to a byte-level BPE tokenizer trained here with the
+`tokenizers` library (with a chat template) and saved as a `PreTrainedTokenizerFast`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,30 @@ _CORPUS = [
     "def add(a, b):\n    return a + b\n",
 ] * 20
 FAMILIES = ("llama", "qwen2", "mistral", "gpt2")
+_LLAMA_SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+# Architectures whose attention differs from Llama's, each as transformers' own config class
+# with its dimensions: sliding windows (all layers, or alternating with full attention),
+# logit soft-capping, tied embeddings, q/k norms, partial rotary with parallel residuals,
+# learned positions, a mixture of experts. SLIDING_WINDOW is shorter than the tests' prompts.
+SLIDING_WINDOW = 8
+ARCHITECTURES: dict[str, tuple[str, dict]] = {
+    "mistral_sliding": ("MistralConfig", {**_LLAMA_SHAPE, "sliding_window": SLIDING_WINDOW}),
+    "phi3_sliding": ("Phi3Config", {**_LLAMA_SHAPE, "sliding_window": SLIDING_WINDOW,
+                                    "original_max_position_embeddings": 512}),
+    "gemma2": ("Gemma2Config", {**_LLAMA_SHAPE, "head_dim": 32, "query_pre_attn_scalar": 32,
+                                "sliding_window": SLIDING_WINDOW, "tie_word_embeddings": False}),
+    "qwen3": ("Qwen3Config", {**_LLAMA_SHAPE, "head_dim": 16, "tie_word_embeddings": True}),
+    "gpt_neox": ("GPTNeoXConfig", {"hidden_size": 64, "intermediate_size": 128,
+                                   "num_hidden_layers": 2, "num_attention_heads": 4,
+                                   "max_position_embeddings": 512, "rotary_pct": 0.25,
+                                   "use_parallel_residual": True}),
+    "opt": ("OPTConfig", {"hidden_size": 64, "ffn_dim": 128, "num_hidden_layers": 2,
+                          "num_attention_heads": 4, "max_position_embeddings": 512,
+                          "word_embed_proj_dim": 64}),
+    "mixtral": ("MixtralConfig", {**_LLAMA_SHAPE, "num_local_experts": 4,
+                                  "num_experts_per_tok": 2}),
+}
 
 
 def train_tokenizer(folder: Path) -> None:
@@ -58,11 +82,12 @@ def _config(family: str, vocab_size: int, eos: int, bos: int, pad: int, sizes: d
                   initializer_range=0.5, tie_word_embeddings=False)
     if family == "gpt2":
         return transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=512, **common)
+    if family in ARCHITECTURES:
+        name, shape = ARCHITECTURES[family]
+        return getattr(transformers, name)(**{**common, **shape, **sizes})
     classes = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
                "mistral": transformers.MistralConfig}
-    shape = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, max_position_embeddings=512)
-    return classes[family](**{**shape, **common, **sizes})
+    return classes[family](**{**_LLAMA_SHAPE, **common, **sizes})
 
 
 def build_model(folder: Path, family: str = "llama", seed: int = 0, dtype: str = "float32",

@@ -4,10 +4,10 @@ It plays the part of vLLM's model runner (or MindIE's model executor) under Trit
 backends: it loads the model version folder as transformers saves it (config.json,
 *.safetensors, tokenizer files), then runs two kinds of forward pass for the engine: a prefill
 chunk of one sequence's prompt into its slot, and one decode step for every decoding sequence at
-once. The attention mask is built here (4-D, so transformers uses it as given): each row sees
-its own positions and nothing past its own length, which is what lets sequences of different
-lengths share a step. transformers supplies the layers; scheduling, caching and sampling stay
-in the engine.
+once. The attention masks are built here (attention_masks.py; 4-D, so transformers uses them as
+given): each row sees its own positions and nothing past its own length, which is what lets
+sequences of different lengths share a step. transformers supplies the layers and their
+attention implementation; scheduling, caching and sampling stay in the engine.
 
 A runner lives on one device: the CPU for KIND_CPU (and KIND_MODEL) instances, `cuda:<device_id>`
 for KIND_GPU ones, with its weights, its KV slots and every tensor of a pass there. What crosses
@@ -27,6 +27,7 @@ import torch
 
 from tritium.backend import TritonError
 
+from .attention_masks import AttentionMasks
 from .kv_cache import SlotCache, SlotStore
 
 _DTYPES = {"float32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16,
@@ -120,6 +121,7 @@ class ModelRunner:
         self.kv_heads = getattr(text, "num_key_value_heads", None) or heads
         self.head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
         self.vocab_size = text.vocab_size
+        self.masks = AttentionMasks(self.config, self.dtype)
 
     @classmethod
     def load(cls, checkpoint: Checkpoint, dtype: str, device: torch.device) -> ModelRunner:
@@ -131,7 +133,7 @@ class ModelRunner:
         with _LOAD_LOCK:
             loaded: Any = AutoModelForCausalLM.from_pretrained(
                 checkpoint.folder, config=checkpoint.config, dtype=torch_dtype,
-                attn_implementation="sdpa", local_files_only=True, output_loading_info=True,
+                local_files_only=True, output_loading_info=True,
             )
         model, info = loaded  # (model, loading info) with output_loading_info
         # A weight the checkpoint lacks would be left as initialised at random: the model
@@ -172,14 +174,11 @@ class ModelRunner:
         count = len(tokens)
         store.ensure(start + count)
         store.plan_prefill(row, start, count)
-        positions = torch.arange(start, start + count, device=self.device)
-        # Query i (at position start+i) sees every cached position up to its own.
-        mask = (torch.arange(start + count, device=self.device)[None, :]
-                <= positions[:, None])[None, None]
+        positions = torch.arange(start, start + count, device=self.device)[None]
         output = self.model(
-            input_ids=torch.tensor([tokens], device=self.device), position_ids=positions[None],
-            attention_mask=mask, cache=SlotCache(store), use_cache=True,
-            logits_to_keep=0 if every else 1,
+            input_ids=torch.tensor([tokens], device=self.device), position_ids=positions,
+            attention_mask=self.masks.build(positions, start + count),
+            cache=SlotCache(store), use_cache=True, logits_to_keep=0 if every else 1,
         )
         return output.logits[0].float()
 
@@ -193,10 +192,9 @@ class ModelRunner:
         step = torch.tensor([tokens, lengths], device=self.device)
         ids, where = step[0], step[1]
         store.plan_decode(rows, where, read_length)
-        mask = (torch.arange(read_length, device=self.device)[None, :]
-                <= where[:, None])[:, None, None, :]
         output = self.model(
-            input_ids=ids[:, None], position_ids=where[:, None], attention_mask=mask,
+            input_ids=ids[:, None], position_ids=where[:, None],
+            attention_mask=self.masks.build(where[:, None], read_length),
             cache=SlotCache(store), use_cache=True, logits_to_keep=1,
         )
         return output.logits[:, -1].float()

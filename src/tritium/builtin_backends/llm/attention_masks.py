@@ -1,0 +1,78 @@
+"""The attention masks of the runner's forward passes, as the model's attention layers read them.
+
+The engine hands transformers a ready 4-D mask (transformers then uses it as given) because
+rows of one decode step sit at different lengths in their slots. Whatever transformers would
+have built must therefore be built here: which key positions each query sees, per attention
+type of the model's layers (`full_attention`: every position up to its own; `sliding_attention`:
+the last `sliding_window` of them, as Mistral, Phi-3 and Gemma-2 layers attend), in the format
+the model's attention implementation reads (sdpa: booleans; eager, which soft-capping models
+such as Gemma-2 use: 0 or the dtype's minimum, added to the scores). A model whose layers mix
+types gets one mask per type (transformers' mask mapping); other types are refused at load.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tritium.backend import TritonError
+
+_KNOWN_TYPES = ("full_attention", "sliding_attention")
+_FORMATS = ("sdpa", "eager")
+
+
+class AttentionMasks:
+    """The mask builder of one loaded model."""
+
+    def __init__(self, config: Any, dtype: torch.dtype) -> None:
+        text = config.get_text_config(decoder=True)
+        implementation = getattr(config, "_attn_implementation", None) or "eager"
+        if implementation not in _FORMATS:
+            raise TritonError.invalid_arg(
+                f"the llm backend runs attention as sdpa or eager, not {implementation!r}; "
+                "remove attn_implementation from the model's config.json"
+            )
+        window = getattr(text, "sliding_window", None)
+        layer_types = getattr(text, "layer_types", None)
+        # Without per-layer types a configured window applies to every layer (Mistral, Phi-3).
+        types = set(layer_types) if layer_types else (
+            {"sliding_attention"} if window else {"full_attention"})
+        unknown = sorted(types - set(_KNOWN_TYPES))
+        if unknown:
+            raise TritonError.invalid_arg(
+                f"the llm backend does not run layers of attention type {', '.join(unknown)} "
+                f"({type(text).__name__}); it runs {' and '.join(_KNOWN_TYPES)}"
+            )
+        self.windows = {kind: window if kind == "sliding_attention" else None for kind in types}
+        self.additive = implementation == "eager"
+        self.dtype = dtype
+
+    def build(self, query_positions: torch.Tensor, key_length: int
+              ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The mask for queries at `query_positions` ([rows, queries], each row's positions in
+        its own slot) over key positions [0, key_length): [rows, 1, queries, key_length], or
+        one such mask per attention type."""
+        keys = torch.arange(key_length, device=query_positions.device)[None, None, :]
+        queries = query_positions[:, :, None]
+        masks = {kind: self._format(self._visible(keys, queries, window))
+                 for kind, window in self.windows.items()}
+        if len(masks) == 1:
+            return next(iter(masks.values()))
+        return masks
+
+    @staticmethod
+    def _visible(keys: torch.Tensor, queries: torch.Tensor, window: int | None
+                 ) -> torch.Tensor:
+        visible = keys <= queries
+        if window is not None:
+            visible &= keys > queries - window
+        return visible[:, None]
+
+    def _format(self, visible: torch.Tensor) -> torch.Tensor:
+        if not self.additive:
+            return visible
+        blocked = torch.tensor(torch.finfo(self.dtype).min, dtype=self.dtype,
+                               device=visible.device)
+        return torch.where(visible, torch.zeros((), dtype=self.dtype, device=visible.device),
+                           blocked)
