@@ -213,6 +213,19 @@ def test_malformed_json(server):
         "error": "failed to parse the request JSON buffer: The document is empty. at 0"})
 
 
+
+@pytest.mark.parametrize("body", [
+    b'{"text_input":"a","text_input":"b"}',
+    b'{"text_input":"a","text_\\u0069nput":"b"}',  # the same name, escaped
+    b'{"text_input":"a","parameters":{"text_\\u0069nput":"b"}}',
+], ids=["plain", "escaped", "in-parameters"])
+def test_an_input_given_twice_is_refused(server, body):
+    reply = post(server, "/v2/models/gen_echo/generate", raw=body)
+    assert reply.status == 400
+    # (from "parameters", after "Converting keyword: 'parameters': ")
+    assert reply.json()["error"].endswith(
+        "[request id: <id_unknown>] input 'text_input' already exists in request")
+
 # -- compression ---------------------------------------------------------------------------------
 
 

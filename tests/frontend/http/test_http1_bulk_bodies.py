@@ -148,3 +148,26 @@ def test_a_client_gone_during_decoding_costs_nothing(server) -> None:
         assert answer.status == 200
     status, payload, headers = _post(server, _body(3))
     assert _output(status, payload, headers).tolist() == [np.float32(0.123456789)] * 3
+
+
+def test_a_large_generate_body(server) -> None:
+    """The generate extension's bodies are decoded off the loop too."""
+    count = 2_000_000
+    body = b'{"INPUT0":[' + b",".join([b"1.5"] * count) + b"]}"
+    answers: list = []
+
+    def send() -> None:
+        request = urllib.request.Request(
+            f"http://{server.http_url}/v2/models/identity_fp32/generate", body, method="POST")
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            answers.append(json.loads(answer.read()))
+
+    with Measured(server, f"a {len(body) / MiB:.0f} MiB generate body", 300 * MiB,
+                  httpclient) as measured:
+        thread = threading.Thread(target=send)
+        thread.start()
+        while thread.is_alive():
+            measured.sample()
+            thread.join(0.1)
+    output = answers[0]["OUTPUT0"]
+    assert len(output) == count and set(output) == {1.5}

@@ -49,3 +49,13 @@ def decode_later(decode: Callable[[], T], loop: asyncio.AbstractEventLoop,
             pass
 
     _DECODER.submit(decode).add_done_callback(settled)
+
+
+class Decoding:
+    """What a connection waits on while its body is decoded off the loop (`conn.pending`):
+    marked cancelled if the client goes away meanwhile."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False

@@ -17,6 +17,7 @@ error, whatever the error's code, as Triton 2.51 does); a later error arrives as
 `data: {"error": ...}` event. Errors before inference starts are ordinary JSON error
 answers. A client that goes away mid-answer cancels the request (the HTTP connection marks it).
 
+A body of a megabyte or more is decoded off the event loop (bulk_decode.py), as infer bodies are.
 Triton 2.51 does not decompress generate bodies: any Content-Encoding but identity is refused
 with 400, and responses are never compressed. Triton answers 500 for JSON it cannot read into a
 tensor (its JSON helpers always say INTERNAL); those answer 400 here, as for infer.
@@ -26,6 +27,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from ...errors import TritonError
@@ -34,7 +38,9 @@ from ...server import InferenceServer
 from ...tensor import Tensor, element_count, wire_datatype
 from ..extensions.json_codec import NOT_STRING, dumps, load_json, parse_error
 from ..loop_bridge import each_on_loop
+from .bulk_decode import Decoding, decode_later
 from .json_data import array_from_json, json_from_array
+from .json_spans import BULK
 from .server import HttpConnection, Request
 
 log = logging.getLogger("tritium.http")
@@ -54,20 +60,55 @@ def handle_generate(server: InferenceServer, conn: HttpConnection, http_request:
     if http_request.method != b"POST":
         return _reply_error(conn, 405, "Method Not Allowed")
     try:
+        model_version = parse_version(version)
         # One lookup: the body is read against the version the request then runs on.
-        with server.resolve(name, version) as model:
-            for key, value in http_request.headers:
-                if key == b"content-encoding":  # the first one counts, as in Triton
-                    if value != b"identity":
-                        raise TritonError.invalid_arg(
-                            "Unsupported content-encoding, only 'identity' is supported."
-                        )
-                    break
-            request = _decode(name, parse_version(version), http_request.body, model.config)
-            answer = _Answer(conn, request, streaming)
-            each_on_loop(model.submit, request, answer.on_response)
+        model = server.resolve(name, version)
     except TritonError as exc:
         return _reply_error(conn, exc.http_status, exc.message)
+    for key, value in http_request.headers:
+        if key == b"content-encoding":  # the first one counts, as in Triton
+            if value != b"identity":
+                model.close()
+                return _reply_error(
+                    conn, 400, "Unsupported content-encoding, only 'identity' is supported.")
+            break
+    decode = partial(_decode, name, model_version, http_request.body, model.config)
+    if len(http_request.body) < BULK:
+        return _decoded(conn, model, streaming, decode)
+    waiting = Decoding()
+    conn.pending = waiting  # marked cancelled if the client goes away meanwhile
+    decode_later(decode, conn.loop, partial(_after_decode, conn, model, streaming, waiting))
+
+
+def _after_decode(conn: HttpConnection, model: Any, streaming: bool, waiting: Decoding,
+                  decoded: Future[InferenceRequest]) -> None:
+    """A body decoded off the loop: the request goes on, unless its client has gone."""
+    if waiting.cancelled:
+        model.close()
+        return
+    conn.pending = None
+    try:
+        _decoded(conn, model, streaming, decoded.result)
+    except ConnectionError:
+        pass
+    except Exception as exc:  # a bug here must not take the server down
+        log.error("generate: a request failed", exc_info=exc)
+        _reply_error(conn, 500, str(exc) or type(exc).__name__)
+
+
+def _decoded(conn: HttpConnection, model: Any, streaming: bool,
+             decoded: Callable[[], InferenceRequest]) -> None:
+    # The model is held until submitted: closed unsubmitted if decoding failed.
+    with model:
+        try:
+            request = decoded()
+        except TritonError as exc:
+            return _reply_error(conn, exc.http_status, exc.message)
+        answer = _Answer(conn, request, streaming)
+        try:
+            each_on_loop(model.submit, request, answer.on_response)
+        except TritonError as exc:
+            return _reply_error(conn, exc.http_status, exc.message)
     # If the client goes away before the answer is complete, the request is marked cancelled.
     conn.pending = request
 
@@ -123,6 +164,9 @@ def _decode(model_name: str, model_version: int, body: bytes, config: Any) -> In
 
 def _repeated_input(body: bytes, specs: dict[str, Any]) -> str | None:
     """The first input name a JSON object of the body gives twice (None if none does)."""
+    quoted = (json.dumps(name, ensure_ascii=False).encode() for name in specs)
+    if b"\\u" not in body and all(body.count(name) < 2 for name in quoted):
+        return None  # no name is written twice (nor escaped): a second parse cannot find one
     repeated: list[str] = []
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

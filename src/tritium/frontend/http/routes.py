@@ -22,7 +22,7 @@ from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
 from ..loop_bridge import final_on_loop
-from .bulk_decode import decode_later, is_bulky
+from .bulk_decode import Decoding, decode_later, is_bulky
 from .compression import accepted_encoding, compress, decompress
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
@@ -265,7 +265,7 @@ class HttpApp:
                          header_length_text, model.config)
         if not is_bulky(http_request.body, content_encoding, header_length_text):
             return self._decoded(conn, http_request, model, accept_encoding, decode)
-        waiting = _Decoding()
+        waiting = Decoding()
         conn.pending = waiting  # marked cancelled if the client goes away meanwhile
         decode_later(decode, conn.loop, partial(
             self._after_decode, conn, http_request, model, accept_encoding, waiting))
@@ -284,7 +284,7 @@ class HttpApp:
         )
 
     def _after_decode(self, conn: HttpConnection, http_request: Request, model: Any,
-                      accept_encoding: str | None, waiting: _Decoding,
+                      accept_encoding: str | None, waiting: Decoding,
                       decoded: Future[tuple[Any, OutputPlan]]) -> None:
         """A body decoded off the loop: the request goes on, unless its client has gone."""
         if waiting.cancelled:
@@ -329,15 +329,6 @@ class _BodyError(Exception):
     def __init__(self, error: TritonError) -> None:
         super().__init__(error.message)
         self.error = error
-
-
-class _Decoding:
-    """What a connection waits on while its body is decoded off the loop (`conn.pending`)."""
-
-    __slots__ = ("cancelled",)
-
-    def __init__(self) -> None:
-        self.cancelled = False
 
 
 def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:
