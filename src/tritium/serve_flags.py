@@ -127,8 +127,13 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--grpc-address", default="0.0.0.0")
     serve.add_argument("--metrics-address", default=None)
     serve.add_argument("--openai-port", type=int, default=None,
-                       help="serve the OpenAI-compatible API for llm-backend models on this port")
+                       help="serve the OpenAI-compatible API for text-generation models on "
+                       "this port")
     serve.add_argument("--openai-address", default=None, help="default: --http-address")
+    serve.add_argument("--openai-tokenizer", default=None, metavar="DIR",
+                       help="a Hugging Face tokenizer folder whose chat template renders chat "
+                       "messages for models that take none (Triton's vLLM backend's), as the "
+                       "--tokenizer of Triton's OpenAI frontend")
     flag(serve, "--allow-http", default=True)
     flag(serve, "--allow-grpc", default=True)
     flag(serve, "--allow-metrics", default=True)

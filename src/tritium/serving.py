@@ -56,10 +56,10 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     except TritonError as exc:
         print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
         return 1
-    frontends = build_frontends(server, args)
     try:
+        frontends = build_frontends(server, args)  # refuses a bad --openai-tokenizer, for one
         check_ports(args)  # a port in use is reported before anything starts
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
     try:
@@ -117,7 +117,7 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
         from .frontend.openai import OpenAiFrontend
 
         frontends.append(OpenAiFrontend(server, args.openai_address or args.http_address,
-                                        args.openai_port))
+                                        args.openai_port, args.openai_tokenizer))
     if args.allow_metrics:
         address = args.metrics_address or args.http_address
         settings = metrics_settings(args)

@@ -9,6 +9,7 @@ import openai
 import pytest
 import tritonclient.http as httpclient
 
+from support.llm_models import train_tokenizer
 from support.models import identity_config, write_model
 from support.server_process import ServerProcess, free_ports
 
@@ -53,9 +54,8 @@ class TritonPythonModel:
 '''
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("vllm_like")
+def _repository(root) -> tuple[str, str]:
+    """The backend directory and the repository: `backwards` on the `vllm` stand-in."""
     (root / "backends" / "vllm").mkdir(parents=True)
     (root / "backends" / "vllm" / "model.py").write_text(_VLLM_LIKE)
     repo = root / "repo"
@@ -63,9 +63,15 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     (repo / "backwards" / "config.pbtxt").write_text(
         'backend: "vllm"\ninstance_group [ { count: 1 kind: KIND_MODEL } ]\n')
     write_model(repo, "identity", identity_config("identity", "TYPE_INT32", max_batch_size=0))
+    return str(root / "backends"), str(repo)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    backends, repo = _repository(tmp_path_factory.mktemp("vllm_like"))
     (port,) = free_ports(1)
     with ServerProcess([repo], f"--openai-port={port}",
-                       f"--backend-directory={root / 'backends'}") as process:
+                       f"--backend-directory={backends}") as process:
         process.openai_port = port
         yield process
 
@@ -85,7 +91,7 @@ def test_a_completion_plain_and_streamed(client: openai.OpenAI) -> None:
 
 
 def test_what_the_model_cannot_do_is_a_clear_400(client: openai.OpenAI) -> None:
-    with pytest.raises(openai.BadRequestError, match="no 'apply_chat_template' input"):
+    with pytest.raises(openai.BadRequestError, match="no --openai-tokenizer"):
         client.chat.completions.create(model="backwards",
                                        messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(openai.BadRequestError, match="does not return logprobs"):
@@ -101,3 +107,32 @@ def test_its_config_is_the_vllm_backends(server) -> None:
     assert [i["name"] for i in config["input"]] == [
         "text_input", "stream", "sampling_parameters", "exclude_input_in_output"]
 
+
+
+def test_chat_is_rendered_with_the_openai_tokenizers_template(tmp_path) -> None:
+    """As Triton's OpenAI frontend with --tokenizer: the model gets the rendered prompt (and
+    answers its words backwards)."""
+    backends, repo = _repository(tmp_path)
+    train_tokenizer(tmp_path / "tokenizer")  # its template: <|role|>content<|end|>...
+    (port,) = free_ports(1)
+    with ServerProcess([repo], f"--openai-port={port}", f"--backend-directory={backends}",
+                       f"--openai-tokenizer={tmp_path / 'tokenizer'}") as process:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="-")
+        answer = client.chat.completions.create(
+            model="backwards", messages=[{"role": "system", "content": "be brief"},
+                                         {"role": "user", "content": "one two"}])
+        # "<|system|>be brief<|end|><|user|>one two<|end|><|assistant|>", words backwards
+        assert answer.choices[0].message.content == \
+            " two<|end|><|assistant|> brief<|end|><|user|>one <|system|>be"
+        process.stop()
+
+
+def test_a_folder_without_a_tokenizer_stops_the_server_with_one_line(tmp_path) -> None:
+    backends, repo = _repository(tmp_path)
+    (port,) = free_ports(1)
+    process = ServerProcess([repo], f"--openai-port={port}", f"--backend-directory={backends}",
+                            f"--openai-tokenizer={tmp_path}")
+    with pytest.raises(RuntimeError, match="server exited with 1"):
+        process.start()
+    assert f"error: --openai-tokenizer {tmp_path}: no tokenizer_config.json there" in \
+        process.log()

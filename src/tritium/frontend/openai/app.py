@@ -7,7 +7,8 @@ HTTP restrictions and its `{"error": "..."}` bodies. The models offered are the 
 with the text-generation interface of Triton's vLLM backend (a `text_input` input and a
 `text_output` output: the llm backend's, Triton's vLLM backend's, a Python model's of that
 shape), as Triton's OpenAI frontend offers vLLM and TensorRT-LLM models; a request becomes
-one InferenceRequest per choice (`n`) through `InferenceServer` (never the backend itself),
+one InferenceRequest per choice (`n`) through `InferenceServer` (never the backend itself;
+chat messages for a model that takes none are rendered first with `--openai-tokenizer`),
 carrying those of the optional inputs the model declares, and their decoupled responses become
 one JSON answer or server-sent events ending with `data: [DONE]`, each chunk naming its
 choice's index. A client that goes away mid-stream cancels its requests (the HTTP connection
@@ -25,6 +26,7 @@ from ...request import InferenceResponse
 from ...server import InferenceServer
 from ..http.server import HttpConnection, HttpEndpoint, Request
 from ..loop_bridge import each_on_loop
+from .chat_template import ChatTemplate
 from .logprobs import CompletionLogprobs, chat_logprobs
 from .protocol import (
     Generation,
@@ -51,8 +53,10 @@ def _send_json(conn: HttpConnection, status: int, document: Any) -> None:
 class OpenAiApp:
     """Routes OpenAI requests to the InferenceServer (an `http_server.Handler`)."""
 
-    def __init__(self, server: InferenceServer) -> None:
+    def __init__(self, server: InferenceServer, chat_template: ChatTemplate | None = None
+                 ) -> None:
         self.server = server
+        self.chat_template = chat_template
 
     def __call__(self, conn: HttpConnection, request: Request) -> None:
         try:
@@ -123,10 +127,12 @@ class OpenAiApp:
                   generation: Generation) -> None:
         inputs, outputs = self._check_model(generation.model)
         if generation.chat and "apply_chat_template" not in inputs:
-            raise OpenAiError(
-                400, f"the model `{generation.model}` takes no chat messages (it has no "
-                "'apply_chat_template' input): send its prompt to /v1/completions",
-                param="messages")
+            if self.chat_template is None:
+                raise OpenAiError(
+                    400, f"the model `{generation.model}` takes no chat messages (it has no "
+                    "'apply_chat_template' input) and the server has no --openai-tokenizer "
+                    "to render them: send its prompt to /v1/completions", param="messages")
+            generation.text = self.chat_template.render(json.loads(generation.text))
         if generation.top_logprobs is not None and "logprobs" not in outputs:
             raise OpenAiError(400, f"the model `{generation.model}` does not return logprobs "
                               "(it has no 'logprobs' output)", param="logprobs")
@@ -335,8 +341,11 @@ class _StreamAnswer(_Answer):
 class OpenAiFrontend(HttpEndpoint):
     """The OpenAI-compatible API for one InferenceServer on address:port."""
 
-    def __init__(self, server: InferenceServer, address: str, port: int) -> None:
-        super().__init__(OpenAiApp(server), address, port, "OpenAI-compatible HTTPService")
+    def __init__(self, server: InferenceServer, address: str, port: int,
+                 tokenizer: str | None = None) -> None:
+        chat_template = ChatTemplate(tokenizer) if tokenizer is not None else None
+        super().__init__(OpenAiApp(server, chat_template), address, port,
+                         "OpenAI-compatible HTTPService")
 
 
 def _model(name: str) -> dict[str, Any]:
