@@ -104,9 +104,8 @@ def test_stop_and_seed(client, reference):
 
 def test_errors_have_openais_shape_and_status(client, server):
     with pytest.raises(openai.BadRequestError) as failure:
-        client.completions.create(model="tiny", prompt="x",
-                                  extra_body={"response_format": {"type": "text"}})
-    assert "'response_format' is not supported" in str(failure.value)
+        client.completions.create(model="tiny", prompt="x", suffix="!")
+    assert "'suffix' is not supported" in str(failure.value)
     with pytest.raises(openai.NotFoundError) as missing:
         client.chat.completions.create(model="nope", messages=MESSAGES)
     assert missing.value.body["code"] == "model_not_found"

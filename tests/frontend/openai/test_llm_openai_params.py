@@ -232,6 +232,68 @@ def test_logit_bias_moves_the_choice(client, reference):
         client.completions.create(model="tiny", prompt="x", presence_penalty=3)
 
 
+
+# -- structured outputs ------------------------------------------------------------------------
+
+ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}},
+                 "required": ["answer"], "additionalProperties": False}
+
+
+def _grammar_greedy(reference: Reference, prompt: str, steps: int, schema: dict | None):
+    """Greedy decoding held to a JSON grammar by xgrammar used directly: the reference for
+    the engine's structured outputs."""
+    import xgrammar
+
+    info = xgrammar.TokenizerInfo.from_huggingface(
+        reference.tokenizer, vocab_size=reference.model.config.vocab_size)
+    compiler = xgrammar.GrammarCompiler(info)
+    matcher = xgrammar.GrammarMatcher(compiler.compile_builtin_json_grammar() if schema is None
+                                      else compiler.compile_json_schema(json.dumps(schema)))
+    bitmask = xgrammar.allocate_token_bitmask(1, info.vocab_size)
+
+    def adjust(logits, prompt_ids, output):
+        if output:
+            assert matcher.accept_token(output[-1])
+        matcher.fill_next_token_bitmask(bitmask)
+        xgrammar.apply_token_bitmask_inplace(logits[None], bitmask)
+        return logits
+
+    return _greedy_with(reference, prompt, steps, adjust)
+
+
+@pytest.mark.parametrize("response_format, schema", [
+    ({"type": "json_object"}, None),
+    ({"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER_SCHEMA}},
+     ANSWER_SCHEMA),
+], ids=["json_object", "json_schema"])
+def test_response_format_holds_the_answer_to_json(client, reference, response_format, schema):
+    expected = _grammar_greedy(reference, PROMPTS[2], 24, schema)
+    assert expected != reference.greedy_tokens(PROMPTS[2], 24)  # the grammar steers it
+    result = client.completions.create(model="tiny", prompt=PROMPTS[2], max_tokens=24,
+                                       temperature=0,
+                                       extra_body={"response_format": response_format})
+    assert result.choices[0].text == reference.text(PROMPTS[2], expected)
+    if schema is not None and result.choices[0].finish_reason == "stop":
+        assert json.loads(result.choices[0].text)["answer"] in ("yes", "no")
+
+
+def test_structured_outputs_through_sampling_parameters(server):
+    status, body = generate(server, "tiny", {
+        "text_input": PROMPTS[0], "exclude_input_in_output": True,
+        "sampling_parameters": json.dumps({"max_tokens": 24, "temperature": 0,
+                                           "guided_decoding": {"json": ANSWER_SCHEMA}})})
+    assert status == 200, body
+    assert body["text_output"].lstrip().startswith("{")
+    for guided, message in (
+        ({"regex": "a+"}, "structured_outputs regex is not supported; the llm backend "
+                          "supports json and json_object"),
+        ({"json": {"type": "no such type"}}, "the JSON schema cannot be used"),
+    ):
+        status, body = generate(server, "tiny", {
+            "text_input": "x", "sampling_parameters": json.dumps(
+                {"structured_outputs": guided})})
+        assert status == 400 and message in body["error"], body
+
 # -- 4. n and echo ---------------------------------------------------------------------------------
 
 

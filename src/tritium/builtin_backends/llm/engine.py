@@ -17,7 +17,7 @@ import logging
 import random
 import threading
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -40,6 +40,7 @@ class EngineRequest(Protocol):
     prompt: list[int]
     params: SamplingParams
     arrival: float
+    grammar: Any  # a structured output's compiled grammar (guided_decoding.py), or None
 
     @property
     def cancelled(self) -> bool: ...
@@ -70,7 +71,7 @@ class Sequence:
         self.computed = 0  # prompt tokens already in the slot
         self.generator = request_generator(self.params, seeds, runner.device)
         self.adjuster = LogitsAdjuster.create(self.params, self.prompt, runner.vocab_size,
-                                              runner.device)
+                                              runner.device, request.grammar)
         self.logprobs: list[TokenLogprobs] = []  # one per output token, when asked for
         self.prompt_logprobs: list[TokenLogprobs] = []  # one per prompt token, when asked for
         if self.params.prompt_logprobs is not None:

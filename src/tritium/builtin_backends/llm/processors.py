@@ -1,4 +1,5 @@
-"""Logits processors: logit_bias and vLLM's three penalties, for the rows that ask for them.
+"""Logits processors: logit_bias, vLLM's three penalties and a structured output's grammar
+(guided_decoding.py), for the rows that ask for them.
 
 vLLM's semantics (its sampler's apply_penalties): `repetition_penalty` divides the positive
 logits and multiplies the negative ones of every token seen so far, in the prompt or the
@@ -11,17 +12,22 @@ on the device, updated by one element per token instead of rebuilt from its hist
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from .guided_decoding import GrammarConstraint
 from .sampling import SamplingParams
 
 
 class LogitsAdjuster:
-    """One sequence's logit_bias and penalties, with the tokens it has seen."""
+    """One sequence's logit_bias, penalties and grammar, with the tokens it has seen."""
 
     def __init__(self, params: SamplingParams, prompt: list[int], vocab: int,
-                 device: torch.device) -> None:
+                 device: torch.device, grammar: Any = None) -> None:
         self.params = params
+        # The compiled grammar of a structured output (the task compiled it on admission).
+        self.constraint = GrammarConstraint(grammar, vocab) if grammar is not None else None
         self.bias: tuple[torch.Tensor, torch.Tensor] | None = None
         if params.logit_bias:
             ids, values = zip(*params.logit_bias.items(), strict=True)
@@ -37,9 +43,9 @@ class LogitsAdjuster:
 
     @classmethod
     def create(cls, params: SamplingParams, prompt: list[int], vocab: int,
-               device: torch.device) -> LogitsAdjuster | None:
+               device: torch.device, grammar: Any = None) -> LogitsAdjuster | None:
         """An adjuster for a sequence whose parameters need one, else None."""
-        return cls(params, prompt, vocab, device) if params.adjusts_logits else None
+        return cls(params, prompt, vocab, device, grammar) if params.adjusts_logits else None
 
     def add(self, token: int) -> None:
         """A token the sequence generated."""
@@ -47,6 +53,8 @@ class LogitsAdjuster:
             self.seen[token] = True
         if self.counts is not None:
             self.counts[token] += 1
+        if self.constraint is not None:
+            self.constraint.add(token)
 
     def apply(self, logits: torch.Tensor) -> None:
         """Adjust one row of logits [vocab] in place."""
@@ -60,3 +68,5 @@ class LogitsAdjuster:
         if self.counts is not None:
             logits -= self.params.frequency_penalty * self.counts
             logits -= self.params.presence_penalty * (self.counts > 0)
+        if self.constraint is not None:
+            self.constraint.apply(logits)

@@ -28,6 +28,7 @@ import torch
 from tritium.backend import TritonError
 
 from .attention_masks import AttentionMasks
+from .guided_decoding import Grammars
 from .kv_cache import SlotCache, SlotStore
 
 _DTYPES = {"float32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16,
@@ -65,6 +66,7 @@ class Checkpoint:
         self.config = config
         self.tokenizer = tokenizer
         self.max_model_len = max_model_len
+        self.grammars = Grammars(tokenizer, config.get_text_config(decoder=True).vocab_size)
 
     @classmethod
     def open(cls, folder: Path, tokenizer_folder: Path, max_model_len: int | None

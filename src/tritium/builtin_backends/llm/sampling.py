@@ -6,9 +6,10 @@ parameters often do) and are converted to each key's type, as the vLLM backend's
 TritonSamplingParams.from_dict does. Defaults are vLLM's: temperature 1.0 (sampling), top_p 1.0,
 top_k off, min_p off, max_tokens 16, no penalties. temperature 0 is greedy. A `seed` gives the
 request its own random generator, so the same seed gives the same sample whatever else is running.
-The sampler follows vLLM's order: logit_bias and the penalties (processors.py) change the logits
-of the rows that ask for them; greedy rows take the argmax of those; the others are divided by
-their temperature, cut by min_p, then top-k and top-p, and drawn. Logprobs (logprobs.py) are
+The sampler follows vLLM's order: logit_bias, the penalties and a structured output's grammar
+(processors.py, guided_decoding.py) change the logits of the rows that ask for them; greedy
+rows take the argmax of those; the others are divided by their temperature, cut by min_p, then
+top-k and top-p, and drawn. Logprobs (logprobs.py) are
 always those of the raw logits, as vLLM's default. Keys this engine does not implement are
 refused by name rather than silently ignored.
 """
@@ -24,6 +25,9 @@ from typing import Any, Protocol
 import torch
 
 from tritium.backend import TritonError
+
+from .guided_decoding import KEYS as GUIDED_KEYS
+from .guided_decoding import GuidedSpec, parse_guided
 
 # Below this temperature decoding is greedy (vLLM's _SAMPLING_EPS).
 _GREEDY_BELOW = 1e-5
@@ -52,6 +56,7 @@ class SamplingParams:
     logit_bias: dict[int, float] = field(default_factory=dict)
     logprobs: int | None = None  # top logprobs per output token (0: the sampled one's only)
     prompt_logprobs: int | None = None  # the same for every prompt token
+    guided: GuidedSpec | None = None  # structured outputs: JSON, or JSON of a schema
 
     @property
     def greedy(self) -> bool:
@@ -59,9 +64,11 @@ class SamplingParams:
 
     @property
     def adjusts_logits(self) -> bool:
-        """Whether the row's logits change before sampling (logit_bias or a penalty)."""
+        """Whether the row's logits change before sampling (logit_bias, a penalty or a
+        grammar)."""
         return bool(self.logit_bias) or self.presence_penalty != 0 \
-            or self.frequency_penalty != 0 or self.repetition_penalty != 1
+            or self.frequency_penalty != 0 or self.repetition_penalty != 1 \
+            or self.guided is not None
 
     def validate(self) -> None:
         if self.n != 1:
@@ -143,10 +150,13 @@ def parse_sampling_parameters(source: str | dict[str, Any]) -> SamplingParams:
             params.stop_token_ids = [_convert(key, v, int) for v in _list(key, value)]
         elif key == "logit_bias":
             params.logit_bias = _bias(value)
+        elif key in GUIDED_KEYS:
+            params.guided = parse_guided(key, value)
         else:
             unknown.append(key)
     if unknown:
-        supported = ", ".join(sorted([*_FIELDS, "stop", "stop_token_ids", "logit_bias"]))
+        supported = ", ".join(sorted([*_FIELDS, "stop", "stop_token_ids", "logit_bias",
+                                      *GUIDED_KEYS]))
         raise TritonError.invalid_arg(
             f"unsupported sampling parameter(s) {', '.join(sorted(unknown))}; the llm backend "
             f"supports {supported}"

@@ -82,6 +82,8 @@ class InferTask:
         if _flag(request, "check_max_tokens", False):
             _check_max_tokens(self.params, len(self.prompt), checkpoint.max_model_len)
         _check_logit_bias(self.params, checkpoint)
+        guided = self.params.guided
+        self.grammar = checkpoint.grammars.compile(guided) if guided is not None else None
         self._decode = checkpoint.tokenizer.decode
         self._sent_tokens = 0
         self._sent_logprobs = 0

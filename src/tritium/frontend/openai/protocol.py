@@ -8,9 +8,10 @@ with the vLLM-backend inputs (`text_input`, `stream`, `sampling_parameters`,
 as JSON with `apply_chat_template`, so the model's tokenizer renders them with its own chat
 template. `n` choices are n requests (seeded seed, seed + 1, ... as vLLM's n), answered as one;
 `echo` puts the prompt before the text; `logprobs` ask the backend for its `logprobs` and
-`prompt_logprobs` outputs (logprobs.py turns them into OpenAI's shapes). Parameters with no
-counterpart here (response_format, tools, best_of > n, ...) are refused with a 400 naming them
-rather than silently ignored.
+`prompt_logprobs` outputs (logprobs.py turns them into OpenAI's shapes); `response_format`
+becomes vLLM's `structured_outputs` sampling parameter. Parameters with no counterpart here
+(tools, suffix, best_of > n, ...) are refused with a 400 naming them rather than silently
+ignored.
 """
 
 from __future__ import annotations
@@ -38,8 +39,7 @@ _SAMPLING: dict[str, tuple[type, ...]] = {
     "include_stop_str_in_output": (bool,), "skip_special_tokens": (bool,),
 }
 _UNLIMITED = 2**31 - 1
-_UNSUPPORTED = ("suffix", "tools", "tool_choice", "functions", "function_call",
-                "response_format")
+_UNSUPPORTED = ("suffix", "tools", "tool_choice", "functions", "function_call")
 # OpenAI's bound on a logit_bias value.
 _MAX_BIAS = 100.0
 
@@ -150,6 +150,27 @@ def _sampling(document: dict[str, Any], generation: Generation,
     bias = _field(document, "logit_bias", (dict,))
     if bias:
         sampling["logit_bias"] = _logit_bias(bias)
+    guided = _response_format(_field(document, "response_format", (dict,)))
+    if guided is not None:
+        sampling["structured_outputs"] = guided
+
+
+def _response_format(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """response_format as vLLM's structured outputs: json_object, or json_schema's schema."""
+    kind = None if value is None else value.get("type")
+    if kind is None or kind == "text":
+        return None
+    if kind == "json_object":
+        return {"json_object": True}
+    if kind == "json_schema":
+        spec = value.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if not isinstance(schema, dict):
+            raise OpenAiError(400, "response_format json_schema needs a 'json_schema' object "
+                              "with a 'schema'", param="response_format")
+        return {"json": schema}
+    raise OpenAiError(400, f"response_format type {kind!r} is not supported: use text, "
+                      "json_object or json_schema", param="response_format")
 
 
 def _logit_bias(bias: dict[str, Any]) -> dict[str, float]:
