@@ -157,9 +157,9 @@ def _sampling(document: dict[str, Any], generation: Generation,
 
 def _response_format(value: dict[str, Any] | None) -> dict[str, Any] | None:
     """response_format as vLLM's structured outputs: json_object, or json_schema's schema."""
-    kind = None if value is None else value.get("type")
-    if kind is None or kind == "text":
+    if value is None or value.get("type") in (None, "text"):
         return None
+    kind = value["type"]
     if kind == "json_object":
         return {"json_object": True}
     if kind == "json_schema":
