@@ -165,8 +165,10 @@ def _decode(model_name: str, model_version: int, body: bytes, config: Any) -> In
 def _repeated_input(body: bytes, specs: dict[str, Any]) -> str | None:
     """The first input name a JSON object of the body gives twice (None if none does)."""
     quoted = (json.dumps(name, ensure_ascii=False).encode() for name in specs)
-    if b"\\u" not in body and all(body.count(name) < 2 for name in quoted):
-        return None  # no name is written twice (nor escaped): a second parse cannot find one
+    if b"\\" not in body and all(body.count(name) < 2 for name in quoted):
+        # No name written twice, and no escape that could spell one otherwise (a\/b in a
+        # key is a/b): a second parse cannot find a repeat.
+        return None
     repeated: list[str] = []
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
