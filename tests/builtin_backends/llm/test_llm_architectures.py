@@ -32,8 +32,13 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def server(tmp_path_factory: pytest.TempPathFactory, weights: dict[str, Path]):
     models = {family: {"family": family} for family in ARCHITECTURES}
     repo = llm_repository(tmp_path_factory.mktemp("llm_repo"), models, weights)
-    with ServerProcess([repo]) as process:
+    process = ServerProcess([repo])
+    # torch, transformers and seven models on a loaded two-core machine: minutes, at worst.
+    process.start(timeout=300)
+    try:
         yield process
+    finally:
+        process.stop()
 
 
 def _greedy(server: ServerProcess, model: str, prompt: str) -> str:
