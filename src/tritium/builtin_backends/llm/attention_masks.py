@@ -72,7 +72,5 @@ class AttentionMasks:
     def _format(self, visible: torch.Tensor) -> torch.Tensor:
         if not self.additive:
             return visible
-        blocked = torch.tensor(torch.finfo(self.dtype).min, dtype=self.dtype,
-                               device=visible.device)
-        return torch.where(visible, torch.zeros((), dtype=self.dtype, device=visible.device),
-                           blocked)
+        additive = torch.zeros(visible.shape, dtype=self.dtype, device=visible.device)
+        return additive.masked_fill_(~visible, torch.finfo(self.dtype).min)

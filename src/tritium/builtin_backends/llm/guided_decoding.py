@@ -33,15 +33,8 @@ class GuidedSpec:
     schema: str | None  # JSON text of the schema; None for json_object
 
 
-def parse_guided(key: str, value: Any) -> GuidedSpec | None:
-    """The spec of a `structured_outputs`/`guided_decoding` value (an object or its text)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            value = None
-    if not isinstance(value, dict):
-        raise TritonError.invalid_arg(f"sampling parameter '{key}' must be an object")
+def parse_guided(key: str, value: dict[str, Any]) -> GuidedSpec | None:
+    """The spec of a `structured_outputs`/`guided_decoding` object."""
     given = {k: v for k, v in value.items() if v is not None and v is not False}
     given.pop("backend", None)  # vLLM's choice of library: xgrammar is the one here
     unknown = sorted(set(given) - set(_KINDS))

@@ -151,7 +151,7 @@ def parse_sampling_parameters(source: str | dict[str, Any]) -> SamplingParams:
         elif key == "logit_bias":
             params.logit_bias = _bias(value)
         elif key in GUIDED_KEYS:
-            params.guided = parse_guided(key, value)
+            params.guided = parse_guided(key, _object(key, value, "an object"))
         else:
             unknown.append(key)
     if unknown:
@@ -205,17 +205,21 @@ def _strings(key: str, value: Any) -> list[str]:
     return items
 
 
-def _bias(value: Any) -> dict[int, float]:
-    """logit_bias: {token id: bias}, the ids as JSON object keys (strings) or integers."""
+def _object(key: str, value: Any, what: str) -> dict[str, Any]:
+    """An object-valued parameter, given as an object or as its JSON text."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
             value = None
     if not isinstance(value, dict):
-        raise TritonError.invalid_arg(
-            "sampling parameter 'logit_bias' must be an object of token id -> bias"
-        )
+        raise TritonError.invalid_arg(f"sampling parameter '{key}' must be {what}")
+    return value
+
+
+def _bias(value: Any) -> dict[int, float]:
+    """logit_bias: {token id: bias}, the ids as JSON object keys (strings) or integers."""
+    value = _object("logit_bias", value, "an object of token id -> bias")
     return {_convert("logit_bias", key, int): _convert("logit_bias", bias, float)
             for key, bias in value.items()}
 
