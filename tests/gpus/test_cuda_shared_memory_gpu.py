@@ -14,7 +14,13 @@ from tritonclient.utils import InferenceServerException
 
 from support.gpu import gpu
 from support.server_process import ServerProcess
-from support.shared_memory_fixtures import described_only, fp32_io, raw_infer, shm_input
+from support.shared_memory_fixtures import (
+    described_only,
+    fp32_io,
+    infer_in_flight,
+    raw_infer,
+    shm_input,
+)
 
 pytestmark = [*gpu]
 
@@ -101,12 +107,9 @@ def test_unregister_while_a_request_is_in_flight(http, gpu_server, cudashm, devi
     cudashm.set_shared_memory_region(inp, [data])
     http.register_cuda_shared_memory("in", cudashm.get_raw_handle(inp), 0, 64)
     http.register_cuda_shared_memory("out", cudashm.get_raw_handle(out), 0, 64)
-    client = httpclient.InferenceServerClient(gpu_server.http_url, concurrency=2)
-    inputs, outputs = fp32_io(httpclient, data, "in", "out", 64)
-    pending = client.async_infer("identity_slow", inputs, outputs=outputs)
+    pending = infer_in_flight(gpu_server.http_url, "identity_slow", data, 64)
     gpu_server.wait_pending("identity_slow", 1)
     http.unregister_cuda_shared_memory()
     assert http.get_cuda_shared_memory_status() == []
-    assert described_only(pending.get_result())["shape"] == [1, 16]
+    assert described_only(pending.result(60))["shape"] == [1, 16]
     np.testing.assert_array_equal(cudashm.get_contents_as_numpy(out, np.float32, [1, 16]), data)
-    client.close()

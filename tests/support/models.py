@@ -50,7 +50,7 @@ def standard_repository(repo: Path) -> Path:
         "identity_versions", extra="version_policy: { all: {} }"), versions=(1, 2, 3))
     write_model(repo, "identity_slow", identity_config(
         "identity_slow",
-        extra='parameters { key: "execute_delay_ms" value: { string_value: "300" } }'))
+        extra='parameters { key: "execute_delay_ms" value: { string_value: "1500" } }'))
     return repo
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -105,6 +106,25 @@ def fp32_io(module, data: np.ndarray, input_region: str, output_region: str | No
     if output_region is not None:
         out.set_shared_memory(output_region, byte_size, offset=output_offset)
     return [inp], [out]
+
+
+def infer_in_flight(url: str, model: str, data: np.ndarray, byte_size: int) -> Future:
+    """Start an HTTP request on regions "in" and "out" from its own thread and client, and
+    return its future. Not `async_infer`: tritonclient's http client sends from a greenlet
+    that runs only while the calling thread yields to gevent, which a test waiting on the
+    server (plain sleeps) never does: under load the request was never sent."""
+    def send():
+        client = httpclient.InferenceServerClient(url, network_timeout=60)
+        try:
+            inputs, outputs = fp32_io(httpclient, data, "in", "out", byte_size)
+            return client.infer(model, inputs, outputs=outputs)
+        finally:
+            client.close()
+
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(send)
+    pool.shutdown(wait=False)  # the thread ends with the request
+    return future
 
 
 def described_only(result) -> dict:

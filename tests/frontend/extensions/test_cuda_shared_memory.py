@@ -28,6 +28,7 @@ from support.server_process import ServerProcess
 from support.shared_memory_fixtures import (
     described_only,
     fp32_io,
+    infer_in_flight,
     mapped,
     raw_infer,
     shm_input,
@@ -305,19 +306,16 @@ def test_unregister_during_a_request_closes_after_it(clients, fake_gpu_server, d
     inp.set(data)
     http.register_cuda_shared_memory("in", inp.raw_handle, 0, 64)
     http.register_cuda_shared_memory("out", out.raw_handle, 0, 64)
-    client = httpclient.InferenceServerClient(fake_gpu_server.http_url, concurrency=2)
-    inputs, outputs = fp32_io(httpclient, data, "in", "out", 64)
-    pending = client.async_infer("identity_slow", inputs, outputs=outputs)
-    fake_gpu_server.wait_pending("identity_slow", 1)  # the slow model (300 ms) holds it
+    pending = infer_in_flight(fake_gpu_server.http_url, "identity_slow", data, 64)
+    fake_gpu_server.wait_pending("identity_slow", 1)  # the slow model (1.5 s) holds it
     http.unregister_cuda_shared_memory()
     assert http.get_cuda_shared_memory_status() == []
     assert not mapped(fake_gpu_server, inp.key)  # the input was copied when decoded
     assert mapped(fake_gpu_server, out.key)  # the output window holds its mapping
-    assert described_only(pending.get_result())["shape"] == [1, 16]
+    assert described_only(pending.result(60))["shape"] == [1, 16]
     np.testing.assert_array_equal(out.get(np.float32, [1, 16]), data)
     deadline = time.monotonic() + 10
     while mapped(fake_gpu_server, out.key):
         assert time.monotonic() < deadline, "the mapping stayed open after the request ended"
         time.sleep(0.02)
-    client.close()
 

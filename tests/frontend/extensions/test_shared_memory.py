@@ -26,7 +26,7 @@ from support.raw_http import call  # noqa: E402
 from support.shared_memory_fixtures import (
     Region,
     described_only,
-    fp32_io,
+    infer_in_flight,
     mapped,
     raw_infer,
     shm_input,
@@ -239,13 +239,11 @@ def test_unregister_during_a_request_unmaps_when_it_ends(http, shm_server, regio
     inp.set(data)
     http.register_system_shared_memory("in", inp.key, 64)
     http.register_system_shared_memory("out", out.key, 64)
-    client = httpclient.InferenceServerClient(shm_server.http_url, concurrency=2)
-    inputs, outputs = fp32_io(httpclient, data, "in", "out", 64)
-    pending = client.async_infer("identity_slow", inputs, outputs=outputs)
-    shm_server.wait_pending("identity_slow", 1)  # the slow model (300 ms) holds the request
+    pending = infer_in_flight(shm_server.http_url, "identity_slow", data, 64)
+    shm_server.wait_pending("identity_slow", 1)  # the slow model (1.5 s) holds the request
     http.unregister_system_shared_memory()
     assert http.get_system_shared_memory_status() == []
-    result = pending.get_result()
+    result = pending.result(60)
     assert described_only(result)["shape"] == [1, 16]
     np.testing.assert_array_equal(out.get(np.float32, [1, 16]), data)
     # The server lets go of the request just after answering it (its instance thread returns).
@@ -253,7 +251,6 @@ def test_unregister_during_a_request_unmaps_when_it_ends(http, shm_server, regio
     while mapped(shm_server, inp.key) or mapped(shm_server, out.key):
         assert time.monotonic() < deadline, "the regions stayed mapped after the request ended"
         time.sleep(0.02)
-    client.close()
 
 
 # What tritonclient's cuda_shared_memory.get_raw_handle gives: a base64 cudaIpcMemHandle_t.
