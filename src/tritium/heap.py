@@ -7,7 +7,11 @@ concurrency 32: p99 16 ms with them, 6 ms without). Once the server has started,
 is long-lived: `settle` freezes it (gc.freeze), so that collections walk only what requests
 made since. A frozen object the server lets go of later (an unloaded model) is still freed by
 reference counting; `release` lets the collector see the frozen objects again for the cycles
-among them, then freezes what is left.
+among them, then freezes what is left. That full collection holds the GIL for its whole walk
+(0.2 s for a bare server, far more with torch loaded, and more still with thousands of requests
+in flight), so it runs once unloads have paused for `QUIET_S`, on a thread of its own: a storm of
+2,000 load/unload requests had unloaded the model ~50 times, each unload collecting, and a good
+client's call on another model waited 13 s behind them.
 
 Settled, the server also lets the young generation grow to `YOUNG_THRESHOLD` container objects
 (Python's default is 700) before a collection. Under load almost everything young is alive, the
@@ -24,11 +28,24 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 _lock = threading.Lock()
 
 # Container objects allocated (net) between two young-generation collections.
 YOUNG_THRESHOLD = 10_000
+# A release collects once no other came for this long, and within MAX_DEFER_S of the first.
+QUIET_S = 5.0
+MAX_DEFER_S = 60.0
+
+
+class _Due:
+    """The releases not yet collected for (guarded by `_lock`)."""
+
+    settled = False  # not gc.get_freeze_count(): it walks every frozen object (6 ms)
+    first: float | None = None  # when the oldest came; None: nothing to collect
+    last = 0.0
+    collector: threading.Thread | None = None
 
 
 def settle() -> None:
@@ -37,14 +54,35 @@ def settle() -> None:
     with _lock:
         gc.collect()
         gc.freeze()
+        _Due.settled = True
         gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def release() -> None:
-    """Long-lived objects were let go of (a model unloaded): collect their cycles too."""
+    """Long-lived objects were let go of (a model unloaded): collect their cycles too, soon
+    (see the module's text); returns at once."""
     with _lock:
-        if not gc.get_freeze_count():
+        if not _Due.settled:
             return
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
+        now = time.monotonic()
+        _Due.last = now
+        if _Due.first is None:
+            _Due.first = now
+        if _Due.collector is None:
+            _Due.collector = threading.Thread(target=_collect_when_quiet, name="heap-release",
+                                              daemon=True)
+            _Due.collector.start()
+
+
+def _collect_when_quiet() -> None:
+    while True:
+        with _lock:
+            assert _Due.first is not None
+            wait = min(_Due.last + QUIET_S, _Due.first + MAX_DEFER_S) - time.monotonic()
+            if wait <= 0:
+                _Due.first = _Due.collector = None
+                gc.unfreeze()
+                gc.collect()
+                gc.freeze()
+                return
+        time.sleep(wait)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import time
 import weakref
 
 from tritium import heap
@@ -18,6 +19,7 @@ class _Node:
 
 
 def release_collects_cycles_that_were_frozen() -> None:
+    heap.QUIET_S = 0.5  # the server's pause (seconds) shortened for the check
     first, second = _Node(), _Node()
     first.other, second.other = second, first  # a cycle: reference counting never frees it
     alive = weakref.ref(first)
@@ -27,8 +29,32 @@ def release_collects_cycles_that_were_frozen() -> None:
     gc.collect()
     assert alive() is not None  # frozen: the collector does not look at it
     heap.release()
-    assert alive() is None
+    _wait_for(lambda: alive() is None)  # once releases have paused for heap.QUIET_S
     assert gc.get_freeze_count() > 0  # what is still alive is frozen again
+
+
+def releases_in_a_row_cost_one_full_collection() -> None:
+    """A storm of unloads: each full collection holds the GIL for its whole walk."""
+    heap.QUIET_S = 0.5
+    full: list[int] = []
+    gc.callbacks.append(lambda phase, info: full.append(1)
+                        if phase == "start" and info["generation"] == 2 else None)
+    heap.settle()
+    full.clear()
+    for _ in range(50):
+        heap.release()
+        time.sleep(heap.QUIET_S / 20)
+    assert full == []  # none while they keep coming
+    _wait_for(lambda: full == [1])
+    time.sleep(heap.QUIET_S * 2)
+    assert full == [1]
+
+
+def _wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "not within 30 s"
+        time.sleep(0.05)
 
 
 def release_without_settle_leaves_the_collector_alone() -> None:
