@@ -56,8 +56,10 @@ lint: $(TEST_STAMP)
 
 # One pytest-xdist worker per core (WORKERS=1 runs in one process); then the Ray tests on
 # their own: a simulated Ray cluster starting beside another worker's servers could time out.
+# The slowest tests are listed at the end: where the suite's time goes, in every CI log.
 WORKERS ?= auto
-PYTEST_PARALLEL := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup --ignore=tests/ray_placement
+PYTEST_PARALLEL := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup --durations=25 \
+	--ignore=tests/ray_placement
 test: lint native
 	$(PYTEST_PARALLEL)
 	$(BIN)/pytest -q tests/ray_placement
