@@ -1,6 +1,7 @@
 """heap.settle freezes what the server holds at start; heap.release lets the collector free the
 cycles among frozen objects the server has let go of (an unloaded model), so freezing leaks
-nothing, in one collection for many releases in a row; and once settled, young objects are collected less often, but still collected.
+nothing, in one collection for many releases in a row; and once settled, young objects are
+collected less often, but still collected.
 
 Each check runs in a fresh interpreter (support/heap_checks.py says why)."""
 
