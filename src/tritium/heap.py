@@ -43,9 +43,9 @@ class _Due:
     """The releases not yet collected for (guarded by `_lock`)."""
 
     settled = False  # not gc.get_freeze_count(): it walks every frozen object (6 ms)
-    first: float | None = None  # when the oldest came; None: nothing to collect
+    # When the oldest came; None: nothing to collect (and no collector thread waiting).
+    first: float | None = None
     last = 0.0
-    collector: threading.Thread | None = None
 
 
 def settle() -> None:
@@ -64,14 +64,10 @@ def release() -> None:
     with _lock:
         if not _Due.settled:
             return
-        now = time.monotonic()
-        _Due.last = now
+        _Due.last = time.monotonic()
         if _Due.first is None:
-            _Due.first = now
-        if _Due.collector is None:
-            _Due.collector = threading.Thread(target=_collect_when_quiet, name="heap-release",
-                                              daemon=True)
-            _Due.collector.start()
+            _Due.first = _Due.last
+            threading.Thread(target=_collect_when_quiet, name="heap-release", daemon=True).start()
 
 
 def _collect_when_quiet() -> None:
@@ -80,7 +76,7 @@ def _collect_when_quiet() -> None:
             assert _Due.first is not None
             wait = min(_Due.last + QUIET_S, _Due.first + MAX_DEFER_S) - time.monotonic()
             if wait <= 0:
-                _Due.first = _Due.collector = None
+                _Due.first = None
                 gc.unfreeze()
                 gc.collect()
                 gc.freeze()
