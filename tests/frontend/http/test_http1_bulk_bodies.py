@@ -15,6 +15,7 @@ import http.client
 import json
 import socket
 import threading
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -171,3 +172,40 @@ def test_a_large_generate_body(server) -> None:
             thread.join(0.1)
     output = answers[0]["OUTPUT0"]
     assert len(output) == count and set(output) == {1.5}
+
+
+def _generate(server: ServerProcess, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        f"http://{server.http_url}/v2/models/identity_fp32/generate", body, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize("template", [
+    b'{"parameters": {"INPUT0": %s}, "note": "in parameters"}',
+    b'{"id": "pretty", "INPUT0":\n %s\n}',
+])
+def test_large_generate_inputs_read_in_slices_as_small_ones_read(server, template) -> None:
+    values = np.arange(300_000, dtype=np.float32) / 4
+    data = b"[" + b", ".join(b"%r" % float(v) for v in values) + b"]"
+    assert len(data) > 2 * MiB
+    status, answer = _generate(server, template % data)
+    assert status == 200, answer
+    np.testing.assert_array_equal(np.array(answer["OUTPUT0"], np.float32), values)
+
+
+@pytest.mark.parametrize("fault, message", [
+    (b"+1", "failed to parse the request JSON buffer: Invalid value. at "),
+    (b"true", "attempt to access JSON non-number as double"),
+])
+def test_a_fault_late_in_a_large_generate_body_is_refused_as_in_a_small_one(server, fault,
+                                                                           message) -> None:
+    for data in (b"[" + b"0.5," * 400_000 + fault + b"]", b"[0.5," + fault + b"]"):
+        status, answer = _generate(server, b'{"INPUT0": %s}' % data)
+        assert status == 400, answer
+        assert message in answer["error"], answer
+    assert _generate(server, b'{"INPUT0": [0.5, 1.5]}') == (200, {
+        "model_name": "identity_fp32", "model_version": "1", "OUTPUT0": [0.5, 1.5]})

@@ -17,7 +17,8 @@ error, whatever the error's code, as Triton 2.51 does); a later error arrives as
 `data: {"error": ...}` event. Errors before inference starts are ordinary JSON error
 answers. A client that goes away mid-answer cancels the request (the HTTP connection marks it).
 
-A body of a megabyte or more is decoded off the event loop (bulk_decode.py), as infer bodies are.
+A body of a megabyte or more is decoded off the event loop (bulk_decode.py), as infer bodies are,
+its large numeric arrays read in slices (json_spans.py), so the GIL changes hands while it is.
 Triton 2.51 does not decompress generate bodies: any Content-Encoding but identity is refused
 with 400, and responses are never compressed. Triton answers 500 for JSON it cannot read into a
 tensor (its JSON helpers always say INTERNAL); those answer 400 here, as for infer.
@@ -36,11 +37,11 @@ from ...errors import TritonError
 from ...request import InferenceRequest, InferenceResponse, log_prefix, parse_version
 from ...server import InferenceServer
 from ...tensor import Tensor, element_count, wire_datatype
-from ..extensions.json_codec import NOT_STRING, dumps, load_json, parse_error
+from ..extensions.json_codec import NOT_STRING, dumps, parse_error
 from ..loop_bridge import each_on_loop
 from .bulk_decode import Decoding, decode_later
 from .json_data import array_from_json, json_from_array
-from .json_spans import BULK
+from .json_spans import BULK, JsonSpan, load_generate_json
 from .server import HttpConnection, Request
 
 log = logging.getLogger("tritium.http")
@@ -123,7 +124,7 @@ def _reply_error(conn: HttpConnection, status: int, message: str) -> None:
 
 def _decode(model_name: str, model_version: int, body: bytes, config: Any) -> InferenceRequest:
     """The generate body as an InferenceRequest (raises TritonError with Triton's text)."""
-    document = load_json(body)
+    document = load_generate_json(body, [spec.name for spec in config.input])
     if not isinstance(document, dict):
         raise TritonError.invalid_arg("attempt to get members for non-object")
     request = InferenceRequest(model_name, model_version)
@@ -201,8 +202,14 @@ def _map_member(request: InferenceRequest, key: str, value: Any,
         request.parameters[key] = value
         return
     datatype, dims = spec
-    data = value if type(value) is list else [value]
-    shape = _shape(key, dims, len(data))
+    count = value.flat_count() if type(value) is JsonSpan else None
+    if count is not None:  # a large flat array: counted now, read in slices
+        data = value
+    else:
+        data = value.read() if type(value) is JsonSpan else value
+        data = data if type(data) is list else [data]
+        count = len(data)
+    shape = _shape(key, dims, count)
     array = array_from_json(key, datatype, shape, data, request.model_name, prefix)
     request.inputs[key] = Tensor(key, datatype, shape, array)
 

@@ -17,7 +17,8 @@ refused for the type, where Triton names the syntax.)
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from itertools import chain
 from typing import Any
 
@@ -73,19 +74,29 @@ class JsonSpan:
             position = stop + 1
             time.sleep(0)  # the event loop's thread may take the GIL between slices
 
-    def _whole(self) -> list[Any]:
-        """The array's leaves read the ordinary way: valid JSON the slices do not take
+    def flat_count(self) -> int | None:
+        """The number of elements of a flat array (None for a nested one), counted without
+        reading them; slices() checks the count it meets."""
+        if self.header.count(b"[", self.start, self.end) != 1:
+            return None
+        return self.header.count(b",", self.start, self.end) + 1
+
+    def read(self) -> list[Any]:
+        """The array read the ordinary way, nesting kept: valid JSON the slices do not take
         (`[[], [1]]`, integers past 64 bits), or else the whole document's error."""
         text = self.header[self.start:self.end]
         try:
-            return leaves(orjson.loads(text))[0]
+            return orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
         try:
-            return leaves(load_json(text))[0]
+            return load_json(text)
         except TritonError:
             load_json(self.header)  # the document's own error, at its own offset
             raise
+
+    def _whole(self) -> list[Any]:
+        return leaves(self.read())[0]
 
 
 def _misplaced(text: bytes) -> bool:
@@ -115,11 +126,26 @@ def leaves(data: list[Any]) -> tuple[list[Any], set[type]]:
 
 
 def load_request_json(header: bytes) -> Any:
-    """The request's JSON document; in a large one, each input's large numeric `data` array
-    is a `JsonSpan` (read later, in slices)."""
+    """The infer request's JSON document; in a large one, each input's large numeric `data`
+    array is a `JsonSpan` (read later, in slices)."""
     if len(header) < BULK:
         return load_json(header)
-    spans = _find_spans(header)
+    return _load_cut(header, _find_spans(header, [_KEY]), _place_data)
+
+
+def load_generate_json(body: bytes, inputs: Iterable[str]) -> Any:
+    """The generate request's JSON document; in a large one, each large numeric array given
+    as an input (a member named after it, at the top or in `parameters`) is a `JsonSpan`."""
+    if len(body) < BULK:
+        return load_json(body)
+    keys = [orjson.dumps(name) for name in inputs]
+    return _load_cut(body, _find_spans(body, keys), partial(_place_members, names=set(inputs)))
+
+
+def _load_cut(header: bytes, spans: list[tuple[int, int]],
+              place: Callable[[Any, bytes, list[tuple[int, int]]], bool]) -> Any:
+    """The document read with `spans` cut out, each put back as a JsonSpan by `place`; read
+    whole when there is nothing to cut or a cut is not where `place` expects one."""
     if not spans:
         return load_json(header)
     parts: list[bytes] = []
@@ -133,38 +159,63 @@ def load_request_json(header: bytes) -> Any:
         document = orjson.loads(b"".join(parts))
     except orjson.JSONDecodeError:
         return load_json(header)
-    if not _place(document, header, spans):  # a cut elsewhere: read the document as it is
+    if not place(document, header, spans):  # a cut elsewhere: read the document as it is
         return load_json(header)
     return document
 
 
-def _place(document: Any, header: bytes, spans: list[tuple[int, int]]) -> bool:
+def _place_data(document: Any, header: bytes, spans: list[tuple[int, int]]) -> bool:
     """Put each span where its placeholder is; False unless each was an input's `data`."""
     inputs = document.get("inputs") if type(document) is dict else None
     if type(inputs) is not list:
         return False
-    placed: list[tuple[dict[str, Any], int]] = []
-    for item in inputs:
-        data = item.get("data") if type(item) is dict else None
-        if type(data) is str and data.startswith(_PLACEHOLDER):
-            digits = data[len(_PLACEHOLDER):]
-            if not (digits.isascii() and digits.isdigit()):
-                return False
-            placed.append((item, int(digits)))
-    if sorted(number for _, number in placed) != list(range(len(spans))):
+    return _place(header, spans, [item for item in inputs if type(item) is dict], {"data"})
+
+
+def _place_members(document: Any, header: bytes, spans: list[tuple[int, int]],
+                   names: set[str]) -> bool:
+    """Put each span where its placeholder is; False unless each was a member named after an
+    input, at the top of the document or in its `parameters`."""
+    if type(document) is not dict:
         return False
-    for item, number in placed:
-        item["data"] = JsonSpan(header, *spans[number])
+    objects = [document]
+    if type(document.get("parameters")) is dict:
+        objects.append(document["parameters"])
+    return _place(header, spans, objects, names)
+
+
+def _place(header: bytes, spans: list[tuple[int, int]], objects: list[dict[str, Any]],
+           keys: set[str]) -> bool:
+    placed: list[tuple[dict[str, Any], str, int]] = []
+    for item in objects:
+        for key in keys & item.keys():
+            data = item[key]
+            if type(data) is str and data.startswith(_PLACEHOLDER):
+                digits = data[len(_PLACEHOLDER):]
+                if not (digits.isascii() and digits.isdigit()):
+                    return False
+                placed.append((item, key, int(digits)))
+    if sorted(number for _, _, number in placed) != list(range(len(spans))):
+        return False
+    for item, key, number in placed:
+        item[key] = JsonSpan(header, *spans[number])
     return True
 
 
-def _find_spans(header: bytes) -> list[tuple[int, int]]:
-    """(start, end) of each `"data": [...]` array of at least `_MIN_SPAN` bytes holding no
-    string or object (no `"` within)."""
+def _find_spans(header: bytes, keys: list[bytes]) -> list[tuple[int, int]]:
+    """(start, end) of each `"key": [...]` array of at least `_MIN_SPAN` bytes holding no
+    string or object (no `"` within), in the order they come."""
+    spans: list[tuple[int, int]] = []
+    for key in keys:
+        spans += _spans_of(header, key)
+    return sorted(spans)
+
+
+def _spans_of(header: bytes, quoted: bytes) -> list[tuple[int, int]]:
     spans = []
     position = 0
-    while (key := header.find(_KEY, position)) != -1:
-        position = key + len(_KEY)
+    while (key := header.find(quoted, position)) != -1:
+        position = key + len(quoted)
         colon = _skip(header, position)
         if header[colon:colon + 1] != b":":
             continue
