@@ -1,9 +1,15 @@
 """The llm suite of `make bench`: the llm backend's continuous batching against one request at
-a time and against static batches, on a tiny Llama-family model.
+a time and against static batches.
 
-Workload: 16 streaming requests with different prompt lengths (8 to 100 tokens) and output
-lengths (16 to 128 tokens, ignore_eos so every side generates the same number), arriving 20 ms
-apart. Three ways to serve them, each with one CPU core and one torch thread:
+Two workloads of streaming requests arriving 20 ms apart, each with its own prompt length and
+output length (ignore_eos, so every side generates the same number):
+- small: a tiny Llama-family model (hidden 64, 2 layers), 16 requests, prompts of 8 to 100
+  tokens, outputs of 16 to 128;
+- under load (issue 32's): a Llama-shaped model of hidden 512 and 8 layers, 32 requests,
+  prompts of 16 to 220 tokens, outputs of 16 to 128: long prompts arrive while other streams
+  decode, which is where a step that mixes prefill chunks with decode tokens keeps the
+  inter-token latency's p99 near its p50.
+Three ways to serve them, each with one CPU core and one torch thread:
 - engine: Tritium serving the model on the llm backend (max_num_seqs 16), the requests sent over
   one gRPC stream as they arrive; times are taken at the client, so they include the server
   (gRPC, detokenization) as a user sees it;
@@ -29,18 +35,41 @@ from typing import Any
 import numpy as np
 from loadgen import machine_load
 
-REQUESTS = 16
 ARRIVAL_GAP_S = 0.02
 
 
-def _workload(tokenizer: Any) -> list[tuple[str, int]]:
-    """(prompt, output tokens) per request: prompts of 8..100 tokens, outputs of 16..128."""
+class Workload:
+    """A model shape and the requests sent to it."""
+
+    def __init__(self, title: str, sizes: dict[str, int], requests: int,
+                 prompts: tuple[int, int], static_batch: bool) -> None:
+        self.title = title
+        self.sizes = sizes  # build_model's dimensions (empty: the tests' tiny model)
+        self.requests = requests
+        self.prompts = prompts  # shortest, longest prompt in tokens
+        self.static_batch = static_batch
+
+
+WORKLOADS = [
+    Workload("tiny Llama, 16 streaming requests 20 ms apart", {}, 16, (8, 100), True),
+    Workload("under load: Llama-shaped, hidden 512, 8 layers, 32 streaming requests 20 ms "
+             "apart, prompts of 16-220 tokens", {
+                 "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 8,
+                 "num_attention_heads": 8, "num_key_value_heads": 8,
+                 "initializer_range": 0.02}, 32, (16, 220), False),
+]
+
+
+def _requests(tokenizer: Any, workload: Workload) -> list[tuple[str, int]]:
+    """(prompt, output tokens) per request: prompts spread over the workload's range, outputs
+    of 16..128 tokens."""
+    shortest, longest = workload.prompts
     words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while",
              "tritium", "serves", "models", "like", "triton", "does", "and", "continuous",
              "batching", "admits", "new", "requests"]
     work = []
-    for index in range(REQUESTS):
-        target = 8 + (index * 37) % 93
+    for index in range(workload.requests):
+        target = shortest + (index * 37) % (longest - shortest + 1)
         prompt = ""
         position = index
         while len(tokenizer(prompt).input_ids) < target:
@@ -110,7 +139,7 @@ def _static_batch(model: Any, tokenizer: Any, work: list[tuple[str, int]]) -> di
                        min_new_tokens=longest, streamer=clock,
                        pad_token_id=tokenizer.pad_token_id)
     token_times = [clock.times[:count] for _, count in work]
-    return _stats("transformers.generate, static batch of 16", arrivals, token_times)
+    return _stats(f"transformers.generate, static batch of {len(work)}", arrivals, token_times)
 
 
 def _engine(folder: Path, work: list[tuple[str, int]], pin: list[str]) -> dict[str, Any]:
@@ -121,7 +150,7 @@ def _engine(folder: Path, work: list[tuple[str, int]], pin: list[str]) -> dict[s
 
     with tempfile.TemporaryDirectory() as tmp:
         repo = llm_repository(Path(tmp), {"tiny_llama": {
-            "family": "llama", "engine": {"max_num_seqs": REQUESTS}}}, {"llama": folder})
+            "family": "llama", "engine": {"max_num_seqs": len(work)}}}, {"llama": folder})
         env = {"OMP_NUM_THREADS": "1"}
         with ServerProcess([repo], env=env, prefix=pin) as server:
             client = grpcclient.InferenceServerClient(server.grpc_url)
@@ -185,6 +214,10 @@ def _engine(folder: Path, work: list[tuple[str, int]], pin: list[str]) -> dict[s
 
 
 def llm_suite(pin: list[str]) -> str:
+    return "\n\n".join(_table(workload, pin) for workload in WORKLOADS)
+
+
+def _table(workload: Workload, pin: list[str]) -> str:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -192,26 +225,28 @@ def llm_suite(pin: list[str]) -> str:
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_model(Path(tmp) / "llama", "llama")
+        folder = build_model(Path(tmp) / "llama", "llama", **workload.sizes)
         tokenizer = AutoTokenizer.from_pretrained(folder)
         model = AutoModelForCausalLM.from_pretrained(folder).eval()
-        work = _workload(tokenizer)
-        rows = [_engine(folder, work, pin), _one_at_a_time(model, tokenizer, work),
-                _static_batch(model, tokenizer, work)]
+        work = _requests(tokenizer, workload)
+        rows = [_engine(folder, work, pin), _one_at_a_time(model, tokenizer, work)]
+        if workload.static_batch:
+            rows.append(_static_batch(model, tokenizer, work))
     base = rows[1]["tps"]
     lines = [
-        "### llm: continuous batching vs transformers.generate (tiny Llama, 16 streaming "
-        f"requests 20 ms apart; {machine_load()})",
+        f"### llm: continuous batching vs transformers.generate ({workload.title}; "
+        f"{machine_load()})",
         "",
         "| serving | output tokens | tokens/s | vs one at a time | TTFT p50 (ms) | TTFT p99 (ms) "
-        "| ITL p50 (ms) | ITL p99 (ms) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| ITL p50 (ms) | ITL p99 (ms) | ITL p99/p50 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lines.append(
             f"| {row['name']} | {row['tokens']} | {row['tps']:.0f} | {row['tps'] / base:.1f}x "
             f"| {row['ttft50'] * 1e3:.1f} | {row['ttft99'] * 1e3:.1f} "
-            f"| {row['itl50'] * 1e3:.2f} | {row['itl99'] * 1e3:.2f} |")
+            f"| {row['itl50'] * 1e3:.2f} | {row['itl99'] * 1e3:.2f} "
+            f"| {row['itl99'] / row['itl50']:.1f} |")
     return "\n".join(lines)
 
 

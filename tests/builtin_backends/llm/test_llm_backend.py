@@ -25,7 +25,7 @@ from support.llm_models import FAMILIES, llm_repository
 from support.server_process import ServerProcess
 
 MODELS = {
-    # A small prefill budget: the longer prompts are prefilled in chunks between decode steps.
+    # A small step budget: the longer prompts are prefilled in chunks beside the decode tokens.
     "llama": {"family": "llama", "engine": {"max_num_seqs": 8, "max_num_batched_tokens": 16}},
     "qwen2": {"family": "qwen2"},
     "mistral": {"family": "mistral"},
@@ -36,6 +36,7 @@ BAD_MODELS = {
     "bad_setting": {"family": "llama", "engine": {"max_num_seqs": 2, "beam_width": 4}},
     "bad_folder": {"family": "llama", "engine": {"model": "no_such_folder"}},
     "bad_dtype": {"family": "llama", "engine": {"dtype": "int8"}},
+    "bad_budget": {"family": "llama", "engine": {"max_num_seqs": 8, "max_num_batched_tokens": 4}},
     "missing_weight": {"family": "llama"},  # its checkpoint lacks model.norm.weight (below)
 }
 
@@ -362,6 +363,7 @@ def test_bad_requests_over_grpc_get_invalid_argument(server, grpc_client):
     ("bad_setting", "unknown engine setting(s) beam_width"),
     ("bad_folder", "'no_such_folder' is not (the llm backend never downloads models)"),
     ("bad_dtype", "dtype 'int8'"),
+    ("bad_budget", "max_num_batched_tokens (4) must be greater than or equal to max_num_seqs (8)"),
     # Left as initialised, the weight would make the model answer garbage while ready.
     ("missing_weight", "does not hold every weight of LlamaForCausalLM: missing "
                        "model.norm.weight; check that the weights files match config.json"),

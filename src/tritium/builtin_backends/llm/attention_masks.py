@@ -1,13 +1,13 @@
-"""The attention masks of the runner's forward passes, as the model's attention layers read them.
+"""The attention masks of the runner's forward passes, as the model's attention functions read them.
 
-The engine hands transformers a ready 4-D mask (transformers then uses it as given) because
-rows of one decode step sit at different lengths in their slots. Whatever transformers would
-have built must therefore be built here: which key positions each query sees, per attention
-type of the model's layers (`full_attention`: every position up to its own; `sliding_attention`:
-the last `sliding_window` of them, as Mistral, Phi-3 and Gemma-2 layers attend), in the format
-the model's attention implementation reads (sdpa: booleans; eager, which soft-capping models
-such as Gemma-2 use: 0 or the dtype's minimum, added to the scores). A model whose layers mix
-types gets one mask per type (transformers' mask mapping); other types are refused at load.
+Each segment of a step (slot_attention.py) attends over rows of the KV slots whose sequences
+sit at different lengths, so the masks transformers would have built are built here: which key
+positions each query sees, per attention type of the model's layers (`full_attention`: every
+position up to its own; `sliding_attention`: the last `sliding_window` of them, as Mistral,
+Phi-3 and Gemma-2 layers attend), in the format the model's attention implementation reads
+(sdpa: booleans; eager, which soft-capping models such as Gemma-2 use: 0 or the dtype's
+minimum, added to the scores). A model whose layers mix types gets one mask per type; other
+types are refused at load.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import torch
 from tritium.backend import TritonError
 
 _KNOWN_TYPES = ("full_attention", "sliding_attention")
-_FORMATS = ("sdpa", "eager")
 
 
 class AttentionMasks:
@@ -28,11 +27,6 @@ class AttentionMasks:
     def __init__(self, config: Any, dtype: torch.dtype) -> None:
         text = config.get_text_config(decoder=True)
         implementation = getattr(config, "_attn_implementation", None) or "eager"
-        if implementation not in _FORMATS:
-            raise TritonError.invalid_arg(
-                f"the llm backend runs attention as sdpa or eager, not {implementation!r}; "
-                "remove attn_implementation from the model's config.json"
-            )
         window = getattr(text, "sliding_window", None)
         layer_types = getattr(text, "layer_types", None)
         # Without per-layer types a configured window applies to every layer (Mistral, Phi-3).
@@ -45,21 +39,20 @@ class AttentionMasks:
                 f"({type(text).__name__}); it runs {' and '.join(_KNOWN_TYPES)}"
             )
         self.windows = {kind: window if kind == "sliding_attention" else None for kind in types}
+        # Each layer's type: which of the masks its attention reads.
+        self.layer_kinds = list(layer_types) if layer_types else \
+            [next(iter(types))] * text.num_hidden_layers
         self.additive = implementation == "eager"
         self.dtype = dtype
 
-    def build(self, query_positions: torch.Tensor, key_length: int
-              ) -> torch.Tensor | dict[str, torch.Tensor]:
-        """The mask for queries at `query_positions` ([rows, queries], each row's positions in
-        its own slot) over key positions [0, key_length): [rows, 1, queries, key_length], or
-        one such mask per attention type."""
+    def build(self, query_positions: torch.Tensor, key_length: int) -> dict[str, torch.Tensor]:
+        """Per attention type, the mask for queries at `query_positions` ([rows, queries],
+        each row's positions in its own slot) over key positions [0, key_length):
+        [rows, 1, queries, key_length]."""
         keys = torch.arange(key_length, device=query_positions.device)[None, None, :]
         queries = query_positions[:, :, None]
-        masks = {kind: self._format(self._visible(keys, queries, window))
-                 for kind, window in self.windows.items()}
-        if len(masks) == 1:
-            return next(iter(masks.values()))
-        return masks
+        return {kind: self._format(self._visible(keys, queries, window))
+                for kind, window in self.windows.items()}
 
     @staticmethod
     def _visible(keys: torch.Tensor, queries: torch.Tensor, window: int | None

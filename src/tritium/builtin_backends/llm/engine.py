@@ -1,14 +1,16 @@
 """The engine: iteration-level (continuous) batching over the KV slots, one thread per instance.
 
 MindIE's LLM manager and vLLM's engine loop, on the instance's device (runner.py): between two
-decode steps the engine admits waiting requests from the model's request queue (up to
-`max_num_seqs` running), prefills their prompts (in chunks of at most `max_num_batched_tokens`
-prompt tokens per step, so a long prompt never stalls the sequences already decoding), runs one
-decode step for every sequence past its prompt, samples each one's next token with its own
-parameters (on the device, the tokens read back in one copy; logprobs, logit_bias and penalties
-cost a step only for the sequences that ask for them), hands the new text to the
-request's task, and retires the sequences that finished (EOS, a stop string, max_tokens,
-max_model_len) or whose client went away (cancelled: its slot is free at the next step).
+steps the engine admits waiting requests from the model's request queue (up to `max_num_seqs`
+running); each step is one forward pass over a token of every sequence past its prompt and,
+within the step's budget of `max_num_batched_tokens` tokens (decode tokens count), chunks of the
+prompts still to prefill, as vLLM's chunked prefill schedules them: a long prompt delays the
+running streams by one step's chunk, never by a pass of its own. The engine samples each
+sequence's next token with its own parameters (on the device, the tokens read back in one copy;
+logprobs, logit_bias and penalties cost a step only for the sequences that ask for them), hands
+the new text to the request's task, and retires the sequences that finished (EOS, a stop
+string, max_tokens, max_model_len) or whose client went away (cancelled: its slot is free at
+the next step).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .detokenizer import IncrementalDetokenizer
 from .logprobs import TokenLogprobs, logprobs_of
 from .metrics import EngineMetrics
 from .processors import LogitsAdjuster
-from .runner import ModelRunner
+from .runner import Chunk, ModelRunner
 from .sampling import SamplingParams, request_generator, sample
 from .settings import EngineSettings
 
@@ -138,8 +140,7 @@ class Engine:
                 if not self.running:
                     continue
                 self._retire_cancelled()
-                self._prefill()
-                self._decode()
+                self._step()
                 self._report()
             except Exception as exc:  # a bug or a failing model: fail what runs, keep serving
                 log.exception("%s: engine step failed", self.name)
@@ -170,54 +171,64 @@ class Engine:
             self._drop(sequence)
             sequence.request.on_error(TritonError.cancelled("Request was cancelled"))
 
-    def _prefill(self) -> None:
-        """Prompt chunks, oldest request first, within the step's token budget."""
-        budget = self.settings.max_num_batched_tokens
-        waiting = sorted(self.running[self.decoding:], key=lambda s: s.request.arrival)
-        for sequence in waiting:
-            if budget <= 0:
-                break
-            remaining = len(sequence.prompt) - sequence.computed
-            if not self.settings.enable_chunked_prefill and remaining > budget \
-                    and budget < self.settings.max_num_batched_tokens:
-                break  # whole prompts only: wait for a step with the full budget
-            chunked = self.settings.enable_chunked_prefill
-            count = min(remaining, budget) if chunked else remaining
-            start = sequence.computed
-            chunk = sequence.prompt[start:start + count]
+    def _step(self) -> None:
+        """One forward pass: a token of every decoding sequence and prompt chunks within the
+        step's token budget; then each sequence whose token came out takes it."""
+        decoding = self.running[: self.decoding]
+        # Every decoding sequence sits in rows [0, decoding): one contiguous slice.
+        assert all(s.row == i for i, s in enumerate(decoding)), "decoding rows out of order"
+        chunks = self._chunks(self.settings.max_num_batched_tokens - len(decoding))
+        if not decoding and not chunks:
+            return
+        logits = self.runner.step(self.store, [(s.output[-1], s.length) for s in decoding],
+                                  [chunk for _, chunk in chunks])
+        sampled, rows = list(decoding), list(range(len(decoding)))
+        offset = len(decoding)
+        for sequence, chunk in chunks:
+            ending = logits[offset:offset + chunk.keep]
+            offset += chunk.keep
             wanted = sequence.params.prompt_logprobs
-            logits = self.runner.prefill(self.store, sequence.row, chunk, start,
-                                         every=wanted is not None)
             if wanted is not None:
                 # Position i's logits predict token i + 1: those still in the prompt.
-                targets = sequence.prompt[start + 1:start + count + 1]
+                targets = sequence.prompt[chunk.start + 1:chunk.start + len(chunk.tokens) + 1]
                 sequence.prompt_logprobs += logprobs_of(
-                    logits[:len(targets)], targets, [wanted] * len(targets)) if targets else []
-                logits = logits[-1:]
-            sequence.computed += count
-            budget -= count
+                    ending[:len(targets)], targets, [wanted] * len(targets)) if targets else []
+            sequence.computed += len(chunk.tokens)
             if self.metrics:
-                self.metrics.prompt_tokens(count)
+                self.metrics.prompt_tokens(len(chunk.tokens))
             if sequence.prefilled:
-                self._to_decoding(sequence)
-                token = self._sample(logits, [sequence])[0]
-                if self._accept(sequence, token):
-                    self._drop(sequence)
-
-    def _decode(self) -> None:
-        batch = self.running[: self.decoding]
-        if not batch:
+                sampled.append(sequence)
+                rows.append(offset - 1)
+        if not sampled:
             return
-        # Every decoding sequence sits in rows [0, decoding): one contiguous slice.
-        assert all(s.row == i for i, s in enumerate(batch)), "decoding rows out of order"
-        logits = self.runner.decode(
-            self.store, [s.output[-1] for s in batch], [s.length for s in batch]
-        )
-        tokens = self._sample(logits, batch)
-        finished = [s for s, token in zip(batch, tokens, strict=True) if self._accept(s, token)]
+        tokens = self._sample(logits[rows] if len(rows) < logits.shape[0] else logits, sampled)
+        finished = [s for s, token in zip(sampled, tokens, strict=True) if self._accept(s, token)]
+        for sequence in sampled[len(decoding):]:
+            self._to_decoding(sequence)
         # Only now: every row's new key/value is counted in its length, so moves copy it.
         for sequence in finished:
             self._drop(sequence)
+
+    def _chunks(self, budget: int) -> list[tuple[Sequence, Chunk]]:
+        """The prompt chunks of this step, oldest request first, within `budget` tokens. Without
+        chunked prefill a prompt goes whole: when it fits, or when it is the step's first."""
+        chunks: list[tuple[Sequence, Chunk]] = []
+        waiting = sorted(self.running[self.decoding:], key=lambda s: s.request.arrival)
+        for sequence in waiting:
+            remaining = len(sequence.prompt) - sequence.computed
+            if self.settings.enable_chunked_prefill:
+                count = min(remaining, budget)
+            else:
+                count = remaining if remaining <= budget or not chunks else 0
+            if count <= 0:
+                break
+            start = sequence.computed
+            ends = start + count == len(sequence.prompt)
+            keep = count if sequence.params.prompt_logprobs is not None else int(ends)
+            chunks.append((sequence, Chunk(sequence.row, sequence.prompt[start:start + count],
+                                           start, keep)))
+            budget -= count
+        return chunks
 
     @staticmethod
     def _sample(logits: torch.Tensor, batch: list[Sequence]) -> list[int]:

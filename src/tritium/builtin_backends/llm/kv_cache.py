@@ -11,12 +11,12 @@ memory follows what is running rather than the worst case. The tensors live on t
 device (a KIND_GPU instance's cache is GPU memory), and so does every index a pass writes with.
 
 The engine keeps the sequences that are decoding in rows [0, decoding) and the ones still
-prefilling after them, moving rows as sequences finish prefill or retire, so a decode step reads
-one contiguous slice and never gathers.
+prefilling after them, moving rows as sequences finish prefill or retire, so a step's decode
+tokens read one contiguous slice and never gather.
 
-`SlotCache` is a transformers `Cache` whose layers write a forward pass's new keys and values
-into the planned rows and positions and hand back the rows' keys and values up to the longest
-one; the forward pass is told its rows and positions through `plan_decode`/`plan_prefill`.
+`SlotCache` is the transformers `Cache` of one forward pass: its layers write the pass's new
+keys and values at each token's row and position (one indexed write per layer, the tokens of
+every sequence in the step at once); attention then reads the slots (slot_attention.py).
 """
 
 from __future__ import annotations
@@ -44,12 +44,6 @@ class SlotStore:
         self.capacity = 0
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
-        # The plan of the forward pass being run: a row slice and where each row writes.
-        self.row_slice = slice(0, 0)
-        self.write_index: torch.Tensor | None = None  # decode: one position per row
-        self.row_index = torch.arange(rows, device=device)  # decode: the rows written, sliced
-        self.write_start = 0  # prefill: one row, a run of positions from here
-        self.read_length = 0
 
     def ensure(self, length: int) -> None:
         """Room for `length` positions in every row (keeps what is stored)."""
@@ -81,33 +75,13 @@ class SlotStore:
             tensor[first, :, :length].copy_(tensor[second, :, :length])
             tensor[second, :, :length].copy_(saved)
 
-    def plan_decode(self, rows: int, lengths: torch.Tensor, read_length: int) -> None:
-        """The next forward decodes one token for each of rows [0, rows), written at `lengths`
-        (on the store's device); `read_length` is lengths' maximum + 1, which the caller knows
-        without reading `lengths` back from the device."""
-        self.row_slice = slice(0, rows)
-        self.write_index = lengths
-        self.read_length = read_length
-
-    def plan_prefill(self, row: int, start: int, count: int) -> None:
-        """The next forward writes `count` prompt tokens of row `row` from position `start`."""
-        self.row_slice = slice(row, row + 1)
-        self.write_index = None
-        self.write_start = start
-        self.read_length = start + count
-
-    def update(self, layer: int, key: torch.Tensor, value: torch.Tensor
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-        keys, values = self.keys[layer][self.row_slice], self.values[layer][self.row_slice]
-        if self.write_index is not None:
-            rows = self.row_index[: keys.shape[0]]
-            keys[rows, :, self.write_index] = key[:, :, 0].to(self.dtype)
-            values[rows, :, self.write_index] = value[:, :, 0].to(self.dtype)
-        else:
-            end = self.write_start + key.shape[2]
-            keys[:, :, self.write_start:end] = key
-            values[:, :, self.write_start:end] = value
-        return keys[:, :, : self.read_length], values[:, :, : self.read_length]
+    def write(self, layer: int, rows: torch.Tensor, positions: torch.Tensor,
+              key: torch.Tensor, value: torch.Tensor) -> None:
+        """A forward pass's new keys and values [1, kv_heads, tokens, head_dim] into layer
+        `layer`: token i at row rows[i], position positions[i] (index tensors on the store's
+        device)."""
+        self.keys[layer][rows, :, positions] = key[0].transpose(0, 1).to(self.dtype)
+        self.values[layer][rows, :, positions] = value[0].transpose(0, 1).to(self.dtype)
 
 
 class _SlotLayer(CacheLayerMixin):
@@ -116,9 +90,9 @@ class _SlotLayer(CacheLayerMixin):
     is_sliding = False
     is_croppable = False
 
-    def __init__(self, store: SlotStore, index: int) -> None:
+    def __init__(self, cache: SlotCache, index: int) -> None:
         super().__init__()
-        self.store = store
+        self.cache = cache
         self.index = index
         self.is_initialized = True
 
@@ -127,21 +101,25 @@ class _SlotLayer(CacheLayerMixin):
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any,
                **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.store.update(self.index, key_states, value_states)
+        cache = self.cache
+        cache.store.write(self.index, cache.rows, cache.positions, key_states, value_states)
+        return key_states, value_states  # attention reads the slots (slot_attention.py)
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.store.read_length, 0
+        return self.cache.store.capacity, 0
 
     def get_seq_length(self) -> int:
-        return self.store.read_length
+        return self.cache.store.capacity
 
     def get_max_length(self) -> int:
-        return self.store.max_len
+        return self.cache.store.max_len
 
 
 class SlotCache(Cache):
-    """The transformers Cache handed to the model's forward pass."""
+    """The transformers Cache handed to one forward pass: where its tokens write."""
 
-    def __init__(self, store: SlotStore) -> None:
-        super().__init__(layers=[_SlotLayer(store, i) for i in range(store.layers)])
+    def __init__(self, store: SlotStore, rows: torch.Tensor, positions: torch.Tensor) -> None:
         self.store = store
+        self.rows = rows
+        self.positions = positions
+        super().__init__(layers=[_SlotLayer(self, i) for i in range(store.layers)])

@@ -2,17 +2,17 @@
 
 It plays the part of vLLM's model runner (or MindIE's model executor) under Triton's LLM
 backends: it loads the model version folder as transformers saves it (config.json,
-*.safetensors, tokenizer files), then runs two kinds of forward pass for the engine: a prefill
-chunk of one sequence's prompt into its slot, and one decode step for every decoding sequence at
-once. The attention masks are built here (attention_masks.py; 4-D, so transformers uses them as
-given): each row sees its own positions and nothing past its own length, which is what lets
-sequences of different lengths share a step. transformers supplies the layers and their
-attention implementation; scheduling, caching and sampling stay in the engine.
+*.safetensors, tokenizer files), then runs the engine's steps: one forward pass over the next
+token of every decoding sequence and prompt chunks of others, flattened into one sequence axis,
+with the model's attention switched to one that keeps the sequences apart over the KV slots
+(slot_attention.py, with the masks of attention_masks.py: each row sees its own positions and
+nothing past its own length). transformers supplies the layers and the attention
+implementation; scheduling, caching and sampling stay in the engine.
 
 A runner lives on one device: the CPU for KIND_CPU (and KIND_MODEL) instances, `cuda:<device_id>`
 for KIND_GPU ones, with its weights, its KV slots and every tensor of a pass there. What crosses
-between host and device is what the engine must see or say: a prefill's prompt tokens, a decode
-step's input tokens and positions (one copy), and the sampled tokens (one copy back, sampling.py).
+between host and device is what the engine must see or say: a step's tokens, positions and rows
+(one copy), and the sampled tokens (one copy back, sampling.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from tritium.backend import TritonError
 from .attention_masks import AttentionMasks
 from .guided_decoding import Grammars
 from .kv_cache import SlotCache, SlotStore
+from .slot_attention import PLAN_KEYWORD, Segment, SlotAttention, StepPlan
 
 _DTYPES = {"float32": torch.float32, "float": torch.float32, "bfloat16": torch.bfloat16,
            "float16": torch.float16, "half": torch.float16}
@@ -106,6 +108,18 @@ def instance_device(kind: str, device_id: int) -> torch.device:
     return torch.device("cuda", device_id)
 
 
+@dataclass
+class Chunk:
+    """A run of one sequence's prompt in a step: `tokens` at positions start.. of `row`; the
+    logits of its `keep` last positions are wanted (1: it ends the prompt; all of them: the
+    prompt's logprobs; 0: neither)."""
+
+    row: int
+    tokens: list[int]
+    start: int
+    keep: int
+
+
 class ModelRunner:
     """A loaded model on one device (shared by the model's instances on that device: weights
     are read-only). Its passes run under torch.inference_mode, which the engine thread holds."""
@@ -123,7 +137,11 @@ class ModelRunner:
         self.kv_heads = getattr(text, "num_key_value_heads", None) or heads
         self.head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
         self.vocab_size = text.vocab_size
+        # The masks' format follows the model's own attention implementation: read it before
+        # the model is switched to the slots' attention.
         self.masks = AttentionMasks(self.config, self.dtype)
+        self.attention = SlotAttention(model, self.masks.layer_kinds)
+        self._placeholder_mask = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=device)
 
     @classmethod
     def load(cls, checkpoint: Checkpoint, dtype: str, device: torch.device) -> ModelRunner:
@@ -168,35 +186,47 @@ class ModelRunner:
         return SlotStore(self.layers, rows, self.kv_heads, self.head_dim, self.max_model_len,
                          self.dtype, self.device)
 
-    def prefill(self, store: SlotStore, row: int, tokens: list[int], start: int,
-                every: bool = False) -> torch.Tensor:
-        """Run `tokens` (prompt positions start.. of the sequence in `row`); the logits of the
-        last one, shape [1, vocab] (of every one, [len(tokens), vocab], with `every`: for the
-        prompt's logprobs), on the runner's device."""
-        count = len(tokens)
-        store.ensure(start + count)
-        store.plan_prefill(row, start, count)
-        positions = torch.arange(start, start + count, device=self.device)[None]
+    def step(self, store: SlotStore, decode: list[tuple[int, int]], chunks: list[Chunk]
+             ) -> torch.Tensor:
+        """One forward pass: `decode` holds (last token, its position) of rows [0, len(decode))
+        and `chunks` prompt runs of other rows. Returns the logits [kept, vocab] on the
+        runner's device: one per decoding row, in row order, then each chunk's `keep` last
+        positions, in chunk order."""
+        tokens = [token for token, _ in decode]
+        positions = [position for _, position in decode]
+        rows = list(range(len(decode)))
+        kept = list(rows)
+        for chunk in chunks:
+            if chunk.keep:
+                kept += range(len(tokens) + len(chunk.tokens) - chunk.keep,
+                              len(tokens) + len(chunk.tokens))
+            tokens += chunk.tokens
+            positions += range(chunk.start, chunk.start + len(chunk.tokens))
+            rows += [chunk.row] * len(chunk.tokens)
+        # The pass's one host-to-device copy: its tokens, positions, rows and logits kept.
+        step = torch.tensor([tokens, positions, rows], device=self.device)
+        where = step[1]
+        segments = []
+        if decode:
+            read_length = max(position for _, position in decode) + 1
+            segments.append(Segment(slice(0, len(decode)), slice(0, len(decode)), read_length,
+                                    self.masks.build(where[:len(decode), None], read_length)))
+        offset = len(decode)
+        for chunk in chunks:
+            end = offset + len(chunk.tokens)
+            read_length = chunk.start + len(chunk.tokens)
+            segments.append(Segment(slice(offset, end), slice(chunk.row, chunk.row + 1),
+                                    read_length, self.masks.build(where[None, offset:end],
+                                                                  read_length)))
+            offset = end
+        store.ensure(max(segment.read_length for segment in segments))
         output = self.model(
-            input_ids=torch.tensor([tokens], device=self.device), position_ids=positions,
-            attention_mask=self.masks.build(positions, start + count),
-            cache=SlotCache(store), use_cache=True, logits_to_keep=0 if every else 1,
+            input_ids=step[None, 0], position_ids=where[None],
+            # A placeholder of the right rank: transformers passes a 4-D mask on untouched,
+            # and each segment attends with its own (slot_attention.py).
+            attention_mask=self._placeholder_mask, cache=SlotCache(store, step[2], where),
+            use_cache=True,
+            logits_to_keep=torch.tensor(kept, dtype=torch.long, device=self.device),
+            **{PLAN_KEYWORD: StepPlan(self.attention, store, segments)},
         )
         return output.logits[0].float()
-
-    def decode(self, store: SlotStore, tokens: list[int], lengths: list[int]) -> torch.Tensor:
-        """One step for rows [0, len(tokens)): row i's last token at position lengths[i]; the
-        next-token logits, shape [rows, vocab], on the runner's device."""
-        rows = len(tokens)
-        read_length = max(lengths) + 1
-        store.ensure(read_length)
-        # The step's only host-to-device copy: its tokens and their positions, together.
-        step = torch.tensor([tokens, lengths], device=self.device)
-        ids, where = step[0], step[1]
-        store.plan_decode(rows, where, read_length)
-        output = self.model(
-            input_ids=ids[:, None], position_ids=where[:, None],
-            attention_mask=self.masks.build(where[:, None], read_length),
-            cache=SlotCache(store), use_cache=True, logits_to_keep=1,
-        )
-        return output.logits[:, -1].float()

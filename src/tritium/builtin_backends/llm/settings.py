@@ -4,8 +4,9 @@ The vLLM backend passes `model.json` to vLLM's AsyncEngineArgs; the keys this en
 keep vLLM's names and meaning: `model` (a folder, relative to the version folder; default the
 version folder itself), `tokenizer` (default: the model folder), `max_num_seqs` (sequences
 decoding at once; more wait in the queue), `max_model_len` (prompt plus output, default the
-model's max_position_embeddings), `max_num_batched_tokens` (prompt tokens prefilled per engine
-step: longer prompts are prefilled in chunks between decode steps), `enable_chunked_prefill`,
+model's max_position_embeddings), `max_num_batched_tokens` (tokens per engine step, a token of
+each decoding sequence and prompt chunks in what is left: at least max_num_seqs),
+`enable_chunked_prefill` (false: prompts are prefilled whole, one per step past the budget),
 `dtype` (`auto` is float32; on a KIND_GPU instance the weights and the KV cache are in this
 type on the GPU) and `seed`. The instance group, not `model.json`, says where an instance runs.
 vLLM keys for what this engine does not do (a preallocated paged KV cache, CUDA graphs, several
@@ -99,6 +100,16 @@ def read_settings(version_path: Path) -> EngineSettings:
         if key in values and values[key] is not None:
             minimum = 0 if key == "seed" else 1
             setattr(settings, key, _integer(path, key, values[key], minimum=minimum))
+    if values.get("max_num_batched_tokens") is None:
+        # A step holds a token of every decoding sequence: the default budget has room for them.
+        settings.max_num_batched_tokens = max(settings.max_num_batched_tokens,
+                                              settings.max_num_seqs)
+    elif settings.max_num_batched_tokens < settings.max_num_seqs:
+        raise TritonError.invalid_arg(
+            f"max_num_batched_tokens ({settings.max_num_batched_tokens}) must be greater than "
+            f"or equal to max_num_seqs ({settings.max_num_seqs}) in '{path}': every step "
+            "holds a token of each running sequence"
+        )
     if "enable_chunked_prefill" in values:
         settings.enable_chunked_prefill = str(values["enable_chunked_prefill"]).lower() == "true"
     if "dtype" in values:
