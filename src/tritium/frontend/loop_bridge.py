@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
+from typing import Any
 
 from .. import handoff
 from ..errors import TritonError
@@ -101,11 +102,15 @@ async def responses(
                 queue.get_nowait()
 
 
-def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnResponse,
-                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+def each_on_loop(submit: Submit, request: InferenceRequest,
+                 on_response: Callable[[Any, bool], None],
+                 loop: asyncio.AbstractEventLoop | None = None,
+                 prepare: Callable[[InferenceResponse], Any] | None = None) -> None:
     """Start `request`; `on_response(response, final)` runs on the running event loop (`loop`,
     when the caller knows it) for each response as it comes, `final` true on the last (whose
-    response may be None).
+    response may be None). With `prepare`, on_response gets `prepare(response)` instead, run
+    on the thread that sent the response: work (encoding a large answer) the loop need not do;
+    `prepare` must not raise.
 
     Raises TritonError at once for a request that cannot be routed or validated.
     """
@@ -116,7 +121,7 @@ def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnRespo
 
     flight = _InFlight()
 
-    def on_loop(response: InferenceResponse | None, final: bool) -> None:
+    def on_loop(response: Any, final: bool) -> None:
         if not final:
             return on_response(response, False)
         flight.answering()
@@ -126,8 +131,10 @@ def each_on_loop(submit: Submit, request: InferenceRequest, on_response: OnRespo
             flight.answered()
 
     def deliver(response: InferenceResponse | None, flags: int) -> None:
+        prepared = prepare(response) if prepare is not None and response is not None \
+            else response
         try:
-            loop.call_soon_threadsafe(on_loop, response, bool(flags & RESPONSE_COMPLETE_FINAL))
+            loop.call_soon_threadsafe(on_loop, prepared, bool(flags & RESPONSE_COMPLETE_FINAL))
         except RuntimeError:
             pass  # the loop has closed
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tritium.frontend.extensions.json_codec import dumps
+from tritium.frontend.http.json_data import LARGE_OUTPUT, json_from_array, json_text_in_slices
 from tritium.frontend.http.request import OutputPlan
 from tritium.frontend.http.response import encode_infer_response
 from tritium.request import InferenceRequest, InferenceResponse
@@ -75,3 +77,17 @@ def test_a_json_output_among_binary_ones_takes_the_writer_s_way() -> None:
                       b'"parameters":{"binary_data_size":8}},'
                       b'{"name":"B","datatype":"FP32","shape":[1,2],"data":[1.5,2.0]}]}')
     assert [bytes(b) for b in blobs] == [data.tobytes()]
+
+
+@pytest.mark.parametrize("datatype, values", [
+    ("FP32", np.array([0.1, np.nan, np.inf, -np.inf, -0.0, 3e38], np.float32)),
+    ("FP64", np.array([1e-300, 0.1, np.nan], np.float64)),
+    ("INT64", np.array([-(1 << 63), (1 << 63) - 1, 0], np.int64)),
+    ("UINT64", np.array([(1 << 64) - 1, 1], np.uint64)),
+    ("BOOL", np.array([True, False], np.bool_)),
+])
+def test_a_large_output_written_in_slices_is_the_text_written_whole(datatype, values):
+    """Generate answers write outputs of LARGE_OUTPUT elements or more a slice at a time: the
+    same text as the whole list written at once, across slice boundaries."""
+    array = np.resize(values, 2 * LARGE_OUTPUT + 3)
+    assert json_text_in_slices(datatype, array) == dumps(json_from_array(datatype, array))

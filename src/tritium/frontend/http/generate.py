@@ -40,7 +40,7 @@ from ...tensor import Tensor, element_count, wire_datatype
 from ..extensions.json_codec import NOT_STRING, dumps, parse_error
 from ..loop_bridge import each_on_loop
 from .bulk_decode import Decoding, decode_later
-from .json_data import array_from_json, json_from_array
+from .json_data import LARGE_OUTPUT, array_from_json, json_from_array, json_text_in_slices
 from .json_spans import BULK, JsonSpan, load_generate_json
 from .server import HttpConnection, Request
 
@@ -53,6 +53,9 @@ _SINGLE_RESPONSE = (
     "generates various number of responses"
 )
 _PARAMETERS = "parameters"
+# Where a large output's text goes in the answer (control characters: no name or value the
+# server writes holds one unescaped).
+_LARGE = "\x01tritium-output:%d"
 
 
 def handle_generate(server: InferenceServer, conn: HttpConnection, http_request: Request,
@@ -107,7 +110,7 @@ def _decoded(conn: HttpConnection, model: Any, streaming: bool,
             return _reply_error(conn, exc.http_status, exc.message)
         answer = _Answer(conn, request, streaming)
         try:
-            each_on_loop(model.submit, request, answer.on_response)
+            each_on_loop(model.submit, request, answer.on_response, conn.loop, answer.encode)
         except TritonError as exc:
             return _reply_error(conn, exc.http_status, exc.message)
     # If the client goes away before the answer is complete, the request is marked cancelled.
@@ -254,21 +257,25 @@ class _Answer:
         # /generate: every response's body, sent (or refused) at the final flag.
         self.bodies: list[bytes] = []
 
-    def on_response(self, response: InferenceResponse | None, final: bool) -> None:
+    def encode(self, response: InferenceResponse) -> tuple[bytes, bool]:
+        """A response's body and whether it is an error, made on the thread that sent it."""
+        return _encode(response, self.request)
+
+    def on_response(self, encoded: tuple[bytes, bool] | None, final: bool) -> None:
         if self.conn.closed:
             return  # the client went away: the request is cancelled, its answers dropped
         try:
-            self._write(response, final)
+            self._write(encoded, final)
         except Exception:  # a bug: end this answer rather than leave the client waiting
             log.exception("generate: answering '%s' failed", self.request.model_name)
             self.request.cancelled = True
             self.conn.close()
 
-    def _write(self, response: InferenceResponse | None, final: bool) -> None:
+    def _write(self, encoded: tuple[bytes, bool] | None, final: bool) -> None:
         body = b""
         status = 200
-        if response is not None:
-            body, failed = _encode(response, self.request)
+        if encoded is not None:
+            body, failed = encoded
             if failed:
                 status = 400  # Triton 2.51: any error in a response, whatever its code
         if self.status == 0:
@@ -278,7 +285,7 @@ class _Answer:
         if self.streaming:
             if body:
                 self.conn.send_chunk(b"data: " + body + b"\n\n")
-        elif response is not None:
+        elif encoded is not None:
             self.bodies.append(body)
         if not final:
             return
@@ -295,7 +302,11 @@ def _encode(response: InferenceResponse, request: InferenceRequest) -> tuple[byt
     error = response.error
     if error is None:
         try:
-            return dumps(_fields(response, request)), False
+            fields, large = _fields(response, request)
+            body = dumps(fields)
+            for index, text in enumerate(large):
+                body = body.replace(dumps(_LARGE % index), text, 1)
+            return body, False
         except TritonError as exc:
             error = exc
         except Exception as exc:  # a bug: the client still gets an answer
@@ -304,10 +315,14 @@ def _encode(response: InferenceResponse, request: InferenceRequest) -> tuple[byt
     return dumps({"error": error.message}), True
 
 
-def _fields(response: InferenceResponse, request: InferenceRequest) -> dict[str, Any]:
+def _fields(response: InferenceResponse, request: InferenceRequest
+            ) -> tuple[dict[str, Any], list[bytes]]:
+    """The answer's fields in order, a large numeric output as a placeholder string
+    (`_LARGE`), and the JSON text of those outputs."""
     # The first of equal names wins (std::map::emplace): reserved fields, then parameters,
     # then outputs.
     fields: dict[str, Any] = {}
+    large: list[bytes] = []
     if response.id:
         fields["id"] = response.id
     fields["model_name"] = response.model_name or request.model_name
@@ -317,9 +332,14 @@ def _fields(response: InferenceResponse, request: InferenceRequest) -> dict[str,
     for tensor in response.outputs:
         if tensor.name in fields:
             continue
+        count = element_count(tensor.shape)
+        if count >= LARGE_OUTPUT and tensor.datatype != "BYTES":
+            fields[tensor.name] = _LARGE % len(large)
+            large.append(json_text_in_slices(tensor.datatype, tensor.data))
+            continue
         data = json_from_array(tensor.datatype, tensor.data)
-        fields[tensor.name] = data[0] if element_count(tensor.shape) == 1 else data
-    return dict(sorted(fields.items()))
+        fields[tensor.name] = data[0] if count == 1 else data
+    return dict(sorted(fields.items())), large
 
 
 __all__ = ["handle_generate"]

@@ -7,6 +7,7 @@ any nesting of lists whose leaves fill the shape; the checks and messages here a
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,14 @@ from ..extensions.json_codec import (
     NOT_INT,
     NOT_STRING,
     NOT_UINT,
+    dumps,
     parse_error,
     utf8,
 )
 from .json_spans import JsonSpan, leaves
+
+# An output of at least this many elements is written as JSON a slice of this many at a time.
+LARGE_OUTPUT = 1 << 16
 
 # Datatype -> the family of JSON values it is read from.
 _FAMILY: dict[str, str] = {
@@ -139,6 +144,19 @@ def _narrow(array: np.ndarray, datatype: str, family: str) -> np.ndarray:
         else:
             array = array.astype(target)  # wraps like Triton's C cast
     return array
+
+
+def json_text_in_slices(datatype: str, array: Any) -> bytes:
+    """A numeric output's elements as the JSON text json_from_array's list is written as,
+    made a slice of `LARGE_OUTPUT` elements at a time: each slice holds the GIL for
+    milliseconds (two million elements in one tolist and one dumps held it for half a
+    second), and the GIL changes hands between slices."""
+    flat = np.asarray(array).reshape(-1)
+    parts = []
+    for start in range(0, flat.size, LARGE_OUTPUT):
+        parts.append(dumps(json_from_array(datatype, flat[start:start + LARGE_OUTPUT]))[1:-1])
+        time.sleep(0)
+    return b"[" + b",".join(parts) + b"]"
 
 
 def json_from_array(datatype: str, array: Any) -> list[Any]:
