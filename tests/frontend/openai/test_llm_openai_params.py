@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -239,16 +240,22 @@ ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"enum": ["yes", "no
                  "required": ["answer"], "additionalProperties": False}
 
 
-def _grammar_greedy(reference: Reference, prompt: str, steps: int, schema: dict | None):
-    """Greedy decoding held to a JSON grammar by xgrammar used directly: the reference for
-    the engine's structured outputs."""
+def _grammar_greedy(reference: Reference, prompt: str, steps: int, schema: dict | None,
+                    compile_grammar=None):
+    """Greedy decoding held to a JSON grammar (or what `compile_grammar(compiler)` compiles) by
+    xgrammar used directly: the reference for the engine's structured outputs."""
     import xgrammar
 
     info = xgrammar.TokenizerInfo.from_huggingface(
         reference.tokenizer, vocab_size=reference.model.config.vocab_size)
     compiler = xgrammar.GrammarCompiler(info)
-    matcher = xgrammar.GrammarMatcher(compiler.compile_builtin_json_grammar() if schema is None
-                                      else compiler.compile_json_schema(json.dumps(schema)))
+    if compile_grammar is not None:
+        compiled = compile_grammar(compiler)
+    elif schema is None:
+        compiled = compiler.compile_builtin_json_grammar()
+    else:
+        compiled = compiler.compile_json_schema(json.dumps(schema))
+    matcher = xgrammar.GrammarMatcher(compiled)
     bitmask = xgrammar.allocate_token_bitmask(1, info.vocab_size)
 
     def adjust(logits, prompt_ids, output):
@@ -285,14 +292,48 @@ def test_structured_outputs_through_sampling_parameters(server):
     assert status == 200, body
     assert body["text_output"].lstrip().startswith("{")
     for guided, message in (
-        ({"regex": "a+"}, "structured_outputs regex is not supported; the llm backend "
-                          "supports json and json_object"),
+        ({"xml": "<a/>"}, "structured_outputs xml is not supported; the llm backend "
+                          "supports json, json_object, regex, choice, grammar"),
         ({"json": {"type": "no such type"}}, "the JSON schema cannot be used"),
+        ({"regex": "(a"}, "the regular expression cannot be used: Regex parsing error at "
+                          "position 3: The parenthesis is not closed."),
+        ({"choice": []}, "structured_outputs choice must be a non-empty list of strings"),
+        ({"grammar": "root ::= "}, "the grammar cannot be used: EBNF parser error"),
+        ({"regex": "a", "choice": ["a"]}, "not choice and regex"),
     ):
         status, body = generate(server, "tiny", {
             "text_input": "x", "sampling_parameters": json.dumps(
                 {"structured_outputs": guided})})
         assert status == 400 and message in body["error"], body
+
+
+@pytest.mark.parametrize("guided, compile_grammar, check", [
+    ({"regex": "[0-9]{2}-(yes|no)"}, lambda c: c.compile_regex("[0-9]{2}-(yes|no)"),
+     lambda text: re.fullmatch("[0-9]{2}-(yes|no)", text)),
+    ({"choice": ["red", 'say "hi"', "Grüße"]},
+     lambda c: c.compile_grammar('root ::= "red" | "say \\"hi\\"" | "Grüße"'),
+     lambda text: text in ("red", 'say "hi"', "Grüße")),
+], ids=["regex", "choice"])
+def test_structured_outputs_regex_and_choice_as_vllm_takes_them(client, reference, guided,
+                                                                compile_grammar, check):
+    expected = _grammar_greedy(reference, PROMPTS[2], 24, None, compile_grammar)
+    result = client.completions.create(model="tiny", prompt=PROMPTS[2], max_tokens=24,
+                                       temperature=0,
+                                       extra_body={"structured_outputs": guided})
+    choice = result.choices[0]
+    assert choice.text == reference.text(PROMPTS[2], expected)
+    assert choice.finish_reason == "stop" and check(choice.text), choice
+    chat = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "pick"}], max_tokens=24,
+        temperature=0, extra_body={"structured_outputs": guided})
+    assert check(chat.choices[0].message.content), chat
+
+
+def test_response_format_and_structured_outputs_together_are_a_400(client):
+    with pytest.raises(openai.BadRequestError, match="response_format or structured_outputs"):
+        client.completions.create(model="tiny", prompt="x", extra_body={
+            "response_format": {"type": "json_object"},
+            "structured_outputs": {"regex": "a"}})
 
 # -- 4. n and echo ---------------------------------------------------------------------------------
 

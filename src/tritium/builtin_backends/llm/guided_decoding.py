@@ -1,8 +1,11 @@
-"""Guided decoding (vLLM's structured outputs): output held to JSON, or to a JSON schema.
+"""Guided decoding (vLLM's structured outputs): output held to JSON, a JSON schema, a regular
+expression, one of a list of strings, or a grammar.
 
 A request's sampling parameters name it as vLLM's do, `structured_outputs` (vLLM >= 0.12) or
-`guided_decoding` (before): `{"json": <schema object or its JSON text>}` or
-`{"json_object": true}`; the OpenAI frontend sends them for `response_format`. The grammar is
+`guided_decoding` (before): `{"json": <schema object or its JSON text>}`,
+`{"json_object": true}`, `{"regex": "..."}`, `{"choice": ["...", ...]}` or
+`{"grammar": "<EBNF, as xgrammar reads it>"}`; the OpenAI frontend sends them for
+`response_format` and for vLLM's `structured_outputs` extra parameter. The grammar is
 compiled with xgrammar, the library vLLM uses by default, against the model's tokenizer (once
 per model, on first use; compiled grammars are cached by xgrammar), when the request is
 admitted, so a bad schema fails that request alone. Each sequence then keeps a matcher: before
@@ -14,6 +17,7 @@ is complete the grammar allows only the end-of-sequence token, so the answer sto
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -23,14 +27,17 @@ import torch
 from tritium.backend import TritonError
 
 KEYS = ("structured_outputs", "guided_decoding")
-_KINDS = ("json", "json_object")
+_KINDS = ("json", "json_object", "regex", "choice", "grammar")
+_SOURCE_PREFIX = re.compile(r"^\[[0-9:]+\] \S+:\d+: ")
 
 
 @dataclass(frozen=True)
 class GuidedSpec:
-    """What the output must be: any JSON value (`json_object`) or one matching `schema`."""
+    """What the output must be: `kind` (one of _KINDS) and its text (the JSON schema, the
+    regular expression, the grammar; the choices as an EBNF grammar; empty for json_object)."""
 
-    schema: str | None  # JSON text of the schema; None for json_object
+    kind: str
+    text: str
 
 
 def parse_guided(key: str, value: dict[str, Any]) -> GuidedSpec | None:
@@ -41,14 +48,31 @@ def parse_guided(key: str, value: dict[str, Any]) -> GuidedSpec | None:
     if unknown:
         raise TritonError.invalid_arg(
             f"{key} {', '.join(unknown)} is not supported; the llm backend supports "
-            f"{' and '.join(_KINDS)}"
+            f"{', '.join(_KINDS)}"
         )
     if len(given) > 1:
-        raise TritonError.invalid_arg(f"{key} takes one of {', '.join(_KINDS)}, not both")
-    if "json" in given:
-        schema = given["json"]
-        return GuidedSpec(schema if isinstance(schema, str) else json.dumps(schema))
-    return GuidedSpec(None) if "json_object" in given else None
+        raise TritonError.invalid_arg(
+            f"{key} takes one of {', '.join(_KINDS)}, not {' and '.join(sorted(given))}")
+    if not given:
+        return None
+    kind, text = next(iter(given.items()))
+    if kind == "json":
+        return GuidedSpec(kind, text if isinstance(text, str) else json.dumps(text))
+    if kind == "json_object":
+        return GuidedSpec(kind, "")
+    if kind == "choice":
+        if type(text) is not list or not text or any(type(c) is not str for c in text):
+            raise TritonError.invalid_arg(f"{key} choice must be a non-empty list of strings")
+        return GuidedSpec("grammar", _choice_grammar(text))
+    if type(text) is not str or not text:
+        raise TritonError.invalid_arg(f"{key} {kind} must be a non-empty string")
+    return GuidedSpec(kind, text)
+
+
+def _choice_grammar(choices: list[str]) -> str:
+    """The EBNF grammar of exactly one of `choices` (each a quoted string literal)."""
+    quoted = ('"' + c.replace("\\", "\\\\").replace('"', '\\"') + '"' for c in choices)
+    return "root ::= " + " | ".join(quoted)
 
 
 class Grammars:
@@ -61,14 +85,22 @@ class Grammars:
         self._lock = threading.Lock()
 
     def compile(self, spec: GuidedSpec) -> Any:
-        """The compiled grammar of `spec` (INVALID_ARG for a schema xgrammar refuses)."""
+        """The compiled grammar of `spec` (INVALID_ARG for what xgrammar refuses)."""
         compiler = self._get_compiler()
         try:
-            if spec.schema is None:
+            if spec.kind == "json_object":
                 return compiler.compile_builtin_json_grammar()
-            return compiler.compile_json_schema(spec.schema)
+            if spec.kind == "json":
+                return compiler.compile_json_schema(spec.text)
+            if spec.kind == "regex":
+                return compiler.compile_regex(spec.text)
+            return compiler.compile_grammar(spec.text)
         except (RuntimeError, ValueError) as exc:
-            raise TritonError.invalid_arg(f"the JSON schema cannot be used: {exc}") from None
+            what = {"json": "the JSON schema", "regex": "the regular expression"}.get(
+                spec.kind, "the grammar")
+            # xgrammar's C++ messages begin with a time and a source line: not the user's.
+            reason = _SOURCE_PREFIX.sub("", str(exc)).strip()
+            raise TritonError.invalid_arg(f"{what} cannot be used: {reason}") from None
 
     def _get_compiler(self) -> Any:
         with self._lock:

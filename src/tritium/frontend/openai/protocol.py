@@ -9,7 +9,8 @@ as JSON with `apply_chat_template`, so the model's tokenizer renders them with i
 template. `n` choices are n requests (seeded seed, seed + 1, ... as vLLM's n), answered as one;
 `echo` puts the prompt before the text; `logprobs` ask the backend for its `logprobs` and
 `prompt_logprobs` outputs (logprobs.py turns them into OpenAI's shapes); `response_format`
-becomes vLLM's `structured_outputs` sampling parameter. Parameters with no counterpart here
+becomes vLLM's `structured_outputs` sampling parameter, which vLLM's extra parameter of that
+name (regex, choice, grammar too) is passed on as. Parameters with no counterpart here
 (tools, suffix, best_of > n, ...) are refused with a 400 naming them rather than silently
 ignored.
 """
@@ -151,6 +152,13 @@ def _sampling(document: dict[str, Any], generation: Generation,
     if bias:
         sampling["logit_bias"] = _logit_bias(bias)
     guided = _response_format(_field(document, "response_format", (dict,)))
+    # vLLM's extra parameter: json, json_object, regex, choice or grammar, passed on as is.
+    extra = _field(document, "structured_outputs", (dict,))
+    if extra is not None:
+        if guided is not None:
+            raise OpenAiError(400, "give response_format or structured_outputs, not both",
+                              param="structured_outputs")
+        guided = extra
     if guided is not None:
         sampling["structured_outputs"] = guided
 
