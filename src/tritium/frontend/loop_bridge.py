@@ -34,8 +34,6 @@ from . import busy_poll
 
 # How a request reaches the core: InferenceServer.infer_async or ResolvedModel.submit.
 Submit = Callable[[InferenceRequest, Deliver], None]
-# A response (None: a decoupled model's flag-only final) and whether it is the last one.
-OnResponse = Callable[[InferenceResponse | None, bool], None]
 
 
 async def answer(submit: Submit, request: InferenceRequest) -> InferenceResponse:

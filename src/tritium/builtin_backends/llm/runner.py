@@ -204,8 +204,9 @@ class ModelRunner:
             positions += range(chunk.start, chunk.start + len(chunk.tokens))
             rows += [chunk.row] * len(chunk.tokens)
         # The pass's one host-to-device copy: its tokens, positions, rows and logits kept.
-        step = torch.tensor([tokens, positions, rows], device=self.device)
-        where = step[1]
+        count = len(tokens)
+        step = torch.tensor(tokens + positions + rows + kept, device=self.device)
+        ids, where, written = step[:count], step[count:2 * count], step[2 * count:3 * count]
         segments = []
         if decode:
             read_length = max(position for _, position in decode) + 1
@@ -221,12 +222,11 @@ class ModelRunner:
             offset = end
         store.ensure(max(segment.read_length for segment in segments))
         output = self.model(
-            input_ids=step[None, 0], position_ids=where[None],
+            input_ids=ids[None], position_ids=where[None],
             # A placeholder of the right rank: transformers passes a 4-D mask on untouched,
             # and each segment attends with its own (slot_attention.py).
-            attention_mask=self._placeholder_mask, cache=SlotCache(store, step[2], where),
-            use_cache=True,
-            logits_to_keep=torch.tensor(kept, dtype=torch.long, device=self.device),
+            attention_mask=self._placeholder_mask, cache=SlotCache(store, written, where),
+            use_cache=True, logits_to_keep=step[3 * count:],
             **{PLAN_KEYWORD: StepPlan(self.attention, store, segments)},
         )
         return output.logits[0].float()

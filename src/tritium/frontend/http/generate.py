@@ -110,7 +110,9 @@ def _decoded(conn: HttpConnection, model: Any, streaming: bool,
             return _reply_error(conn, exc.http_status, exc.message)
         answer = _Answer(conn, request, streaming)
         try:
-            each_on_loop(model.submit, request, answer.on_response, conn.loop, answer.encode)
+            # Each response is encoded on the thread that sends it, not on the loop.
+            each_on_loop(model.submit, request, answer.on_response, conn.loop,
+                         partial(_encode, request=request))
         except TritonError as exc:
             return _reply_error(conn, exc.http_status, exc.message)
     # If the client goes away before the answer is complete, the request is marked cancelled.
@@ -256,10 +258,6 @@ class _Answer:
         self.status = 0  # set by the first response (or the flag-only final)
         # /generate: every response's body, sent (or refused) at the final flag.
         self.bodies: list[bytes] = []
-
-    def encode(self, response: InferenceResponse) -> tuple[bytes, bool]:
-        """A response's body and whether it is an error, made on the thread that sent it."""
-        return _encode(response, self.request)
 
     def on_response(self, encoded: tuple[bytes, bool] | None, final: bool) -> None:
         if self.conn.closed:

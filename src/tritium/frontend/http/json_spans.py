@@ -76,7 +76,7 @@ class JsonSpan:
 
     def flat_count(self) -> int | None:
         """The number of elements of a flat array (None for a nested one), counted without
-        reading them; slices() checks the count it meets."""
+        reading them (its commas); the reader of its slices checks the count it meets."""
         if self.header.count(b"[", self.start, self.end) != 1:
             return None
         return self.header.count(b",", self.start, self.end) + 1
