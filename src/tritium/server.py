@@ -11,6 +11,7 @@ class, `request` and `errors`; the asyncio side of a request is `frontend/loop_b
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -64,6 +65,10 @@ EXTENSIONS = [
 # Listed only when clients may register regions (--allow-client-shm=true), where Triton lists
 # them: after model_configuration.
 SHARED_MEMORY_EXTENSIONS = ["system_shared_memory", "cuda_shared_memory"]
+
+# How long past --exit-timeout-secs the models may take to finalize once their executions are
+# over or given up on (Triton checks its live models once a second until the timeout).
+FINALIZE_GRACE_S = 1.0
 
 
 @dataclass
@@ -193,19 +198,43 @@ class InferenceServer:
     def shutdown(self) -> None:
         """Wait for the executions in flight (until --exit-timeout-secs after `stop_accepting`),
         then finalize everything: instances and models (ModelLifeCycle), then backends
-        (BackendManager)."""
+        (BackendManager).
+
+        Bounded as Triton's stop is: if the models are not all unloaded by then (an execution
+        that runs on, a finalize that hangs), INTERNAL "Exit timeout expired. Exiting
+        immediately." is raised and the unloading is left to its (daemon) thread; the caller
+        is expected to exit."""
         self.stop_accepting()
-        assert self._exit_deadline is not None
+        deadline = self._exit_deadline
+        assert deadline is not None
+        outcome: Future[None] = Future()
+
+        def unload() -> None:
+            try:
+                self._unload_everything(deadline)
+            except BaseException as exc:
+                outcome.set_exception(exc)
+            else:
+                outcome.set_result(None)
+
+        threading.Thread(target=unload, name="tritium-shutdown", daemon=True).start()
+        try:
+            outcome.result(max(deadline - time.monotonic(), 0.0) + FINALIZE_GRACE_S)
+        except TimeoutError:
+            raise TritonError.internal("Exit timeout expired. Exiting immediately.") from None
+        finally:
+            self._live = False
+
+    def _unload_everything(self, deadline: float) -> None:
         if self._poller is not None:
             self._poller.stop()
         self.control_queue.close()
-        self.lifecycle.unload_all(max(self._exit_deadline - time.monotonic(), 0.0))
+        self.lifecycle.unload_all(max(deadline - time.monotonic(), 0.0))
         self.control.remove_overrides()
         self.backends.finalize_all()
         if self.backends.placement is not None:
             self.backends.placement.close()
         self.shared_memory.close()
-        self._live = False
 
     def _any_failed(self) -> bool:
         return any(

@@ -1,9 +1,13 @@
-"""`--exit-timeout-secs` bounds the time from SIGTERM to exit, whatever is queued.
+"""`--exit-timeout-secs` bounds the time from SIGTERM to exit, whatever is queued or running.
 
 A python model sleeps 0.25 s per request and 200 requests queue for it (one instance): run
 out, they would take 50 s. On SIGTERM with --exit-timeout-secs=3 the requests still queued get
 UNAVAILABLE at once, the one executing gets the remaining time, and the process exits. Before,
-the server ran the whole queue and exited after ~49 s.
+the server ran the whole queue and exited after ~49 s, then (queued requests failed, but up to
+16 taken in one go by the instance) after ~6 s.
+
+An execution that outlasts the timeout does not hold the exit either: the server exits as
+tritonserver does, "failed to stop server: Exit timeout expired. Exiting immediately.", code 1.
 """
 
 from __future__ import annotations
@@ -11,11 +15,15 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 import tritonclient.grpc as grpcclient
 
+import tritonserver
 from support.models import write_model
+from support.python_backend_fixtures import alive, stub_pids
 from support.server_process import ServerProcess
 
 CONFIG = """
@@ -45,6 +53,24 @@ class TritonPythonModel:
 '''
 
 QUEUED = 200
+
+# Leaves a file `started` in the model's folder when its execution begins.
+LONG_MODEL = '''
+import pathlib
+import time
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.marker = pathlib.Path(args["model_repository"]) / "started"
+
+    def execute(self, requests):
+        self.marker.write_text("started")
+        time.sleep(SECONDS)
+        return [pb_utils.InferenceResponse([]) for _ in requests]
+'''
 
 
 def _wait_queued(server: ServerProcess, count: int) -> None:
@@ -87,6 +113,69 @@ def test_sigterm_exits_within_the_exit_timeout_and_fails_the_queued(tmp_path) ->
             client.close()
     print(f"exited {code} {took:.1f} s after SIGTERM; {len(errors)} of {QUEUED} failed")
     assert code == 0, server.log()
-    assert took < 10, f"exited {took:.1f} s after SIGTERM with --exit-timeout-secs=3"
+    assert took < 7, f"exited {took:.1f} s after SIGTERM with --exit-timeout-secs=3"
     assert len(errors) >= QUEUED - 40, errors[:3]
     assert any("UNAVAILABLE" in error for error in errors), errors[:3]
+
+
+def test_an_execution_past_the_timeout_does_not_hold_the_exit(tmp_path: Path) -> None:
+    write_model(tmp_path, "sleeper", CONFIG,
+                files={"1/model.py": LONG_MODEL.replace("SECONDS", "120")})
+    errors: list[str] = []
+    answered = threading.Event()
+
+    def done(result, error) -> None:
+        errors.append("" if error is None else error.message())
+        answered.set()
+
+    with ServerProcess([tmp_path], "--exit-timeout-secs=2") as server:
+        assert server.process is not None
+        stubs = stub_pids(server.process.pid)
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        tensor = grpcclient.InferInput("INPUT0", [1], "FP32")
+        tensor.set_data_from_numpy(np.ones(1, np.float32))
+        client.async_infer("sleeper", [tensor], done, client_timeout=120)
+        _wait_started(tmp_path)
+        start = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        code = server.wait_exit(60)
+        took = time.monotonic() - start
+        assert answered.wait(30), "the client was never answered"
+        client.close()
+    print(f"exited {code} {took:.1f} s after SIGTERM")
+    assert code == 1, server.log()
+    assert took < 6, f"exited {took:.1f} s after SIGTERM with --exit-timeout-secs=2"
+    assert "failed to stop server: Exit timeout expired. Exiting immediately." in server.log()
+    assert errors and errors[0], "the request in flight was answered as if it had run"
+    deadline = time.monotonic() + 30
+    while any(alive(pid) for pid in stubs):
+        assert time.monotonic() < deadline, "the model's stub outlived the server"
+        time.sleep(0.1)
+
+
+
+def test_in_process_stop_gives_up_on_an_execution_past_the_exit_timeout(tmp_path: Path) -> None:
+    """In process, `Server.stop()` raises InternalError "Exit timeout expired. Exiting
+    immediately." (Triton core's python API test expects exactly this) instead of waiting."""
+    write_model(tmp_path, "sleeper", CONFIG,
+                files={"1/model.py": LONG_MODEL.replace("SECONDS", "10")})
+    server = tritonserver.Server(model_repository=str(tmp_path), exit_timeout=1,
+                                 log_error=False).start(wait_until_ready=True)
+    model = server.model("sleeper")
+    threading.Thread(
+        target=lambda: list(model.infer(inputs={"INPUT0": np.ones(1, np.float32)})),
+        daemon=True).start()
+    _wait_started(tmp_path)
+    start = time.monotonic()
+    with pytest.raises(tritonserver.InternalError,
+                       match="Exit timeout expired. Exiting immediately."):
+        server.stop()
+    took = time.monotonic() - start
+    assert took < 5, f"stop took {took:.1f} s with exit_timeout=1 (the execution takes 10 s)"
+
+
+def _wait_started(repository: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not (repository / "sleeper" / "started").exists():
+        assert time.monotonic() < deadline, "the request never started executing"
+        time.sleep(0.05)

@@ -233,7 +233,8 @@ class Server:
 
     def stop(self) -> None:
         """Stop the frontends (if started), wait for requests in flight (up to exit_timeout),
-        unload every model and finalize the backends."""
+        unload every model and finalize the backends; InternalError if they were not all
+        unloaded by then (Triton's "Exit timeout expired"), what runs on being left behind."""
         core = self._started()
         running, self._frontends = self._frontends, []
         for frontends in running:
@@ -242,8 +243,12 @@ class Server:
         if gpu_metrics is not None:
             gpu_metrics.stop()
         self._core = None
-        core.shutdown()
-        self._remove_logging()
+        try:
+            core.shutdown()
+        except CoreError as exc:  # INTERNAL "Exit timeout expired. Exiting immediately."
+            raise api_error(exc) from None
+        finally:
+            self._remove_logging()
 
     def __enter__(self) -> Server:
         return self if self._core is not None else self.start(wait_until_ready=True)

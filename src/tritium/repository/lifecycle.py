@@ -351,11 +351,22 @@ class ModelLifeCycle:
         for _, status in targets:
             assert status.model is not None
             status.model.fail_queued()
-        for name, status in targets:
+
+        def unload(name: str, status: VersionStatus) -> None:
             assert status.model is not None
             status.model.unload(remaining())
             self._update(name, _unloaded(status.version))
             log.info("successfully unloaded '%s' version %d", name, status.version)
+
+        # Side by side, as Triton unloads its models: the exit timeout bounds them all, not
+        # each. Daemon threads: one left behind by a server that gave up waiting (an execution
+        # past the timeout) must not hold the interpreter's exit.
+        threads = [threading.Thread(target=unload, args=(name, s), daemon=True,
+                                    name=f"unload-{name}") for name, s in targets]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
         for thread in retiring:
             thread.join(remaining())
         self._pool.shutdown(wait=True)

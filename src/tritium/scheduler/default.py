@@ -5,7 +5,10 @@ own slot; under DEVICE_BLOCKING the instances sharing a device share one thread,
 
 Requests that queue up while an instance is busy still run one per execution, in arrival order,
 as in Triton; an instance that can (`can_execute_each`: the python backend, whose stub runs
-them) takes its share of them in one go, and each still runs as its own execution.
+them) takes its share of them in one go, and each still runs as its own execution. A share is
+bounded by time as well as by count: requests taken are committed to (a server exiting, or a
+cancellation, reaches only those still queued), so a slot whose executions take long takes
+them one at a time, as Triton's scheduler does.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -21,8 +25,11 @@ from ..handoff import hand_off
 from ..request import InferenceRequest
 from .base import ExecutionInstance, server_stopping
 
-# The most queued requests an instance takes in one go (each its own execution).
+# The most queued requests an instance takes in one go (each its own execution), and the time
+# their executions may take together: one wake-up costs tens of microseconds, so a share is
+# worth taking only while executions are that short.
 MAX_EACH = 16
+SHARE_NS = 10_000_000
 
 
 class DefaultScheduler:
@@ -74,25 +81,32 @@ class DefaultScheduler:
 
     def _run(self, slot: list[ExecutionInstance]) -> None:
         turns = itertools.cycle(slot)
+        usual_ns = 0  # how long one execution of this slot's usually takes (moving average)
         while True:
             request = self._queue.get()
             if request is None:
                 return
             instance = next(turns)
+            start = time.perf_counter_ns()
             if instance.can_execute_each and not self._queue.empty():
-                queued = self._take_share(request)
+                queued = self._take_share(request, usual_ns)
                 instance.execute_each(queued)
+                count = len(queued)
                 del queued
             else:
                 instance.execute([request])
+                count = 1
+            usual_ns = (3 * usual_ns + (time.perf_counter_ns() - start) // count) // 4
             # Let go of the requests while waiting for the next: their tensors may be views of
             # a client's shared-memory region, which is unmapped only when the last view goes.
             del request
 
-    def _take_share(self, first: InferenceRequest) -> list[InferenceRequest]:
+    def _take_share(self, first: InferenceRequest, usual_ns: int) -> list[InferenceRequest]:
         """`first` and more of the queued requests: at most this slot's share of them (the
-        other slots' threads take the rest) and MAX_EACH."""
-        limit = min(MAX_EACH, 1 + self._queue.qsize() // len(self._slots))
+        other slots' threads take the rest), MAX_EACH, and as many as usually run in
+        SHARE_NS (one alone until the slot has timed an execution)."""
+        by_time = SHARE_NS // usual_ns if usual_ns else 1
+        limit = max(1, min(MAX_EACH, 1 + self._queue.qsize() // len(self._slots), by_time))
         taken = [first]
         while len(taken) < limit:
             try:
