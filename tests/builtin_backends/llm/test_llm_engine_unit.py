@@ -3,6 +3,7 @@ the sampling parameters (the server tests cover them end to end)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,18 @@ def test_sampling_parameters_as_the_vllm_backend_reads_them():
         parse_sampling_parameters({"top_k": 0})
     with pytest.raises(TritonError, match="must be a JSON object"):
         parse_sampling_parameters("[1, 2]")
+
+
+def test_the_step_token_budget_defaults_by_device(tmp_path):
+    from tritium.builtin_backends.llm.settings import read_settings
+
+    def settings(values):
+        (tmp_path / "model.json").write_text(json.dumps(values))
+        return read_settings(tmp_path)
+
+    # A CPU step's time grows with its tokens; a GPU's barely does (vLLM's default there).
+    assert settings({}).step_tokens("cpu") == 256
+    assert settings({}).step_tokens("cuda") == 2048
+    # Room for a token of every decoding sequence, whatever the device.
+    assert settings({"max_num_seqs": 300}).step_tokens("cpu") == 300
+    assert settings({"max_num_batched_tokens": 64}).step_tokens("cuda") == 64

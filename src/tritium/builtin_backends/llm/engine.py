@@ -110,6 +110,7 @@ class Engine:
         self.source = source
         self.metrics = metrics
         self.store = runner.new_store(settings.max_num_seqs)
+        self.step_tokens = settings.step_tokens(runner.device.type)
         self.eos = _eos_tokens(runner)
         self.seeds = random.Random(settings.seed)
         # Rows [0, decoding) hold sequences past their prompt, rows [decoding, len) prefill.
@@ -177,7 +178,7 @@ class Engine:
         decoding = self.running[: self.decoding]
         # Every decoding sequence sits in rows [0, decoding): one contiguous slice.
         assert all(s.row == i for i, s in enumerate(decoding)), "decoding rows out of order"
-        chunks = self._chunks(self.settings.max_num_batched_tokens - len(decoding))
+        chunks = self._chunks(self.step_tokens - len(decoding))
         if not decoding and not chunks:
             return
         logits = self.runner.step(self.store, [(s.output[-1], s.length) for s in decoding],

@@ -6,9 +6,17 @@ costs one token per sequence. Here every layer holds one key and one value tenso
 [max_num_seqs, kv_heads, capacity, head_dim]; a sequence owns one row (its slot) from admission
 to retirement and its tokens sit at positions 0..length-1 of that row. Sequences of different
 lengths decode together: the step's attention mask hides, per row, the positions past the row's
-own length. Capacity grows (doubling, up to max_model_len) as the longest sequence grows, so
-memory follows what is running rather than the worst case. The tensors live on the runner's
-device (a KIND_GPU instance's cache is GPU memory), and so does every index a pass writes with.
+own length. Capacity (the positions a pass may read, written or zeroed) grows in steps of 64 as
+the longest sequence grows, so memory follows what is running rather than the worst case. The
+tensors live on the runner's device (a KIND_GPU instance's cache is GPU memory), and so does
+every index a pass writes with.
+
+Growing must not stall the running streams. Reallocating (a new tensor, the old positions
+copied in) took one step from 0.2 s to 1 s on the CPU at 32 sequences of 256 positions
+(bench/llm_bench.py), which was that run's inter-token p99. So on the CPU the tensors are
+reserved once at max_model_len: address space only, since pages are backed as they are first
+touched, and a growth step zeroes just the 64 new positions of each row. On a GPU, where a
+reservation is real memory, room still doubles by reallocation.
 
 The engine keeps the sequences that are decoding in rows [0, decoding) and the ones still
 prefilling after them, moving rows as sequences finish prefill or retire, so a step's decode
@@ -21,6 +29,7 @@ every sequence in the step at once); attention then reads the slots (slot_attent
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -41,7 +50,8 @@ class SlotStore:
         self.max_len = max_len
         self.dtype = dtype
         self.device = device
-        self.capacity = 0
+        self.capacity = 0  # positions [0, capacity) of every row hold keys/values or zeros
+        self.room = 0  # positions the tensors have
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
 
@@ -49,16 +59,35 @@ class SlotStore:
         """Room for `length` positions in every row (keeps what is stored)."""
         if length <= self.capacity:
             return
-        capacity = min(max(length, 2 * self.capacity, _GROWTH_STEP), self.max_len)
-        shape = (self.rows, self.kv_heads, capacity, self.head_dim)
-        keys = [torch.zeros(shape, dtype=self.dtype, device=self.device)
+        if length > self.room:
+            self._reallocate(length)
+        capacity = min(-(-length // _GROWTH_STEP) * _GROWTH_STEP, self.room)
+        for tensor in self.keys + self.values:
+            tensor[:, :, self.capacity:capacity].zero_()
+        self.capacity = capacity
+
+    def _reallocate(self, length: int) -> None:
+        """New tensors with room for `length` positions or more, the stored ones copied in."""
+        if self.device.type == "cpu" and self._reservation_fits():
+            room = self.max_len
+        else:
+            room = min(max(length, 2 * self.room, _GROWTH_STEP), self.max_len)
+        shape = (self.rows, self.kv_heads, room, self.head_dim)
+        keys = [torch.empty(shape, dtype=self.dtype, device=self.device)
                 for _ in range(self.layers)]
-        values = [torch.zeros(shape, dtype=self.dtype, device=self.device)
+        values = [torch.empty(shape, dtype=self.dtype, device=self.device)
                   for _ in range(self.layers)]
-        if self.capacity:
-            for old, new in zip(self.keys + self.values, keys + values, strict=True):
-                new[:, :, : self.capacity].copy_(old)
-        self.keys, self.values, self.capacity = keys, values, capacity
+        for old, new in zip(self.keys + self.values, keys + values, strict=False):
+            new[:, :, :self.capacity].copy_(old[:, :, :self.capacity])
+        self.keys, self.values, self.room = keys, values, room
+
+    def _reservation_fits(self) -> bool:
+        """Whether reserving max_len positions stays within the machine's memory (a
+        reservation past it could be refused, or overcommit the machine once touched)."""
+        itemsize = torch.empty((), dtype=self.dtype).element_size()
+        reserved = (2 * self.layers * self.rows * self.kv_heads * self.max_len * self.head_dim
+                    * itemsize)
+        return reserved <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
     def move_row(self, source: int, target: int, length: int) -> None:
         """Copy the first `length` positions of row `source` into row `target`."""

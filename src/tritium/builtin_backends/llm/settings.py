@@ -5,7 +5,8 @@ keep vLLM's names and meaning: `model` (a folder, relative to the version folder
 version folder itself), `tokenizer` (default: the model folder), `max_num_seqs` (sequences
 decoding at once; more wait in the queue), `max_model_len` (prompt plus output, default the
 model's max_position_embeddings), `max_num_batched_tokens` (tokens per engine step, a token of
-each decoding sequence and prompt chunks in what is left: at least max_num_seqs),
+each decoding sequence and prompt chunks in what is left: at least max_num_seqs; its default
+depends on the device, DEFAULT_STEP_TOKENS),
 `enable_chunked_prefill` (false: prompts are prefilled whole, one per step past the budget),
 `dtype` (`auto` is float32; on a KIND_GPU instance the weights and the KV cache are in this
 type on the GPU) and `seed`. The instance group, not `model.json`, says where an instance runs.
@@ -54,16 +55,33 @@ _IGNORED = {
 _DTYPES = ("auto", "float32", "float", "bfloat16", "float16", "half")
 
 
+# The default token budget of a step, by the device the engine runs on. On a CPU a step's time
+# grows with its tokens: at 256, a step that prefills beside 32 decoding streams takes under 3x
+# a decode-only step (bench/llm_bench.py, issue 32's load: ITL p99/p50 2.8; 3.7 at 384, 4.5 at
+# 512, throughput unchanged). On a GPU a step's time barely grows with its tokens while a
+# smaller budget splits long prompts into more steps: vLLM's default for its OpenAI server.
+DEFAULT_STEP_TOKENS = {"cpu": 256, "cuda": 2048}
+
+
 @dataclass
 class EngineSettings:
     model: Path
     tokenizer: Path
     max_num_seqs: int = 16
     max_model_len: int | None = None
-    max_num_batched_tokens: int = 512
+    max_num_batched_tokens: int | None = None  # None: DEFAULT_STEP_TOKENS for the device
     enable_chunked_prefill: bool = True
     dtype: str = "auto"
     seed: int = 0
+
+    def step_tokens(self, device_type: str) -> int:
+        """The token budget of one engine step on a device of `device_type` ("cpu", "cuda"):
+        max_num_batched_tokens, or the device's default with room for a token of every
+        decoding sequence."""
+        if self.max_num_batched_tokens is not None:
+            return self.max_num_batched_tokens
+        return max(DEFAULT_STEP_TOKENS.get(device_type, DEFAULT_STEP_TOKENS["cpu"]),
+                   self.max_num_seqs)
 
 
 def read_settings(version_path: Path) -> EngineSettings:
@@ -100,11 +118,8 @@ def read_settings(version_path: Path) -> EngineSettings:
         if key in values and values[key] is not None:
             minimum = 0 if key == "seed" else 1
             setattr(settings, key, _integer(path, key, values[key], minimum=minimum))
-    if values.get("max_num_batched_tokens") is None:
-        # A step holds a token of every decoding sequence: the default budget has room for them.
-        settings.max_num_batched_tokens = max(settings.max_num_batched_tokens,
-                                              settings.max_num_seqs)
-    elif settings.max_num_batched_tokens < settings.max_num_seqs:
+    if (settings.max_num_batched_tokens is not None
+            and settings.max_num_batched_tokens < settings.max_num_seqs):
         raise TritonError.invalid_arg(
             f"max_num_batched_tokens ({settings.max_num_batched_tokens}) must be greater than "
             f"or equal to max_num_seqs ({settings.max_num_seqs}) in '{path}': every step "
