@@ -10,6 +10,8 @@ are zeros (garbage there would reach the masked-out softmax terms as NaN).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -63,3 +65,22 @@ def test_without_room_for_a_reservation_the_store_reallocates_and_keeps_its_cont
     store.ensure(300)
     assert store.room == 300 and store.capacity == 300
     _check(store, 50)
+
+
+def _resident_mib() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_a_reservation_costs_memory_only_for_the_positions_in_use() -> None:
+    # 2 layers x 8 rows x 8 heads x 32,768 positions x 64 dims, keys and values: 2 GiB reserved.
+    store = SlotStore(layers=2, rows=8, kv_heads=8, head_dim=64, max_len=32768,
+                      dtype=torch.float32, device=torch.device("cpu"))
+    before = _resident_mib()
+    store.ensure(100)
+    grown = _resident_mib() - before
+    assert store.room == 32768 and store.capacity == 128
+    # 128 positions of every row: 4 tensors x 8 x 8 x 128 x 64 floats = 8 MiB.
+    assert grown < 64, f"the reservation made {grown:.0f} MiB resident for 8 MiB in use"
+    store.keys[1][7, 7, 127] = 1.0  # the last position in use is writable
+    assert store.keys[1][7, 7, 127].sum() == 64.0

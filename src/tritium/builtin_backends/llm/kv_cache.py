@@ -14,9 +14,9 @@ every index a pass writes with.
 Growing must not stall the running streams. Reallocating (a new tensor, the old positions
 copied in) took one step from 0.2 s to 1 s on the CPU at 32 sequences of 256 positions
 (bench/llm_bench.py), which was that run's inter-token p99. So on the CPU the tensors are
-reserved once at max_model_len: address space only, since pages are backed as they are first
-touched, and a growth step zeroes just the 64 new positions of each row. On a GPU, where a
-reservation is real memory, room still doubles by reallocation.
+reserved once at max_model_len: address space only (a mapping of their own, backed page by
+page as it is first touched), and a growth step zeroes just the 64 new positions of each row.
+On a GPU, where a reservation is real memory, room still doubles by reallocation.
 
 The engine keeps the sequences that are decoding in rows [0, decoding) and the ones still
 prefilling after them, moving rows as sequences finish prefill or retire, so a step's decode
@@ -29,6 +29,8 @@ every sequence in the step at once); attention then reads the slots (slot_attent
 
 from __future__ import annotations
 
+import math
+import mmap
 import os
 from typing import Any
 
@@ -68,15 +70,20 @@ class SlotStore:
 
     def _reallocate(self, length: int) -> None:
         """New tensors with room for `length` positions or more, the stored ones copied in."""
-        if self.device.type == "cpu" and self._reservation_fits():
+        reserve = self.device.type == "cpu" and self._reservation_fits()
+        if reserve:
             room = self.max_len
         else:
             room = min(max(length, 2 * self.room, _GROWTH_STEP), self.max_len)
         shape = (self.rows, self.kv_heads, room, self.head_dim)
-        keys = [torch.empty(shape, dtype=self.dtype, device=self.device)
-                for _ in range(self.layers)]
-        values = [torch.empty(shape, dtype=self.dtype, device=self.device)
-                  for _ in range(self.layers)]
+
+        def allocate() -> torch.Tensor:
+            if reserve:
+                return _reserve(shape, self.dtype)
+            return torch.empty(shape, dtype=self.dtype, device=self.device)
+
+        keys = [allocate() for _ in range(self.layers)]
+        values = [allocate() for _ in range(self.layers)]
         for old, new in zip(self.keys + self.values, keys + values, strict=False):
             new[:, :, :self.capacity].copy_(old[:, :, :self.capacity])
         self.keys, self.values, self.room = keys, values, room
@@ -111,6 +118,20 @@ class SlotStore:
         device)."""
         self.keys[layer][rows, :, positions] = key[0].transpose(0, 1).to(self.dtype)
         self.values[layer][rows, :, positions] = value[0].transpose(0, 1).to(self.dtype)
+
+
+def _reserve(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """A CPU tensor of `shape` backed by memory only where it is touched: an anonymous private
+    mapping of its own (whatever allocator the process runs with), kept out of transparent huge
+    pages. Each row's first positions sit megabytes apart, and under THP "always" touching each
+    would back 2 MiB of it: hundreds of times what the positions in use need."""
+    count = math.prod(shape)
+    size = max(count * torch.empty((), dtype=dtype).element_size(), 1)
+    region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                       prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    region.madvise(mmap.MADV_NOHUGEPAGE)
+    # The tensor holds the mapping (frombuffer keeps its buffer alive), unmapped with it.
+    return torch.frombuffer(region, dtype=dtype, count=count).view(shape)
 
 
 class _SlotLayer(CacheLayerMixin):
