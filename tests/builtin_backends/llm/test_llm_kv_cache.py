@@ -84,3 +84,18 @@ def test_a_reservation_costs_memory_only_for_the_positions_in_use() -> None:
     assert grown < 64, f"the reservation made {grown:.0f} MiB resident for 8 MiB in use"
     store.keys[1][7, 7, 127] = 1.0  # the last position in use is writable
     assert store.keys[1][7, 7, 127].sum() == 64.0
+
+
+def test_a_refused_reservation_falls_back_to_growing_by_reallocation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(shape: object, dtype: object) -> None:
+        raise OSError(12, "Cannot allocate memory")  # vm.overcommit_memory=2 says so
+
+    monkeypatch.setattr(kv_cache, "_reserve", refused)
+    store = _store()
+    store.ensure(10)
+    assert (store.capacity, store.room) == (64, 64)
+    _fill(store, 40)
+    store.ensure(70)
+    assert store.room == 128
+    _check(store, 40)

@@ -16,7 +16,8 @@ copied in) took one step from 0.2 s to 1 s on the CPU at 32 sequences of 256 pos
 (bench/llm_bench.py), which was that run's inter-token p99. So on the CPU the tensors are
 reserved once at max_model_len: address space only (a mapping of their own, backed page by
 page as it is first touched), and a growth step zeroes just the 64 new positions of each row.
-On a GPU, where a reservation is real memory, room still doubles by reallocation.
+On a GPU, where a reservation is real memory, or where the kernel refuses the address space
+(strict overcommit), room still doubles by reallocation.
 
 The engine keeps the sequences that are decoding in rows [0, decoding) and the ones still
 prefilling after them, moving rows as sequences finish prefill or retire, so a step's decode
@@ -70,23 +71,26 @@ class SlotStore:
 
     def _reallocate(self, length: int) -> None:
         """New tensors with room for `length` positions or more, the stored ones copied in."""
-        reserve = self.device.type == "cpu" and self._reservation_fits()
-        if reserve:
-            room = self.max_len
-        else:
-            room = min(max(length, 2 * self.room, _GROWTH_STEP), self.max_len)
+        if self.device.type == "cpu" and self._reservation_fits():
+            shape = (self.rows, self.kv_heads, self.max_len, self.head_dim)
+            try:
+                reserved = [_reserve(shape, self.dtype) for _ in range(2 * self.layers)]
+            except OSError:  # address space refused (strict overcommit): grow as on a GPU
+                pass
+            else:
+                self._replace(reserved, self.max_len)
+                return
+        room = min(max(length, 2 * self.room, _GROWTH_STEP), self.max_len)
         shape = (self.rows, self.kv_heads, room, self.head_dim)
+        self._replace([torch.empty(shape, dtype=self.dtype, device=self.device)
+                       for _ in range(2 * self.layers)], room)
 
-        def allocate() -> torch.Tensor:
-            if reserve:
-                return _reserve(shape, self.dtype)
-            return torch.empty(shape, dtype=self.dtype, device=self.device)
-
-        keys = [allocate() for _ in range(self.layers)]
-        values = [allocate() for _ in range(self.layers)]
-        for old, new in zip(self.keys + self.values, keys + values, strict=False):
+    def _replace(self, tensors: list[torch.Tensor], room: int) -> None:
+        """Keys then values of every layer: `tensors`, what is stored copied in."""
+        for old, new in zip(self.keys + self.values, tensors, strict=False):
             new[:, :, :self.capacity].copy_(old[:, :, :self.capacity])
-        self.keys, self.values, self.room = keys, values, room
+        self.keys, self.values = tensors[:self.layers], tensors[self.layers:]
+        self.room = room
 
     def _reservation_fits(self) -> bool:
         """Whether reserving max_len positions stays within the machine's memory (a
