@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -220,7 +221,7 @@ class InferenceServer:
         threading.Thread(target=unload, name="tritium-shutdown", daemon=True).start()
         try:
             outcome.result(max(deadline - time.monotonic(), 0.0) + FINALIZE_GRACE_S)
-        except TimeoutError:
+        except FutureTimeout:  # the builtin TimeoutError only from Python 3.11
             raise TritonError.internal("Exit timeout expired. Exiting immediately.") from None
         finally:
             self._live = False
