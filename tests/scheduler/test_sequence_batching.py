@@ -300,7 +300,7 @@ def test_cancelled_request_ends_its_sequence(grpc, seq_server):
     for step in range(3):
         grpc.async_stream_infer("seq_slow", [value_input(grpcclient, 1, False)],
                                 sequence_id=61, sequence_start=step == 0)
-    seq_server.wait_pending("seq_slow", 3)  # the first runs (1 s), the others wait in the slot
+    seq_server.wait_pending("seq_slow", 3)  # the first runs (3 s), the others wait in the slot
     grpc.stop_stream(cancel_requests=True)
     with grpcclient.InferenceServerClient(seq_server.grpc_url) as other:
         # Queued behind the cancelled requests: it goes down with its sequence.

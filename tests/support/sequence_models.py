@@ -71,7 +71,9 @@ def sequence_repository(repo: Path) -> Path:
         "seq_oldest", 4, "oldest { max_candidate_sequences: 4 "
         "max_queue_delay_microseconds: 200000 preferred_batch_size: [ 4 ] }", key="corrid"))
     add_accumulator(repo, "seq_single", accumulator_config("seq_single", 0))
-    add_accumulator(repo, "seq_slow", accumulator_config("seq_slow", 0, delay_ms=1000))
+    # Long enough that a request sent after a stream's cancellation still finds the first
+    # request running (1 s was not, on a loaded machine: the slot had already been released).
+    add_accumulator(repo, "seq_slow", accumulator_config("seq_slow", 0, delay_ms=3000))
     add_accumulator(repo, "seq_idle", accumulator_config("seq_idle", 0, idle_us=300_000))
     add_accumulator(repo, "seq_state", accumulator_config(
         "seq_state", 2, controls=STATE.format(
