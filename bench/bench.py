@@ -16,8 +16,10 @@ Suites:
 - python-batching: add_sub with `dynamic_batching { }`, Tritium vs Triton 2.51.
 - inprocess: Triton's in-process API (`Model.infer`, 1 and 8 callers) on add_sub and on the
   identity backend, next to the same models over HTTP and gRPC (inprocess_bench.py).
-- llm: the llm backend's continuous batching on a tiny Llama against transformers' generate one
-  request at a time and in static batches of 16 (llm_bench.py).
+- llm: the llm backend's continuous batching (over gRPC and the OpenAI API) on a tiny Llama and
+  on issue 32's load (hidden 512, 32 streams) against transformers' generate one request at a
+  time and in static batches, and vLLM's OpenAI server on the same model when VLLM_PYTHON
+  names an interpreter with vLLM (llm_bench.py).
 - ray: instances on a simulated Ray cluster: a 20 ms CPU-bound Python model on one node vs
   two, add_sub local vs on Ray, start-up time and memory per actor (ray_bench.py).
 - native: a compiled identity backend through Tritium's C API vs the Python identity backend
