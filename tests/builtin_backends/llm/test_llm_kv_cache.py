@@ -54,7 +54,7 @@ def test_the_cpu_store_reserves_once_and_grows_by_zeroing_new_positions() -> Non
 
 def test_without_room_for_a_reservation_the_store_reallocates_and_keeps_its_contents(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kv_cache.SlotStore, "_reservation_fits", lambda self: False)
+    monkeypatch.setattr(kv_cache, "_PHYSICAL_MEMORY", 0)  # no room for a reservation
     store = _store()
     store.ensure(10)
     assert (store.capacity, store.room) == (64, 64)

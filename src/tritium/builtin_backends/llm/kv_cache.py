@@ -39,6 +39,7 @@ import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 _GROWTH_STEP = 64
+_PHYSICAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 class SlotStore:
@@ -71,8 +72,10 @@ class SlotStore:
 
     def _reallocate(self, length: int) -> None:
         """New tensors with room for `length` positions or more, the stored ones copied in."""
-        if self.device.type == "cpu" and self._reservation_fits():
-            shape = (self.rows, self.kv_heads, self.max_len, self.head_dim)
+        shape = (self.rows, self.kv_heads, self.max_len, self.head_dim)
+        # A reservation past the machine's memory could be refused, or overcommit it once used.
+        size = 2 * self.layers * math.prod(shape) * self.dtype.itemsize
+        if self.device.type == "cpu" and size <= _PHYSICAL_MEMORY:
             try:
                 reserved = [_reserve(shape, self.dtype) for _ in range(2 * self.layers)]
             except OSError:  # address space refused (strict overcommit): grow as on a GPU
@@ -91,14 +94,6 @@ class SlotStore:
             new[:, :, :self.capacity].copy_(old[:, :, :self.capacity])
         self.keys, self.values = tensors[:self.layers], tensors[self.layers:]
         self.room = room
-
-    def _reservation_fits(self) -> bool:
-        """Whether reserving max_len positions stays within the machine's memory (a
-        reservation past it could be refused, or overcommit the machine once touched)."""
-        itemsize = torch.empty((), dtype=self.dtype).element_size()
-        reserved = (2 * self.layers * self.rows * self.kv_heads * self.max_len * self.head_dim
-                    * itemsize)
-        return reserved <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
     def move_row(self, source: int, target: int, length: int) -> None:
         """Copy the first `length` positions of row `source` into row `target`."""
@@ -130,8 +125,7 @@ def _reserve(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     pages. Each row's first positions sit megabytes apart, and under THP "always" touching each
     would back 2 MiB of it: hundreds of times what the positions in use need."""
     count = math.prod(shape)
-    size = max(count * torch.empty((), dtype=dtype).element_size(), 1)
-    region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+    region = mmap.mmap(-1, count * dtype.itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
                        prot=mmap.PROT_READ | mmap.PROT_WRITE)
     region.madvise(mmap.MADV_NOHUGEPAGE)
     # The tensor holds the mapping (frombuffer keeps its buffer alive), unmapped with it.
