@@ -191,15 +191,20 @@ class Triton:
         The script's entry point, so it says on stderr where it listens, when it is ready and
         when it stops (`run()`, for code that embeds the server, stays quiet)."""
         self.run()
-        _say(f"serving {', '.join(self._bindings) or 'no model'} at {self._listening()}")
-        _say("ready (Ctrl-C stops)")
-        received = self._wait()
+
+        def announce() -> None:
+            _say(f"serving {', '.join(self._bindings) or 'no model'} at {self._listening()}")
+            _say("ready (Ctrl-C stops)")
+
+        received = self._wait(announce)
         _say(f"{received}: stopping" if received else "stopping")
         self.stop()
         _say("stopped")
 
-    def _wait(self) -> str | None:
-        """Block until `stop()` or, on the main thread, SIGINT/SIGTERM (its name returned)."""
+    def _wait(self, announce: Callable[[], None] = lambda: None) -> str | None:
+        """Block until `stop()` or, on the main thread, SIGINT/SIGTERM (its name returned).
+        `announce` runs once the signals are caught: a Ctrl-C right after a "ready" line it
+        prints stops the server, rather than interrupting the script."""
         received: list[str] = []
 
         def on_signal(number: int, _: object) -> None:
@@ -210,11 +215,13 @@ class Triton:
             previous = {sig: signal.signal(sig, on_signal)
                         for sig in (signal.SIGINT, signal.SIGTERM)}
             try:
+                announce()
                 self._stopped.wait()
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
         else:
+            announce()
             self._stopped.wait()
         return received[0] if received else None
 
