@@ -80,3 +80,26 @@ def test_the_step_token_budget_defaults_by_device(tmp_path):
     # Room for a token of every decoding sequence, whatever the device.
     assert settings({"max_num_seqs": 300}).step_tokens("cpu") == 300
     assert settings({"max_num_batched_tokens": 64}).step_tokens("cuda") == 64
+
+
+def test_a_decoding_row_attended_alone_needs_a_mask_only_past_its_window():
+    import torch
+    from transformers import MistralConfig
+
+    from tritium.builtin_backends.llm.attention_masks import AttentionMasks
+
+    config = MistralConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, sliding_window=8,
+                           layer_types=["full_attention", "sliding_attention"])
+    config._attn_implementation = "sdpa"  # boolean masks (eager's are additive)
+    masks = AttentionMasks(config, torch.float32)
+    # One query at the row's last position sees every key: no mask for full attention, nor
+    # for a window that still covers the row.
+    assert masks.build(torch.tensor([[4]]), 5, last=True) == {
+        "full_attention": None, "sliding_attention": None}
+    long = masks.build(torch.tensor([[19]]), 20, last=True)
+    assert long["full_attention"] is None
+    assert long["sliding_attention"][0, 0, 0].tolist() == [False] * 12 + [True] * 8
+    # Rows attended together keep their masks (shorter rows hide the positions past them).
+    together = masks.build(torch.tensor([[4], [9]]), 10)
+    assert together["full_attention"][0, 0, 0].tolist() == [True] * 5 + [False] * 5

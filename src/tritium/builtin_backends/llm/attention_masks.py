@@ -45,13 +45,17 @@ class AttentionMasks:
         self.additive = implementation == "eager"
         self.dtype = dtype
 
-    def build(self, query_positions: torch.Tensor, key_length: int) -> dict[str, torch.Tensor]:
+    def build(self, query_positions: torch.Tensor, key_length: int, last: bool = False
+              ) -> dict[str, torch.Tensor | None]:
         """Per attention type, the mask for queries at `query_positions` ([rows, queries],
         each row's positions in its own slot) over key positions [0, key_length):
-        [rows, 1, queries, key_length]."""
+        [rows, 1, queries, key_length]. `last`: one query, at key_length - 1 (a decoding
+        row attended alone); a type that then sees every key gets None: no mask for the
+        kernel to build and read."""
         keys = torch.arange(key_length, device=query_positions.device)[None, None, :]
         queries = query_positions[:, :, None]
-        return {kind: self._format(self._visible(keys, queries, window))
+        return {kind: None if last and (window is None or window >= key_length)
+                else self._format(self._visible(keys, queries, window))
                 for kind, window in self.windows.items()}
 
     @staticmethod

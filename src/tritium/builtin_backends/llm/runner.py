@@ -28,6 +28,7 @@ import torch
 
 from tritium.backend import TritonError
 
+from . import packed_weights
 from .attention_masks import AttentionMasks
 from .guided_decoding import Grammars
 from .kv_cache import SlotCache, SlotStore
@@ -170,7 +171,10 @@ class ModelRunner:
                 + "; check that the weights files match config.json"
             )
         # nn.Module's `to` (transformers' wrapper is typed for its quantized-model checks only).
-        return cls(checkpoint, torch.nn.Module.to(model, device).eval(), device)
+        model = torch.nn.Module.to(model, device).eval()
+        if device.type == "cpu" and packed_weights.available():
+            packed_weights.pack_linear_layers(model)
+        return cls(checkpoint, model, device)
 
     @contextlib.contextmanager
     def on_device(self) -> Iterator[None]:
@@ -185,6 +189,21 @@ class ModelRunner:
     def new_store(self, rows: int) -> SlotStore:
         return SlotStore(self.layers, rows, self.kv_heads, self.head_dim, self.max_model_len,
                          self.dtype, self.device)
+
+    def _decode_runs(self, decode: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+        """The decoding rows as attention calls, (first row, row after, positions read).
+
+        On the CPU decode attention runs at the speed of memory (it reads every key and value
+        of the rows it covers and does little else), so each row gets a call of its own and
+        reads just its own positions: one call over all rows reads each up to the longest,
+        at 32 rows of 50 to 350 positions 40 % more than they hold, and took a decode step of
+        the bench's model from 48 ms to 61 ms (one core). On a GPU, where a call costs a
+        kernel launch and memory is fast, the rows go in one call."""
+        if not decode:
+            return []
+        if self.device.type == "cpu":
+            return [(row, row + 1, position + 1) for row, (_, position) in enumerate(decode)]
+        return [(0, len(decode), max(position for _, position in decode) + 1)]
 
     def step(self, store: SlotStore, decode: list[tuple[int, int]], chunks: list[Chunk]
              ) -> torch.Tensor:
@@ -207,11 +226,11 @@ class ModelRunner:
         count = len(tokens)
         step = torch.tensor(tokens + positions + rows + kept, device=self.device)
         ids, where, written = step[:count], step[count:2 * count], step[2 * count:3 * count]
-        segments = []
-        if decode:
-            read_length = max(position for _, position in decode) + 1
-            segments.append(Segment(slice(0, len(decode)), slice(0, len(decode)), read_length,
-                                    self.masks.build(where[:len(decode), None], read_length)))
+        segments = [
+            Segment(slice(start, stop), slice(start, stop), read_length,
+                    self.masks.build(where[start:stop, None], read_length, stop - start == 1))
+            for start, stop, read_length in self._decode_runs(decode)
+        ]
         offset = len(decode)
         for chunk in chunks:
             end = offset + len(chunk.tokens)

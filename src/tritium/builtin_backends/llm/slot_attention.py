@@ -47,7 +47,8 @@ class Segment:
     tokens: slice
     rows: slice
     read_length: int  # key positions [0, read_length) of each row
-    masks: dict[str, torch.Tensor]  # per attention type: [rows, 1, queries, read_length]
+    # Per attention type: [rows, 1, queries, read_length], or None where every key is seen.
+    masks: dict[str, torch.Tensor | None]
 
 
 @dataclass
