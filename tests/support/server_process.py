@@ -66,12 +66,14 @@ class ServerProcess:
     /v2/health/live."""
 
     def __init__(self, repositories: Sequence[Path | str], *args: str, env: dict | None = None,
-                 prefix: Sequence[str] = ()):
+                 prefix: Sequence[str] = (), python: str = sys.executable):
         self.repositories = [str(r) for r in repositories]
         self.args = list(args)
         self.env = env
-        # Run the server under another command, e.g. ("taskset", "-c", "0") in the benchmark.
+        # Run the server under another command, e.g. ("taskset", "-c", "0") in the benchmark,
+        # and with another interpreter (one with vLLM, which pins its own torch).
         self.prefix = list(prefix)
+        self.python = python
         self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
         self.process: subprocess.Popen | None = None
         # Open for the process's whole life; the file stays for `output` after it ends.
@@ -92,7 +94,7 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     def command(self) -> list[str]:
-        cmd = [*self.prefix, sys.executable, "-m", "tritium", "serve"]
+        cmd = [*self.prefix, self.python, "-m", "tritium", "serve"]
         for repo in self.repositories:
             cmd.append(f"--model-repository={repo}")
         cmd += [

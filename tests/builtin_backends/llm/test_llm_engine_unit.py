@@ -75,7 +75,7 @@ def test_the_step_token_budget_defaults_by_device(tmp_path):
         return read_settings(tmp_path)
 
     # A CPU step's time grows with its tokens; a GPU's barely does (vLLM's default there).
-    assert settings({}).step_tokens("cpu") == 256
+    assert settings({}).step_tokens("cpu") == 192
     assert settings({}).step_tokens("cuda") == 2048
     # Room for a token of every decoding sequence, whatever the device.
     assert settings({"max_num_seqs": 300}).step_tokens("cpu") == 300

@@ -56,11 +56,12 @@ _DTYPES = ("auto", "float32", "float", "bfloat16", "float16", "half")
 
 
 # The default token budget of a step, by the device the engine runs on. On a CPU a step's time
-# grows with its tokens: at 256, a step that prefills beside 32 decoding streams takes under 3x
-# a decode-only step (bench/llm_bench.py, issue 32's load: ITL p99/p50 2.8; 3.7 at 384, 4.5 at
-# 512, throughput unchanged). On a GPU a step's time barely grows with its tokens while a
-# smaller budget splits long prompts into more steps: vLLM's default for its OpenAI server.
-DEFAULT_STEP_TOKENS = {"cpu": 256, "cuda": 2048}
+# grows with its tokens: at 192, a step that prefills beside 32 decoding streams takes 2.4x a
+# decode-only step (bench/llm_bench.py, issue 32's load, ITL p99/p50; 128: 1.8, 256: 2.9, 384:
+# 3.7, 512: 4.5; throughput the same within noise from 192 up, 3 % lower at 128). On a GPU a
+# step's time barely grows with its tokens while a smaller budget splits long prompts into
+# more steps: vLLM's default for its OpenAI server.
+DEFAULT_STEP_TOKENS = {"cpu": 192, "cuda": 2048}
 
 
 @dataclass
