@@ -195,14 +195,14 @@ def _vllm_backend(folder: Path, work: list[tuple[str, int]], pin: list[str], pyt
                                prefix=pin, python=python)
         try:
             with server.start(timeout=900):  # vLLM's first start compiles the model
-                row = _grpc_stream(server.grpc_url, work)
+                return _grpc_stream(server.grpc_url, work,
+                                    "vLLM behind Tritium (Triton's vLLM backend), over gRPC")
         except (RuntimeError, TimeoutError) as exc:
             raise RuntimeError(_root_cause(server.log()) or str(exc).splitlines()[0]) from None
-    row["name"] = "vLLM behind Tritium (Triton's vLLM backend), over gRPC"
-    return row
 
 
-def _grpc_stream(url: str, work: list[tuple[str, int]]) -> dict[str, Any]:
+def _grpc_stream(url: str, work: list[tuple[str, int]],
+                 name: str = "llm backend (continuous batching), over gRPC") -> dict[str, Any]:
     """The requests over one gRPC stream (Triton's generate_stream interface)."""
     import tritonclient.grpc as grpcclient
 
@@ -255,7 +255,7 @@ def _grpc_stream(url: str, work: list[tuple[str, int]]) -> dict[str, Any]:
         raise RuntimeError(errors[0])
     token_times = [_spread(arrival, times[str(index)])
                    for index, arrival in enumerate(arrivals)]
-    return _stats("llm backend (continuous batching), over gRPC", arrivals, token_times)
+    return _stats(name, arrivals, token_times)
 
 
 def _spread(arrival: float, responses: list[tuple[float, int]]) -> list[float]:

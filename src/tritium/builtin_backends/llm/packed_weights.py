@@ -20,6 +20,7 @@ model then holds its weights once, as a model loaded by copying them would.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import torch
@@ -37,7 +38,8 @@ class PackedLinear(torch.nn.Module):
         # The second argument is the batch size oneDNN tunes the layout for (any size runs).
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, 32)
         self.weight = torch.empty(weight.shape, dtype=weight.dtype, device="meta")
-        self.bias = None if linear.bias is None else linear.bias.detach()
+        # A copy: the original may be a view of the checkpoint file, which it would keep mapped.
+        self.bias = None if linear.bias is None else linear.bias.detach().clone()
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         return torch.ops.mkldnn._linear_pointwise(inputs, self.packed, self.bias, "none", [], "")
@@ -76,9 +78,6 @@ def _copy_out(model: Any) -> None:
 
 def _shared_parameters(model: Any) -> set[int]:
     """The parameters held by more than one module (tied weights)."""
-    seen: set[int] = set()
-    shared: set[int] = set()
-    for module in model.modules():
-        for parameter in module.parameters(recurse=False):
-            (shared if id(parameter) in seen else seen).add(id(parameter))
-    return shared
+    held = Counter(id(parameter)
+                   for _, parameter in model.named_parameters(remove_duplicate=False))
+    return {key for key, count in held.items() if count > 1}
