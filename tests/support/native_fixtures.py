@@ -24,7 +24,7 @@ def compile_backends(directory: Path, names: dict[str, str]) -> Path:
         result = subprocess.run(
             [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{build.INCLUDE_DIR}",
              f"-I{SOURCES}", str(SOURCES / f"{stem}.cc"), f"-L{library.parent}",
-             "-ltritonserver", "-lpthread", "-o", str(target)],
+             "-ltritonserver", "-lpthread", "-ldl", "-o", str(target)],
             capture_output=True, text=True, check=False,
         )
         if result.returncode != 0:
@@ -45,3 +45,21 @@ def write_model(
         target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source, target)
+
+
+FAKE_CUDART = Path(__file__).resolve().parent / "fake_cudart" / "fake_cudart.cc"
+
+
+def compile_fake_cudart(directory: Path) -> Path:
+    """The stand-in CUDA runtime (fake_cudart/fake_cudart.cc) as `directory/libcudart.so`: a
+    server whose LD_LIBRARY_PATH holds `directory` opens it for GPU memory."""
+    target = directory / "libcudart.so"
+    directory.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [build.compiler(), "-std=c++17", "-O2", "-fPIC", "-shared", "-Wl,-soname,libcudart.so",
+         str(FAKE_CUDART), "-lpthread", "-o", str(target)],
+        capture_output=True, text=True, check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"compiling fake_cudart.cc failed:\n{result.stderr}")
+    return directory

@@ -104,7 +104,7 @@ def library_path() -> Path:
     if not target.exists():
         _locked_build(target, [
             cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
-            f"-Wl,-soname,{SONAME}", *map(str, SOURCES), "-lpthread",
+            f"-Wl,-soname,{SONAME}", *map(str, SOURCES), "-lpthread", "-ldl",
         ])
     return target
 

@@ -10,6 +10,7 @@ Callbacks find their Python objects by token in `TOKENS`.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import itertools
 import logging
 import os
@@ -128,7 +129,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_sreq_input": (None, [P, c_uint32, POINTER(c_char_p), POINTER(c_int),
                                   POINTER(POINTER(c_int64)), POINTER(c_uint32),
                                   POINTER(c_uint64)]),
-    "tritium_sreq_input_copy": (None, [P, c_uint32, P]),
+    "tritium_sreq_input_copy": (P, [P, c_uint32, P]),
     "tritium_sreq_output": (c_char_p, [P, c_uint32]),
     "tritium_sreq_parameter": (None, [P, c_uint32, POINTER(c_char_p), POINTER(c_int),
                                       POINTER(c_char_p), POINTER(c_int64), POINTER(c_double)]),
@@ -144,6 +145,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_sreq_complete": (None, [P, P, c_uint32]),
     "tritium_sreq_release": (None, [P]),
     "tritium_sreq_cancel": (None, [P, POINTER(c_int)]),
+    "tritium_set_cuda_runtime": (None, [c_char_p]),
 }
 
 
@@ -154,6 +156,26 @@ _RELEASE_GIL = frozenset({
     "tritium_execute", "tritium_set_host", "tritium_sresp_new", "tritium_sresp_add_output",
     "tritium_sreq_complete", "tritium_sreq_release",
 })
+
+
+def _cuda_runtime_path() -> str | None:
+    """Where cuda-python's pathfinder finds libcudart (NVIDIA's wheels, conda, the toolkit).
+
+    The library opens the CUDA runtime only when a backend asks for GPU memory, and then
+    tries this path before the dynamic loader's own search, which misses the runtime pip's
+    CUDA wheels put in site-packages. Without cuda-python (the `cuda` extra) there is none.
+    """
+    try:
+        pathfinder = importlib.import_module("cuda.pathfinder")
+    except ImportError:
+        return None
+    try:
+        found = pathfinder.load_nvidia_dynamic_lib("cudart")
+    except Exception as exc:  # noqa: BLE001 - any failure leaves the loader's search
+        log.debug("cuda-python's pathfinder found no CUDA runtime: %s", exc)
+        return None
+    path = getattr(found, "abs_path", None)
+    return path if isinstance(path, str) else None
 
 
 class Library:
@@ -170,6 +192,9 @@ class Library:
             setattr(self, name, function)
         self._aliases: dict[str, ctypes.CDLL] = {}
         self._host: _Host | None = None
+        runtime = _cuda_runtime_path()
+        if runtime is not None:
+            self.tritium_set_cuda_runtime(runtime.encode())
 
     if TYPE_CHECKING:
         def __getattr__(self, name: str) -> Any:

@@ -178,7 +178,9 @@ def _read_request(lib: Library, sreq: int) -> InferenceRequest:
         tensor_name = (name.value or b"").decode()
         dims_tuple = tuple(shape[i] for i in range(dims.value))
         raw = ctypes.create_string_buffer(max(size.value, 1))
-        lib.tritium_sreq_input_copy(sreq, index, raw)
+        error = lib.take_error(lib.tritium_sreq_input_copy(sreq, index, raw))
+        if error is not None:
+            raise error
         data = raw.raw[: size.value]
         wire = DATATYPES[kind.value] if 0 < kind.value < len(DATATYPES) else "INVALID"
         if wire == "INVALID":

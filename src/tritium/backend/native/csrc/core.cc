@@ -2,6 +2,7 @@
 // the memory manager: the parts of the API that need nothing from the server but its log.
 #include <cstdlib>
 
+#include "cuda_runtime.h"
 #include "host.h"
 
 TritiumHost g_host;
@@ -311,13 +312,15 @@ TRITONSERVER_Error* TRITONSERVER_BufferAttributesByteSize(
   return nullptr;
 }
 
-// ---- memory manager: host memory only (Tritium runs without CUDA) ----
+// ---- memory manager: host memory, and device memory through the CUDA runtime ----
+// CPU_PINNED is served from ordinary host memory (Tritium keeps no pinned pool).
 TRITONSERVER_Error* TRITONBACKEND_MemoryManagerAllocate(
     TRITONBACKEND_MemoryManager*, void** buffer, const TRITONSERVER_MemoryType memory_type,
-    const int64_t, const uint64_t byte_size) {
+    const int64_t memory_type_id, const uint64_t byte_size) {
+  TRITIUM_NOT_NULL(buffer, "TRITONBACKEND_MemoryManagerAllocate");
   if (memory_type == TRITONSERVER_MEMORY_GPU) {
-    return make_error(TRITONSERVER_ERROR_UNSUPPORTED,
-                      "TRITONBACKEND_MemoryManagerAllocate: GPU memory is not available");
+    return cuda_runtime::allocate(memory_type_id, byte_size, buffer,
+                                  "TRITONBACKEND_MemoryManagerAllocate");
   }
   *buffer = malloc(byte_size > 0 ? byte_size : 1);
   if (*buffer == nullptr) {
@@ -329,10 +332,9 @@ TRITONSERVER_Error* TRITONBACKEND_MemoryManagerAllocate(
 
 TRITONSERVER_Error* TRITONBACKEND_MemoryManagerFree(
     TRITONBACKEND_MemoryManager*, void* buffer, const TRITONSERVER_MemoryType memory_type,
-    const int64_t) {
+    const int64_t memory_type_id) {
   if (memory_type == TRITONSERVER_MEMORY_GPU) {
-    return make_error(TRITONSERVER_ERROR_UNSUPPORTED,
-                      "TRITONBACKEND_MemoryManagerFree: GPU memory is not available");
+    return cuda_runtime::release(memory_type_id, buffer, "TRITONBACKEND_MemoryManagerFree");
   }
   free(buffer);
   return nullptr;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cuda_runtime.h"
 #include "host.h"
 
 struct ServerInput {
@@ -127,14 +128,23 @@ TRITIUM_EXPORT void tritium_sreq_input(
   *byte_size = total;
 }
 
-// Gathers an input's buffers into `destination` (the server's own copy of the tensor).
-TRITIUM_EXPORT void tritium_sreq_input_copy(
+// Gathers an input's buffers into `destination` (the server's own copy of the tensor); a
+// buffer in device memory is copied from the device.
+TRITIUM_EXPORT TRITONSERVER_Error* tritium_sreq_input_copy(
     TRITONSERVER_InferenceRequest* r, uint32_t index, void* destination) {
   char* out = static_cast<char*>(destination);
   for (const auto& b : r->inputs[index].buffers) {
-    memcpy(out, b.base, b.byte_size);
+    if (b.attributes.memory_type == TRITONSERVER_MEMORY_GPU) {
+      TRITONSERVER_Error* err = cuda_runtime::copy(
+          b.attributes.memory_type_id, out, b.base, b.byte_size, cuda_runtime::kDeviceToHost,
+          ("input '" + r->inputs[index].name + "'").c_str());
+      if (err != nullptr) return err;
+    } else {
+      memcpy(out, b.base, b.byte_size);
+    }
     out += b.byte_size;
   }
+  return nullptr;
 }
 
 TRITIUM_EXPORT const char* tritium_sreq_output(TRITONSERVER_InferenceRequest* r, uint32_t i) {
@@ -190,16 +200,26 @@ TRITIUM_EXPORT TRITONSERVER_Error* tritium_sresp_add_output(
   TRITONSERVER_Error* err = r->allocator->alloc_fn(
       r->allocator, name, byte_size, TRITONSERVER_MEMORY_CPU, 0, r->allocator_userp, &buffer,
       &o.userp, &o.memory_type, &o.memory_type_id);
+  if (err == nullptr && buffer == nullptr) {
+    err = make_error(TRITONSERVER_ERROR_UNAVAILABLE,
+                     std::string("the allocator gave no buffer for output '") + name + "'");
+  }
+  if (err == nullptr && o.memory_type == TRITONSERVER_MEMORY_GPU) {
+    err = cuda_runtime::copy(o.memory_type_id, buffer, data, byte_size,
+                             cuda_runtime::kHostToDevice,
+                             (std::string("output '") + name + "'").c_str());
+  } else if (err == nullptr) {
+    memcpy(buffer, data, byte_size);
+  }
   if (err != nullptr) {
+    if (buffer != nullptr && r->allocator->release_fn != nullptr) {
+      TRITONSERVER_Error* released = r->allocator->release_fn(
+          r->allocator, buffer, o.userp, byte_size, o.memory_type, o.memory_type_id);
+      if (released != nullptr) TRITONSERVER_ErrorDelete(released);
+    }
     resp->outputs.pop_back();
     return err;
   }
-  if (buffer == nullptr || o.memory_type == TRITONSERVER_MEMORY_GPU) {
-    resp->outputs.pop_back();
-    return make_error(TRITONSERVER_ERROR_UNAVAILABLE,
-                      std::string("the allocator gave no host buffer for output '") + name + "'");
-  }
-  memcpy(buffer, data, byte_size);
   o.base = buffer;
   return nullptr;
 }
@@ -391,14 +411,17 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputs(TRITONSERVER_In
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(
     TRITONSERVER_InferenceRequest* r, const char* name, const void* base, size_t byte_size,
-    TRITONSERVER_MemoryType memory_type, int64_t) {
-  if (memory_type == TRITONSERVER_MEMORY_GPU) {
-    return make_error(TRITONSERVER_ERROR_UNSUPPORTED, "GPU input data is not supported");
-  }
+    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id) {
   ServerInput* in = nullptr;
   TRITONSERVER_Error* err = input_named(r, name, &in);
   if (err != nullptr) return err;
-  in->buffers.push_back(Buffer{base, byte_size, {}});
+  // Device memory is read (copied to the host) when the request is sent, as the caller may
+  // fill it until then.
+  Buffer buffer{base, byte_size, {}};
+  buffer.attributes.byte_size = byte_size;
+  buffer.attributes.memory_type = memory_type;
+  buffer.attributes.memory_type_id = memory_type_id;
+  in->buffers.push_back(buffer);
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputDataWithHostPolicy(
