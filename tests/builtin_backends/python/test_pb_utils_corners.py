@@ -1,11 +1,13 @@
 """pb_utils corners Triton's QA pins (argument_validation, custom_metrics, logging): argument
 errors raised as pybind11 raises them, metrics of one family with the same labels sharing one
-value, histogram buckets checked, and every line finalize() logs reaching the server log."""
+value, histogram buckets checked, and every line initialize() and finalize() log reaching the
+server log (initialize()'s before the failure it ends in)."""
 
 from __future__ import annotations
 
 import json
 import signal
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -127,3 +129,28 @@ def test_every_line_finalize_logs_reaches_the_server_log(server: ServerProcess) 
     log = server.log()
     missing = [i for i in range(300) if f"finalize line {i}\n" not in log]
     assert not missing, f"{len(missing)} lines lost, first {missing[:5]}"
+
+
+FAILING_MODEL = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        for i in range(300):
+            pb_utils.Logger.log_error(f"initialize line {i}")
+        raise pb_utils.TritonModelException("broken on purpose")
+"""
+
+
+def test_every_line_a_failing_initialize_logs_comes_before_its_failure(
+        tmp_path: Path) -> None:
+    write_model(tmp_path, "failing", CONFIG.replace("corners", "failing"),
+                files={"1/model.py": FAILING_MODEL})
+    with ServerProcess([tmp_path], "--exit-on-error=false") as process:
+        lines = process.log().splitlines()
+    failure = next(i for i, line in enumerate(lines) if "broken on purpose" in line)
+    logged = {line.rsplit("initialize line ", 1)[1] for line in lines[:failure]
+              if "initialize line " in line}
+    missing = [i for i in range(300) if str(i) not in logged]
+    assert not missing, f"{len(missing)} lines lost or late, first {missing[:5]}"

@@ -141,6 +141,10 @@ class StubProcess:
     def initialize(self, settings: dict[str, Any]) -> None:
         """Import the model and run its initialize(args) (INIT)."""
         error, info = self.command((messages.INIT, settings))
+        # What initialize() logged is handled first: a load's failure is reported with it.
+        sent = info.get("async_sent") if isinstance(info, dict) else None
+        if isinstance(sent, int):
+            self.channel.wait_processed(sent, _STOP_TIMEOUT_S)
         if error is not None:
             log.error("Failed to initialize Python stub: %s", error)
             raise TritonError.internal(error)

@@ -197,7 +197,9 @@ class Stub:
                 self.model.initialize(settings["args"])
             self.initialized = True
         except BaseException as exc:  # reported to the server, which fails the load
-            self._send_done(describe_exception(exc))
+            # With the count of async frames sent (what initialize() logged before it
+            # failed): the server handles them before it reports the failure.
+            self._send_done(describe_exception(exc), {"async_sent": self.async_conn.sent})
             return
         # What is alive now (the model, pb_utils, numpy) lives as long as the stub: frozen, the
         # garbage collector's walks skip it; and young objects are collected less often, since
@@ -206,7 +208,8 @@ class Stub:
         gc.collect()
         gc.freeze()
         gc.set_threshold(_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-        self._send_done(None, {"has_is_ready": hasattr(self.model, "is_ready")})
+        self._send_done(None, {"has_is_ready": hasattr(self.model, "is_ready"),
+                               "async_sent": self.async_conn.sent})
 
     def _use_device(self) -> None:
         """Make the instance's GPU current on this thread; when it cannot be, the model's CUDA
