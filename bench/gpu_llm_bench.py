@@ -62,8 +62,8 @@ def _stream(server: ServerProcess, prompt: str, max_tokens: int) -> tuple[float,
     carrying several tokens, text held back mid-character, spreads them evenly)."""
     host, port = server.http_url.split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=600)
-    body = json.dumps({"text_input": prompt, "max_tokens": max_tokens, "temperature": 0,
-                       "ignore_eos": True, "return_num_output_tokens": True})
+    body = json.dumps({"text_input": prompt, "stream": True, "max_tokens": max_tokens,
+                       "temperature": 0, "ignore_eos": True, "return_num_output_tokens": True})
     sent = time.monotonic()
     connection.request("POST", f"/v2/models/{MODEL}/generate_stream", body,
                        {"content-type": "application/json"})
@@ -169,6 +169,7 @@ def main() -> None:
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--out", type=Path, required=True, help="where the JSON goes")
+    parser.add_argument("--markdown", type=Path, help="where the table goes, as Markdown")
     args = parser.parse_args()
 
     import torch
@@ -202,6 +203,8 @@ def main() -> None:
             f"| {row['ttft50'] * 1e3:.1f} | {row['ttft99'] * 1e3:.1f} "
             f"| {row['itl50'] * 1e3:.2f} | {row['itl99'] * 1e3:.2f} |")
     print("\n".join(lines))
+    if args.markdown:
+        args.markdown.write_text("\n".join(lines) + "\n")
     args.out.write_text(json.dumps({
         "device": device, "parameters": parameters, "dtype": args.dtype,
         "torch": torch.__version__, "transformers": transformers.__version__,

@@ -163,6 +163,8 @@ main() {
 
     if [ -f bench/gpu_llm_bench.py ]; then
         local llm=()
+        [ $LOCAL = 1 ] && llm=(--size tiny --device cpu --dtype float32 --streams 4 --rounds 1
+                               --single 1 --prompt-tokens 32 --max-tokens 16)
         grep -q -- '"--out"' bench/gpu_llm_bench.py && llm+=(--out "$OUT/gpu_llm_bench.json")
         grep -q -- '"--markdown"' bench/gpu_llm_bench.py \
             && llm+=(--markdown "$OUT/gpu_llm_bench.md")

@@ -8,8 +8,9 @@
 #
 # The image already has torch, numpy, grpcio, protobuf, aiohttp, anyio, httpx, h11, certifi,
 # urllib3, requests, ml-dtypes, packaging, pyyaml, uvloop, hypothesis, pytest(-timeout),
-# onnx(runtime), transformers, tokenizers, safetensors, jinja2, prometheus-client, cuda-bindings,
-# cupy and nvidia-ml-py (/work/.library/device/KINDS.md). The versions below are the ones the
+# onnx(runtime), tokenizers, safetensors, jinja2, prometheus-client, cuda-bindings, cupy and
+# nvidia-ml-py (/work/.library/device/KINDS.md); its transformers (5.17) is older than the llm
+# backend's floor. The versions below are the ones the
 # CPU test suite passes with here; one version of each, or pip refuses the whole install.
 # Not carried: ray (the wheel alone is over the 64 MiB a run may carry), kubernetes and
 # jsonschema (the KServe manifest tests), trustme and cryptography (the gRPC TLS tests): none of
@@ -36,6 +37,10 @@ WHEELS=(
     typing-inspection==0.4.5
     # Floors of the above newer than the image may hold (pure Python, backwards compatible).
     typing-extensions==4.16.0 anyio==4.16.0 idna==3.20
+    # The llm backend needs transformers>=5.24 (the `cache=` keyword of its forward); the image
+    # has 5.17. Its own needs are met there (huggingface-hub 1.33, tokenizers 0.23.2,
+    # safetensors 0.8.0). 13.5 MB.
+    transformers==5.24.0
 )
 # Installed there only if the image's protobuf cannot load tritonclient's generated modules
 # (their gencode is 6.33.5; an older runtime refuses them).
@@ -69,5 +74,5 @@ if [ -n "$duplicates" ]; then
 fi
 ls -l "$DEST"/*.whl "$DEST"/fallback/*.whl | awk '{printf "%9d  %s\n", $5, $NF}' | sed "s#$ROOT/##"
 du -sh "$DEST" | awk '{print "total: " $1}'
-grep -qxF '/.whl/' "$(git -C "$ROOT" rev-parse --git-common-dir)/info/exclude" 2>/dev/null \
+git -C "$ROOT" check-ignore -q .whl/ 2>/dev/null \
     || echo "gpu-wheels: add /.whl/ to .gitignore (or .git/info/exclude), or git will see them" >&2

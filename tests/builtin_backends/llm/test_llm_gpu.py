@@ -140,6 +140,9 @@ def test_the_kv_cache_is_gpu_memory(server):
     assert all(a["num_output_tokens"] == KV_TOKENS - 8 for a in answers)
     used_after, process_after = _gpu_memory(server.process.pid)
     grown = 48 * 2**20
-    assert used_after - used_before >= grown, (used_before, used_after, time.monotonic() - started)
     if process_before is not None and process_after is not None:
-        assert process_after - process_before >= grown
+        # The server's own figure: other test workers' processes come and go on this GPU.
+        assert process_after - process_before >= grown, (process_before, process_after)
+    else:
+        assert used_after - used_before >= grown, (
+            used_before, used_after, time.monotonic() - started)
