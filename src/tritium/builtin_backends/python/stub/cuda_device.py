@@ -3,9 +3,11 @@ CUDA work on its device): a model that allocates with `torch.empty(..., device="
 `cupy.empty(...)` without naming a device lands on `model_instance_device_id`, not on GPU 0.
 
 The current device is per thread: the stub sets it on the thread that runs initialize and
-execute, and on the thread of its asyncio loop (async execute). It uses the framework the model
-has already imported (torch, cupy), else cuda-python's runtime binding; it imports no framework
-for this. A stub whose model does no CUDA work needs none of them.
+execute, and on the thread of its asyncio loop (async execute). It uses what the model has
+already imported (torch, cupy, cuda-python's runtime binding) and imports none of them: making a
+device current creates its CUDA context (hundreds of MiB of device memory), which a model that
+does no CUDA work (numpy on a GPU instance, as a missing instance_group gives) must not pay, as
+in Triton, whose stub itself uses no GPU memory.
 """
 
 from __future__ import annotations
@@ -30,10 +32,9 @@ def make_current(device_id: int) -> tuple[bool, str]:
             return True, f"cupy.cuda.runtime.setDevice({device_id})"
         except Exception as exc:
             reasons.append(f"cupy: {exc}")
-    try:
-        from cuda.bindings import runtime  # type: ignore[import-not-found]
-    except ImportError:
-        reasons.append("cuda-python (cuda.bindings) is not installed")
+    runtime = sys.modules.get("cuda.bindings.runtime")
+    if runtime is None:
+        reasons.append("the model imported none of torch, cupy, cuda.bindings.runtime")
     else:
         (error,) = runtime.cudaSetDevice(device_id)
         if error == runtime.cudaError_t.cudaSuccess:
