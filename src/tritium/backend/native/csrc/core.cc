@@ -1,5 +1,6 @@
 // Errors, messages, parameters, enum strings, API versions, logging, buffer attributes and
 // the memory manager: the parts of the API that need nothing from the server but its log.
+#include <cstdio>
 #include <cstdlib>
 
 #include "cuda_runtime.h"
@@ -77,6 +78,23 @@ Parameter Parameter::of_host(const char* key, int type, const char* string_value
 TRITIUM_EXPORT void tritium_set_host(const TritiumHost* host) {
   g_host = *host;
   g_host_set = true;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
 }
 
 extern "C" {

@@ -240,6 +240,8 @@ extern bool g_host_set;
 TRITONSERVER_Error* make_error(TRITONSERVER_Error_Code code, const std::string& message);
 TRITONSERVER_Error* unsupported(const char* function);
 TRITONSERVER_Error* no_host(const char* function);
+// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
+std::string json_string(const std::string& s);
 
 #define TRITIUM_REQUIRE(cond, code, msg) \
   do {                                    \

@@ -1,4 +1,4 @@
-// TRITONBACKEND_Request, _Input, _ResponseFactory, _Response, _Output and _State.
+// TRITONBACKEND_Request, _Input, _ResponseFactory, _Response and _Output (_State: state.cc).
 //
 // Python builds a request (tritium_request_*) whose input buffers point at the server's
 // tensors; the backend reads them, creates responses whose outputs the library allocates and
@@ -204,17 +204,6 @@ TRITIUM_EXPORT void tritium_response_parameter(
   *string_value = p.string_value.c_str();
   *int_value = p.type == TRITONSERVER_PARAMETER_BOOL ? (p.bool_value ? 1 : 0) : p.int_value;
   *double_value = p.double_value;
-}
-
-TRITIUM_EXPORT void tritium_state_read(
-    TRITONBACKEND_State* s, const char** name, int* datatype, const int64_t** shape,
-    uint32_t* dims, const void** buffer, uint64_t* byte_size) {
-  *name = s->name.c_str();
-  *datatype = s->datatype;
-  *shape = s->shape.data();
-  *dims = static_cast<uint32_t>(s->shape.size());
-  *buffer = s->buffer.data();
-  *byte_size = s->buffer.size();
 }
 
 extern "C" {
@@ -557,52 +546,6 @@ TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(
   *shape = o.shape.data();
   *dim_count = o.shape.size();
   return nullptr;
-}
-
-// ---- implicit state ----
-TRITONSERVER_Error* TRITONBACKEND_StateNew(
-    TRITONBACKEND_State** state, TRITONBACKEND_Request* request, const char* name,
-    const TRITONSERVER_DataType datatype, const int64_t* shape, const uint32_t dims_count) {
-  TRITIUM_NOT_NULL(request, "TRITONBACKEND_StateNew");
-  TRITIUM_NOT_NULL(name, "TRITONBACKEND_StateNew");
-  const TRITONBACKEND_Model* model = request->state->instance->model;
-  bool known = false;
-  for (const auto& s : model->state_names) known = known || s == name;
-  if (!known) {
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG,
-                      std::string("state '") + name + "' is not a valid state name.");
-  }
-  auto s = std::make_unique<TRITONBACKEND_State>();
-  s->request = request->state;
-  s->name = name;
-  s->datatype = datatype;
-  s->shape.assign(shape, shape + dims_count);
-  *state = s.get();
-  request->states.push_back(std::move(s));
-  return nullptr;
-}
-
-TRITONSERVER_Error* TRITONBACKEND_StateBuffer(
-    TRITONBACKEND_State* state, void** buffer, const uint64_t byte_size,
-    TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
-  state->buffer.assign(byte_size, 0);
-  state->attributes.byte_size = byte_size;
-  *buffer = state->buffer.data();
-  *memory_type = TRITONSERVER_MEMORY_CPU;
-  *memory_type_id = 0;
-  return nullptr;
-}
-
-TRITONSERVER_Error* TRITONBACKEND_StateBufferAttributes(
-    TRITONBACKEND_State* state, TRITONSERVER_BufferAttributes** attributes) {
-  *attributes = &state->attributes;
-  return nullptr;
-}
-
-TRITONSERVER_Error* TRITONBACKEND_StateUpdate(TRITONBACKEND_State* state) {
-  TRITIUM_NOT_NULL(state, "TRITONBACKEND_StateUpdate");
-  if (!g_host_set) return no_host("TRITONBACKEND_StateUpdate");
-  return g_host.state_update(state->request->token, state);
 }
 
 }  // extern "C"

@@ -1,0 +1,159 @@
+// What the Python server calls to read a BLS request a backend sent
+// (TRITONSERVER_ServerInferAsync) and to answer it through the request's response allocator.
+// Tensors a backend gave in device memory are read from the device here, and outputs its
+// allocator puts in device memory are written there.
+#include "cuda_runtime.h"
+#include "inference.h"
+
+TRITIUM_EXPORT void tritium_sreq_info(
+    TRITONSERVER_InferenceRequest* r, const char** model, int64_t* version, const char** id,
+    uint32_t* flags, uint64_t* correlation_id, const char** correlation_id_string,
+    uint64_t* priority, uint64_t* timeout_us, uint32_t* inputs, uint32_t* outputs,
+    uint32_t* parameters) {
+  *model = r->model.c_str();
+  *version = r->version;
+  *id = r->id.c_str();
+  *flags = r->flags;
+  *correlation_id = r->correlation_id;
+  *correlation_id_string = r->correlation_is_string ? r->correlation_id_string.c_str() : nullptr;
+  *priority = r->priority;
+  *timeout_us = r->timeout_us;
+  *inputs = static_cast<uint32_t>(r->inputs.size());
+  *outputs = static_cast<uint32_t>(r->requested_outputs.size());
+  *parameters = static_cast<uint32_t>(r->parameters.size());
+}
+
+TRITIUM_EXPORT void tritium_sreq_input(
+    TRITONSERVER_InferenceRequest* r, uint32_t index, const char** name, int* datatype,
+    const int64_t** shape, uint32_t* dims, uint64_t* byte_size) {
+  const ServerInput& in = r->inputs[index];
+  *name = in.name.c_str();
+  *datatype = in.datatype;
+  *shape = in.shape.data();
+  *dims = static_cast<uint32_t>(in.shape.size());
+  uint64_t total = 0;
+  for (const auto& b : in.buffers) total += b.byte_size;
+  *byte_size = total;
+}
+
+// Gathers an input's buffers into `destination` (the server's own copy of the tensor); a
+// buffer in device memory is copied from the device.
+TRITIUM_EXPORT TRITONSERVER_Error* tritium_sreq_input_copy(
+    TRITONSERVER_InferenceRequest* r, uint32_t index, void* destination) {
+  char* out = static_cast<char*>(destination);
+  for (const auto& b : r->inputs[index].buffers) {
+    if (b.attributes.memory_type == TRITONSERVER_MEMORY_GPU) {
+      TRITONSERVER_Error* err = cuda_runtime::copy(
+          b.attributes.memory_type_id, out, b.base, b.byte_size, cuda_runtime::kDeviceToHost,
+          ("input '" + r->inputs[index].name + "'").c_str());
+      if (err != nullptr) return err;
+    } else {
+      memcpy(out, b.base, b.byte_size);
+    }
+    out += b.byte_size;
+  }
+  return nullptr;
+}
+
+TRITIUM_EXPORT const char* tritium_sreq_output(TRITONSERVER_InferenceRequest* r, uint32_t i) {
+  return r->requested_outputs[i].c_str();
+}
+
+TRITIUM_EXPORT void tritium_sreq_parameter(
+    TRITONSERVER_InferenceRequest* r, uint32_t index, const char** key, int* type,
+    const char** string_value, int64_t* int_value, double* double_value) {
+  const Parameter& p = r->parameters[index];
+  *key = p.key.c_str();
+  *type = p.type;
+  *string_value = p.string_value.c_str();
+  *int_value = p.type == TRITONSERVER_PARAMETER_BOOL ? (p.bool_value ? 1 : 0) : p.int_value;
+  *double_value = p.double_value;
+}
+
+TRITIUM_EXPORT TRITONSERVER_InferenceResponse* tritium_sresp_new(
+    TRITONSERVER_InferenceRequest* r, const char* model, int64_t version, const char* id,
+    int error_code, const char* error_message) {
+  auto* resp = new TRITONSERVER_InferenceResponse{};
+  resp->allocator = r->allocator;
+  resp->model = model;
+  resp->version = version;
+  resp->id = id;
+  if (error_code >= 0) {
+    resp->error = make_error(static_cast<TRITONSERVER_Error_Code>(error_code), error_message);
+  }
+  if (r->allocator != nullptr && r->allocator->start_fn != nullptr) {
+    TRITONSERVER_Error* err = r->allocator->start_fn(r->allocator, r->allocator_userp);
+    if (err != nullptr) TRITONSERVER_ErrorDelete(err);
+  }
+  return resp;
+}
+
+// Asks the request's allocator for the output's buffer and copies the data in.
+TRITIUM_EXPORT TRITONSERVER_Error* tritium_sresp_add_output(
+    TRITONSERVER_InferenceRequest* r, TRITONSERVER_InferenceResponse* resp, const char* name,
+    int datatype, const int64_t* shape, uint32_t dims, const void* data, uint64_t byte_size) {
+  resp->outputs.emplace_back();
+  ServerOutput& o = resp->outputs.back();
+  o.name = name;
+  o.datatype = static_cast<TRITONSERVER_DataType>(datatype);
+  o.shape.assign(shape, shape + dims);
+  o.byte_size = byte_size;
+  if (byte_size == 0) return nullptr;
+  if (r->allocator == nullptr) {
+    resp->outputs.pop_back();
+    return make_error(TRITONSERVER_ERROR_INVALID_ARG,
+                      "no response allocator set for request to model '" + r->model + "'");
+  }
+  void* buffer = nullptr;
+  TRITONSERVER_Error* err = r->allocator->alloc_fn(
+      r->allocator, name, byte_size, TRITONSERVER_MEMORY_CPU, 0, r->allocator_userp, &buffer,
+      &o.userp, &o.memory_type, &o.memory_type_id);
+  if (err == nullptr && buffer == nullptr) {
+    err = make_error(TRITONSERVER_ERROR_UNAVAILABLE,
+                     std::string("the allocator gave no buffer for output '") + name + "'");
+  }
+  if (err == nullptr && o.memory_type == TRITONSERVER_MEMORY_GPU) {
+    err = cuda_runtime::copy(o.memory_type_id, buffer, data, byte_size,
+                             cuda_runtime::kHostToDevice,
+                             (std::string("output '") + name + "'").c_str());
+  } else if (err == nullptr) {
+    memcpy(buffer, data, byte_size);
+  }
+  if (err != nullptr) {
+    if (buffer != nullptr && r->allocator->release_fn != nullptr) {
+      TRITONSERVER_Error* released = r->allocator->release_fn(
+          r->allocator, buffer, o.userp, byte_size, o.memory_type, o.memory_type_id);
+      if (released != nullptr) TRITONSERVER_ErrorDelete(released);
+    }
+    resp->outputs.pop_back();
+    return err;
+  }
+  o.base = buffer;
+  return nullptr;
+}
+
+TRITIUM_EXPORT void tritium_sresp_add_parameter(
+    TRITONSERVER_InferenceResponse* resp, const char* key, int type, const char* string_value,
+    int64_t int_value, double double_value) {
+  resp->parameters.push_back(
+      Parameter::of_host(key, type, string_value, int_value, double_value));
+}
+
+TRITIUM_EXPORT void tritium_sreq_complete(
+    TRITONSERVER_InferenceRequest* r, TRITONSERVER_InferenceResponse* resp, uint32_t flags) {
+  if (r->response_fn != nullptr) {
+    r->response_fn(resp, flags, r->response_userp);
+  } else {
+    TRITONSERVER_InferenceResponseDelete(resp);
+  }
+}
+
+TRITIUM_EXPORT void tritium_sreq_release(TRITONSERVER_InferenceRequest* r) {
+  if (r->release_fn != nullptr) {
+    r->release_fn(r, TRITONSERVER_REQUEST_RELEASE_ALL, r->release_userp);
+  }
+}
+
+TRITIUM_EXPORT void tritium_sreq_cancel(TRITONSERVER_InferenceRequest* r, int* cancelled) {
+  *cancelled = r->cancelled.load() ? 1 : 0;
+}
