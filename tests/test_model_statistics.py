@@ -1,6 +1,6 @@
 """ModelStatistics' rules for what a backend reports (Triton's InferenceStatsAggregator rules):
-per-response outcomes and their durations, timestamps out of order refused, and a backend that
-counts itself counted only from its reports."""
+per-response outcomes and their durations, timestamps out of order refused, a backend that
+counts itself counted only from its reports, and a GPU instance's share kept per GPU."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from tritium.request import InferenceRequest
 from tritium.statistics import ModelStatistics
 
 
-def _instance(statistics: ModelStatistics) -> ModelInstance:
+def _instance(statistics: ModelStatistics, kind: str = "KIND_CPU",
+              device: int = 0) -> ModelInstance:
     config = model_config_from_json('{"name": "m", "backend": "b"}')
     model = Model(Backend("b", None, {}), config, 1, Path("."),
                   auto_complete=False, server=NoServer())
-    return ModelInstance(model, "m_0", "KIND_CPU", 0, config.instance_group.add(), statistics)
+    return ModelInstance(model, "m_0", kind, device, config.instance_group.add(), statistics)
 
 
 def _pair(duration) -> tuple[int, int]:
@@ -81,3 +82,31 @@ def test_a_backend_that_counts_itself_is_counted_from_its_reports_only():
     assert _pair(snapshot.batch_stats[1].compute_infer) == (1, 30)
     instance.report_statistics(request, False, 0, 0, 0, 0)
     assert statistics.snapshot().fail_reasons["BACKEND"] == 1
+
+
+def test_a_gpu_instance_s_share_is_kept_per_gpu_and_the_rest_is_what_no_gpu_did():
+    statistics = ModelStatistics("m", "1")
+    on_gpu = _instance(statistics, "KIND_GPU", 1)
+    request = InferenceRequest("m")
+    request.statistics_by_backend = True
+    request.queue_start_ns = 1
+    request.gpu = 1  # as the instance stamps it when it executes the request
+    on_gpu.report_statistics(request, True, 10, 20, 50, 110)
+    on_gpu.report_batch_statistics(1, 10, 20, 50, 110)
+    on_gpu.report_statistics(request, False, 0, 0, 0, 0)
+    on_cpu = InferenceRequest("m")
+    on_cpu.queue_start_ns = 1
+    _instance(statistics).report_statistics(on_cpu, True, 10, 15, 20, 30)
+    _instance(statistics).report_batch_statistics(1, 10, 15, 20, 30)
+    snapshot = statistics.snapshot()
+    assert list(snapshot.gpus) == [1]
+    gpu = snapshot.gpus[1]
+    assert (gpu.success.count, gpu.inference_count, gpu.execution_count) == (1, 1, 1)
+    assert _pair(gpu.compute_infer) == (1, 30)
+    assert gpu.fail_reasons["BACKEND"] == 1
+    rest = snapshot.without_gpus([1])
+    assert (rest.success.count, rest.inference_count, rest.execution_count) == (1, 1, 1)
+    assert _pair(rest.compute_infer) == (1, 5)
+    assert rest.fail_reasons["BACKEND"] == 0
+    everything = snapshot.without_gpus([])  # a GPU whose UUID the metrics do not know
+    assert (everything.success.count, everything.execution_count) == (2, 2)

@@ -121,6 +121,7 @@ class InferenceRequest:
         "compute_input_end_ns",
         "compute_output_start_ns",
         "exec_end_ns",
+        "gpu",
         "cache_hit_start_ns",
         "cache_hit_ns",
         "cancelled",
@@ -165,6 +166,9 @@ class InferenceRequest:
         self.compute_input_end_ns = 0
         self.compute_output_start_ns = 0
         self.exec_end_ns = 0
+        # The GPU of the instance that executed it (-1: none, or not one of this server's):
+        # the `gpu_uuid` its inference metrics carry, as Triton labels a GPU instance's.
+        self.gpu = -1
         # Answered from the response cache: when the lookup started and how long it took.
         self.cache_hit_start_ns = 0
         self.cache_hit_ns = 0

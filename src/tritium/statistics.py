@@ -7,14 +7,16 @@ counts a TRITONBACKEND library only from its reports: a request once the backend
 (`record_reported`), an execution once it reports the batch (`record_batch`); the server still
 counts the requests that fail before they reach the backend. Response statistics (per response
 index of a request, `record_response`) come from the backends that report them.
-Everything is kept under one lock per model version.
+Everything is kept under one lock per model version. What a GPU instance's requests and
+executions add is also kept per GPU: Triton's per-instance inference metrics carry the
+instance's `gpu_uuid` (the statistics extension shows only the model's totals).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .errors import Code, TritonError
@@ -65,34 +67,110 @@ class ResponseStats:
     cancel: Duration = field(default_factory=Duration)
 
 
-# What `record_response` was told about one response (Triton's four outcomes).
-RESPONSE_SUCCESS, RESPONSE_FAIL, RESPONSE_EMPTY, RESPONSE_CANCEL = range(4)
-
-
 @dataclass
-class StatisticsSnapshot:
-    """A consistent copy of one model version's statistics."""
+class InferenceCounts:
+    """The figures of Triton's per-instance inference metrics (success, failure by reason,
+    inference and execution counts, request, queue and compute durations): one GPU's share of
+    a model version's, or what is left of them once every GPU's share is taken out."""
 
-    name: str
-    version: str
-    last_inference_ms: int
-    inference_count: int
-    execution_count: int
     success: Duration
     fail: Duration
     queue: Duration
     compute_input: Duration
     compute_infer: Duration
     compute_output: Duration
+    inference_count: int
+    execution_count: int
+    # Failed requests by FAILURE_REASONS entry.
+    fail_reasons: dict[str, int]
+
+
+class _Counters:
+    """A model version's inference counters, or one GPU's share of them: plain integers,
+    changed under the model's lock."""
+
+    __slots__ = ("success", "success_ns", "fail", "fail_ns", "queue_ns", "input_ns", "infer_ns",
+                 "output_ns", "inferences", "executions", "fail_reasons")
+
+    def __init__(self) -> None:
+        self.success = self.success_ns = self.fail = self.fail_ns = 0
+        # Queue and compute durations count the successful requests (Triton's rule).
+        self.queue_ns = self.input_ns = self.infer_ns = self.output_ns = 0
+        self.inferences = self.executions = 0
+        self.fail_reasons = dict.fromkeys(FAILURE_REASONS, 0)
+
+    def add_success(self, total: int, queue: int, compute_input: int, compute_infer: int,
+                    compute_output: int, inferences: int) -> None:
+        self.success += 1
+        self.success_ns += total
+        self.queue_ns += queue
+        self.input_ns += compute_input
+        self.infer_ns += compute_infer
+        self.output_ns += compute_output
+        self.inferences += inferences
+
+    def add_failure(self, total: int, reason: str) -> None:
+        self.fail += 1
+        self.fail_ns += total
+        self.fail_reasons[reason] += 1
+
+    def counts(self) -> InferenceCounts:
+        """As the metrics read them (a GPU's share: no cache hits among its successes)."""
+        return InferenceCounts(
+            success=Duration(self.success, self.success_ns),
+            fail=Duration(self.fail, self.fail_ns),
+            queue=Duration(self.success, self.queue_ns),
+            compute_input=Duration(self.success, self.input_ns),
+            compute_infer=Duration(self.success, self.infer_ns),
+            compute_output=Duration(self.success, self.output_ns),
+            inference_count=self.inferences,
+            execution_count=self.executions,
+            fail_reasons=dict(self.fail_reasons),
+        )
+
+
+def _minus(total: Duration, parts: list[Duration]) -> Duration:
+    return Duration(total.count - sum(p.count for p in parts), total.ns - sum(p.ns for p in parts))
+
+
+# What `record_response` was told about one response (Triton's four outcomes).
+RESPONSE_SUCCESS, RESPONSE_FAIL, RESPONSE_EMPTY, RESPONSE_CANCEL = range(4)
+
+
+@dataclass
+class StatisticsSnapshot(InferenceCounts):
+    """A consistent copy of one model version's statistics (its inference counts, and more)."""
+
+    name: str
+    version: str
+    last_inference_ms: int
     batch_stats: dict[int, BatchStats]
     cache_hit: Duration = field(default_factory=Duration)
     cache_miss: Duration = field(default_factory=Duration)
     # The model uses the response cache (Triton reports nv_cache_*_per_model only then).
     cache_enabled: bool = False
-    # Failed requests by FAILURE_REASONS entry.
-    fail_reasons: dict[str, int] = field(default_factory=dict)
     # Response index ("0", "1", ...) -> its statistics, in Triton's (string) order.
     response_stats: dict[str, ResponseStats] = field(default_factory=dict)
+    # GPU device id -> what its instances' requests and executions count.
+    gpus: dict[int, InferenceCounts] = field(default_factory=dict)
+
+    def without_gpus(self, devices: Iterable[int]) -> InferenceCounts:
+        """The counts without the share of GPUs `devices`: Triton's series without a
+        `gpu_uuid` (CPU and model instances, requests that failed before any instance ran
+        them, and GPUs whose UUID the metrics do not know)."""
+        parts = [self.gpus[device] for device in devices if device in self.gpus]
+        return InferenceCounts(
+            success=_minus(self.success, [p.success for p in parts]),
+            fail=_minus(self.fail, [p.fail for p in parts]),
+            queue=_minus(self.queue, [p.queue for p in parts]),
+            compute_input=_minus(self.compute_input, [p.compute_input for p in parts]),
+            compute_infer=_minus(self.compute_infer, [p.compute_infer for p in parts]),
+            compute_output=_minus(self.compute_output, [p.compute_output for p in parts]),
+            inference_count=self.inference_count - sum(p.inference_count for p in parts),
+            execution_count=self.execution_count - sum(p.execution_count for p in parts),
+            fail_reasons={reason: count - sum(p.fail_reasons[reason] for p in parts)
+                          for reason, count in self.fail_reasons.items()},
+        )
 
 
 class ModelStatistics:
@@ -104,16 +182,7 @@ class ModelStatistics:
         self.version = version
         self._lock = threading.Lock()
         self._last_inference_ms = 0
-        self._inference_count = 0
-        self._execution_count = 0
-        self._success_count = self._success_ns = 0
-        self._fail_count = self._fail_ns = 0
-        self._fail_reasons = dict.fromkeys(FAILURE_REASONS, 0)
-        # Queue and compute durations count the successful requests (Triton's rule).
-        self._queue_ns = 0
-        self._compute_input_ns = 0
-        self._compute_infer_ns = 0
-        self._compute_output_ns = 0
+        self._all = _Counters()
         # batch size -> [executions, compute input ns, compute infer ns, compute output ns]
         self._batch_stats: dict[int, list[int]] = {}
         # Requests answered from the response cache count as successes with a queue time,
@@ -124,6 +193,15 @@ class ModelStatistics:
         # response index -> [count, ns] for compute infer, compute output, success, fail,
         # empty response, cancel (ResponseStats' order)
         self._response_stats: dict[str, list[int]] = {}
+        # GPU device id -> its instances' share of `_all`.
+        self._gpus: dict[int, _Counters] = {}
+
+    def _gpu(self, device: int) -> _Counters:
+        """The counters of GPU `device` (called under the lock)."""
+        counters = self._gpus.get(device)
+        if counters is None:
+            counters = self._gpus[device] = _Counters()
+        return counters
 
     def record_request(self, request: InferenceRequest, success: bool,
                        reason: str = "OTHER") -> None:
@@ -164,12 +242,13 @@ class ModelStatistics:
     def _record_failure(self, request: InferenceRequest, end: int, reason: str,
                         now_ms: int) -> None:
         total = end - request.queue_start_ns
+        total = total if total > 0 else 0
         with self._lock:
             if now_ms:
                 self._last_inference_ms = now_ms
-            self._fail_count += 1
-            self._fail_ns += total if total > 0 else 0
-            self._fail_reasons[reason] += 1
+            self._all.add_failure(total, reason)
+            if request.gpu >= 0:
+                self._gpu(request.gpu).add_failure(total, reason)
 
     def _record_success(self, request: InferenceRequest, exec_start: int, input_end: int,
                         output_start: int, exec_end: int, end: int, now_ms: int) -> None:
@@ -180,25 +259,29 @@ class ModelStatistics:
         compute_infer = output_start - input_end
         compute_output = exec_end - output_start
         batch = request.batch_size
+        inferences = batch if batch > 1 else 1
+        total = total if total > 0 else 0
+        queue = queue if queue > 0 else 0
+        compute_input = compute_input if compute_input > 0 else 0
+        compute_infer = compute_infer if compute_infer > 0 else 0
+        compute_output = compute_output if compute_output > 0 else 0
         with self._lock:
             if now_ms:
                 self._last_inference_ms = now_ms
-            self._success_count += 1
-            self._success_ns += total if total > 0 else 0
-            self._queue_ns += queue if queue > 0 else 0
-            self._compute_input_ns += compute_input if compute_input > 0 else 0
-            self._compute_infer_ns += compute_infer if compute_infer > 0 else 0
-            self._compute_output_ns += compute_output if compute_output > 0 else 0
-            self._inference_count += batch if batch > 1 else 1
+            self._all.add_success(total, queue, compute_input, compute_infer, compute_output,
+                                  inferences)
+            if request.gpu >= 0:
+                self._gpu(request.gpu).add_success(total, queue, compute_input, compute_infer,
+                                                   compute_output, inferences)
 
     def _record_cache_hit(self, request: InferenceRequest, end: int, now_ms: int) -> None:
         total = end - request.queue_start_ns
         queue = request.cache_hit_start_ns - request.queue_start_ns
         with self._lock:
             self._last_inference_ms = now_ms
-            self._success_count += 1
-            self._success_ns += total if total > 0 else 0
-            self._queue_ns += queue if queue > 0 else 0
+            self._all.success += 1
+            self._all.success_ns += total if total > 0 else 0
+            self._all.queue_ns += queue if queue > 0 else 0
             self._cache_hit_count += 1
             self._cache_hit_ns += request.cache_hit_ns
 
@@ -220,24 +303,27 @@ class ModelStatistics:
         else:
             batch = sum(max(r.batch_size, 1) for r in requests)
         self._add_batch(batch, exec_start, first.compute_input_end_ns or exec_start,
-                        first.compute_output_start_ns or exec_end, exec_end, 0)
+                        first.compute_output_start_ns or exec_end, exec_end, 0, first.gpu)
 
     def record_batch(self, batch_size: int, exec_start_ns: int, compute_start_ns: int,
-                     compute_end_ns: int, exec_end_ns: int) -> None:
+                     compute_end_ns: int, exec_end_ns: int, gpu: int = -1) -> None:
         """TRITONBACKEND_ModelInstanceReportBatchStatistics: one execution, as the backend
-        timed it (the time of the last inference is now, as Triton's)."""
+        timed it (the time of the last inference is now, as Triton's), on GPU `gpu` (-1:
+        none)."""
         self._add_batch(batch_size, exec_start_ns, compute_start_ns, compute_end_ns,
-                        exec_end_ns, int(time.time() * 1000))
+                        exec_end_ns, int(time.time() * 1000), gpu)
 
     def _add_batch(self, batch: int, exec_start: int, input_end: int, output_start: int,
-                   exec_end: int, now_ms: int) -> None:
+                   exec_end: int, now_ms: int, gpu: int) -> None:
         compute_input = input_end - exec_start
         compute_infer = output_start - input_end
         compute_output = exec_end - output_start
         with self._lock:
             if now_ms > self._last_inference_ms:
                 self._last_inference_ms = now_ms
-            self._execution_count += 1
+            self._all.executions += 1
+            if gpu >= 0:
+                self._gpu(gpu).executions += 1
             stats = self._batch_stats.get(batch)
             if stats is None:
                 stats = self._batch_stats[batch] = [0, 0, 0, 0]
@@ -283,20 +369,21 @@ class ModelStatistics:
 
     def snapshot(self) -> StatisticsSnapshot:
         with self._lock:
-            success = self._success_count
+            counts = self._all
+            success = counts.success
             computed = success - self._cache_hit_count
             return StatisticsSnapshot(
                 name=self.name,
                 version=self.version,
                 last_inference_ms=self._last_inference_ms,
-                inference_count=self._inference_count,
-                execution_count=self._execution_count,
-                success=Duration(success, self._success_ns),
-                fail=Duration(self._fail_count, self._fail_ns),
-                queue=Duration(success, self._queue_ns),
-                compute_input=Duration(computed, self._compute_input_ns),
-                compute_infer=Duration(computed, self._compute_infer_ns),
-                compute_output=Duration(computed, self._compute_output_ns),
+                inference_count=counts.inferences,
+                execution_count=counts.executions,
+                success=Duration(success, counts.success_ns),
+                fail=Duration(counts.fail, counts.fail_ns),
+                queue=Duration(success, counts.queue_ns),
+                compute_input=Duration(computed, counts.input_ns),
+                compute_infer=Duration(computed, counts.infer_ns),
+                compute_output=Duration(computed, counts.output_ns),
                 batch_stats={
                     size: BatchStats(Duration(b[0], b[1]), Duration(b[0], b[2]),
                                      Duration(b[0], b[3]))
@@ -305,9 +392,10 @@ class ModelStatistics:
                 cache_hit=Duration(self._cache_hit_count, self._cache_hit_ns),
                 cache_miss=Duration(self._cache_miss_count, self._cache_miss_ns),
                 cache_enabled=self.cache_enabled,
-                fail_reasons=dict(self._fail_reasons),
+                fail_reasons=dict(counts.fail_reasons),
                 response_stats={
                     key: ResponseStats(*(Duration(r[i], r[i + 1]) for i in range(0, 12, 2)))
                     for key, r in sorted(self._response_stats.items())
                 },
+                gpus={device: counters.counts() for device, counters in self._gpus.items()},
             )

@@ -159,8 +159,9 @@ class ModelInstance:
                                 exec_end_ns: int) -> None:
         """TRITONBACKEND_ModelInstanceReportBatchStatistics: count one execution."""
         if self._statistics is not None:
-            self._statistics.record_batch(batch_size, exec_start_ns, compute_start_ns,
-                                          compute_end_ns, exec_end_ns)
+            self._statistics.record_batch(
+                batch_size, exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns,
+                self.device_id if self.kind == "KIND_GPU" else -1)
 
     def report_response_statistics(self, index: int, start_ns: int,
                                    compute_output_start_ns: int, end_ns: int,

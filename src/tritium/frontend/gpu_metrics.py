@@ -97,6 +97,14 @@ class GpuMetrics:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def uuid_of(self, device_id: int) -> str | None:
+        """The UUID of GPU `device_id` if its metrics are collected (Triton labels a GPU
+        instance's inference metrics only with a GPU its metrics know)."""
+        for device in self._wanted:
+            if device.device_id == device_id:
+                return device.uuid
+        return None
+
     def start(self) -> None:
         """Open NVML, log each GPU as Triton does, read once, then keep reading (nothing to
         do without GPUs)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from ..server import InferenceServer
+from ..statistics import InferenceCounts, StatisticsSnapshot
 from .cpu_metrics import CpuMetrics
 from .gpu_metrics import FAMILIES as GPU_FAMILIES
 from .gpu_metrics import GpuMetrics
@@ -98,15 +99,15 @@ class ServerMetrics:
 
     def families(self) -> Iterator[Family]:
         snapshots = self._server.statistics()
+        series = [part for snap in snapshots for part in self._per_gpu(snap)]
         for name, help_text, value in self._counters:
             family = Family(name, help_text, "counter")
-            for snap in snapshots:
-                labels = {"model": snap.name, "version": snap.version}
+            for labels, counts in series:
                 if value is None:
-                    for reason, count in snap.fail_reasons.items():
+                    for reason, count in counts.fail_reasons.items():
                         family.add({**labels, "reason": reason}, count)
                 else:
-                    family.add(labels, value(snap))
+                    family.add(labels, value(counts))
             yield family
         cached = [snap for snap in snapshots if snap.cache_enabled]
         if cached:
@@ -132,6 +133,17 @@ class ServerMetrics:
         if self._cpu is not None and self._cpu.available:
             yield from self._cpu_families(self._cpu)
         yield from self._custom()
+
+    def _per_gpu(self, snap: StatisticsSnapshot) -> list[tuple[dict[str, str], InferenceCounts]]:
+        """A model version's inference series, as Triton's per-instance reporters make them:
+        one labelled model and version, and one more per GPU its instances ran on, labelled
+        with that GPU's `gpu_uuid` too."""
+        labels = {"model": snap.name, "version": snap.version}
+        uuids = {device: uuid for device in snap.gpus
+                 if self._gpu is not None and (uuid := self._gpu.uuid_of(device)) is not None}
+        return [(labels, snap.without_gpus(uuids)),
+                *(({**labels, "gpu_uuid": uuid}, snap.gpus[device])
+                  for device, uuid in sorted(uuids.items()))]
 
     @staticmethod
     def _gpu_families(gpu: GpuMetrics) -> Iterator[Family]:

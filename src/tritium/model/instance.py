@@ -35,8 +35,12 @@ class TritonModelInstance:
         statistics: ModelStatistics,
         decoupled: bool,
         rate_limiter: RateLimiter | None = None,
+        gpu: int = -1,
     ) -> None:
         self.handle = handle
+        # The server's GPU this instance runs on (-1: none, or a Ray worker's), which its
+        # requests' inference metrics are labelled with.
+        self._gpu = gpu
         self.name = handle.name
         self._library = library
         self._statistics = statistics
@@ -96,9 +100,11 @@ class TritonModelInstance:
         with self._busy:
             start = perf_counter_ns()
             backend_counts = self._backend_counts
+            gpu = self._gpu
             for request in requests:
                 request.exec_start_ns = start
                 request.exec_end_ns = 0
+                request.gpu = gpu
                 if backend_counts:
                     request.statistics_by_backend = True
                     request.reported_statistics = None

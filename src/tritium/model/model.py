@@ -141,8 +141,11 @@ class TritonModel(LoadedModel):
                     name = f"{group.name}_{index}"
                     handle = InstanceHandle(self.handle, name, kind, device, group,
                                             self.statistics)
+                    local_gpu = (group.kind == mc.ModelInstanceGroup.KIND_GPU
+                                 and library is self._backend.library)
                     instance = TritonModelInstance(
-                        handle, library, self.statistics, decoupled, rate_limiter
+                        handle, library, self.statistics, decoupled, rate_limiter,
+                        gpu=device if local_gpu else -1,
                     )
                     self.instances.append(instance)
         if parallel and len(self.instances) > 1:
