@@ -133,6 +133,16 @@ def _minus(total: Duration, parts: list[Duration]) -> Duration:
     return Duration(total.count - sum(p.count for p in parts), total.ns - sum(p.ns for p in parts))
 
 
+@dataclass(frozen=True)
+class MemoryUsage:
+    """Memory a backend reports its model or instance holds (TRITONSERVER_BufferAttributes):
+    `memory_type` is TRITONSERVER_MemoryType's number (0 CPU, 1 CPU_PINNED, 2 GPU)."""
+
+    memory_type: int
+    memory_type_id: int
+    byte_size: int
+
+
 # What `record_response` was told about one response (Triton's four outcomes).
 RESPONSE_SUCCESS, RESPONSE_FAIL, RESPONSE_EMPTY, RESPONSE_CANCEL = range(4)
 
@@ -153,6 +163,8 @@ class StatisticsSnapshot(InferenceCounts):
     response_stats: dict[str, ResponseStats] = field(default_factory=dict)
     # GPU device id -> what its instances' requests and executions count.
     gpus: dict[int, InferenceCounts] = field(default_factory=dict)
+    # What the model and its instances reported holding, summed per memory type and device.
+    memory_usage: list[MemoryUsage] = field(default_factory=list)
 
     def without_gpus(self, devices: Iterable[int]) -> InferenceCounts:
         """The counts without the share of GPUs `devices`: Triton's series without a
@@ -195,6 +207,8 @@ class ModelStatistics:
         self._response_stats: dict[str, list[int]] = {}
         # GPU device id -> its instances' share of `_all`.
         self._gpus: dict[int, _Counters] = {}
+        # Reporter ("" for the model, else the instance's name) -> its last memory report.
+        self._memory: dict[str, list[MemoryUsage]] = {}
 
     def _gpu(self, device: int) -> _Counters:
         """The counters of GPU `device` (called under the lock)."""
@@ -202,6 +216,26 @@ class ModelStatistics:
         if counters is None:
             counters = self._gpus[device] = _Counters()
         return counters
+
+    def set_memory_usage(self, reporter: str, usage: list[MemoryUsage]) -> None:
+        """A memory report of the model ("") or of one of its instances: it replaces that
+        reporter's last one, as Triton's SetMemoryUsage does."""
+        by_kind: dict[tuple[int, int], int] = {}
+        for entry in usage:  # a later entry for the same memory replaces an earlier one
+            by_kind[(entry.memory_type, entry.memory_type_id)] = entry.byte_size
+        with self._lock:
+            self._memory[reporter] = [MemoryUsage(kind, device, size)
+                                      for (kind, device), size in by_kind.items()]
+
+    def _memory_usage(self) -> list[MemoryUsage]:
+        """Every reporter's memory summed per (memory type, device), in that order (called
+        under the lock)."""
+        totals: dict[tuple[int, int], int] = {}
+        for usage in self._memory.values():
+            for entry in usage:
+                key = (entry.memory_type, entry.memory_type_id)
+                totals[key] = totals.get(key, 0) + entry.byte_size
+        return [MemoryUsage(kind, device, size) for (kind, device), size in sorted(totals.items())]
 
     def record_request(self, request: InferenceRequest, success: bool,
                        reason: str = "OTHER") -> None:
@@ -398,4 +432,5 @@ class ModelStatistics:
                     for key, r in sorted(self._response_stats.items())
                 },
                 gpus={device: counters.counts() for device, counters in self._gpus.items()},
+                memory_usage=self._memory_usage(),
             )

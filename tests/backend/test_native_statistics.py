@@ -4,7 +4,8 @@ The backend (tests/support/native_backends/counting.cc) reports made-up duration
 statistics extension answers can be checked to the nanosecond over HTTP and gRPC: a backend
 that reports nothing shows no inference at all (NVIDIA's minimal backend on Triton); a batch
 report makes the execution count and batch statistics; response statistics (Triton's
-TRITONBACKEND_ModelInstanceResponseStatistics*) appear per response index.
+TRITONBACKEND_ModelInstanceResponseStatistics*) appear per response index; memory the model and
+its instances report holding is summed per memory type and device.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def repository(tmp_path_factory):
     write_model(repo, "counting_batch", backend + IO + _reporting("batch"))
     write_model(repo, "counting_responses", backend + IO + _reporting("responses")
                 + "model_transaction_policy { decoupled: true }\n")
+    write_model(repo, "counting_memory", backend + IO + _reporting("none")
+                + 'parameters { key: "memory_usage" value: { string_value: "1" } }\n'
+                + "instance_group [ { kind: KIND_CPU count: 2 } ]\n")
     return backends, repo
 
 
@@ -168,3 +172,15 @@ def test_response_statistics_per_response_index(http, grpc):
         assert _duration(empty, "compute_infer") == (2, 2 * 500)
         assert _duration(empty, "success") == (0, 0)
         assert _duration(empty, "cancel") == (0, 0)
+
+
+def test_memory_the_model_and_its_instances_report_is_summed_per_memory_and_device(http, grpc):
+    """Triton's AccumulatedMemoryUsage: the model's last report (it replaced the first) plus
+    each instance's, by memory type then device."""
+    expected = [{"type": "CPU_PINNED", "id": 0, "byte_size": 128},
+                {"type": "GPU", "id": 0, "byte_size": 2000}]
+    stats = http.get_inference_statistics("counting_memory")["model_stats"][0]
+    assert stats["memory_usage"] == expected
+    usage = grpc.get_inference_statistics("counting_memory").model_stats[0].memory_usage
+    assert [{"type": u.type, "id": u.id, "byte_size": u.byte_size} for u in usage] == expected
+    assert http.get_inference_statistics("counting_none")["model_stats"][0]["memory_usage"] == []

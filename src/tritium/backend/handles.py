@@ -21,6 +21,7 @@ from ..statistics import (
     RESPONSE_EMPTY,
     RESPONSE_FAIL,
     RESPONSE_SUCCESS,
+    MemoryUsage,
     ModelStatistics,
 )
 
@@ -64,6 +65,7 @@ class Model:
         *,
         auto_complete: bool,
         server: ServerApi,
+        statistics: ModelStatistics | None = None,
     ) -> None:
         self.backend = backend
         # TRITONBACKEND_ModelServer: the server, for requests the model makes itself (BLS).
@@ -77,10 +79,18 @@ class Model:
         self.auto_complete = auto_complete
         self._initializing = True
         self.state: Any = None
+        # The version's statistics, which memory usage reports go to (None: no server's).
+        self._statistics = statistics
 
     @property
     def config(self) -> mc.ModelConfig:
         return self._config
+
+    def report_memory_usage(self, usage: list[MemoryUsage]) -> None:
+        """TRITONBACKEND_ModelReportMemoryUsage: what the model itself holds, replacing its
+        earlier report (its instances report their own)."""
+        if self._statistics is not None:
+            self._statistics.set_memory_usage("", usage)
 
     def config_json(self) -> str:
         """TRITONBACKEND_ModelConfig: the configuration as Triton's JSON text."""
@@ -153,6 +163,13 @@ class ModelInstance:
         if self._statistics is not None:
             self._statistics.record_reported(request, success, exec_start_ns,
                                              compute_start_ns, compute_end_ns, exec_end_ns)
+
+    def report_memory_usage(self, usage: list[MemoryUsage]) -> None:
+        """TRITONBACKEND_ModelInstanceReportMemoryUsage: what this instance holds, replacing
+        its earlier report; the model's statistics show the sum over the model and its
+        instances per memory type and device."""
+        if self._statistics is not None:
+            self._statistics.set_memory_usage(self.name, usage)
 
     def report_batch_statistics(self, batch_size: int, exec_start_ns: int,
                                 compute_start_ns: int, compute_end_ns: int,

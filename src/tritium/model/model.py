@@ -78,6 +78,7 @@ class TritonModel(LoadedModel):
     ) -> TritonModel:
         check_model_paths(config, model_path, version, backends.directories)
         loaded = backends.acquire(config.backend, model_path, version)
+        statistics = ModelStatistics(config.name, str(version))
         try:
             handle = ModelHandle(
                 loaded.handle,
@@ -86,13 +87,14 @@ class TritonModel(LoadedModel):
                 model_path,
                 auto_complete=auto_complete,
                 server=backends.server,
+                statistics=statistics,
             )
             loaded.library.model_initialize(handle)
             handle._finish_initialization()
         except BaseException:
             backends.release(loaded)
             raise
-        model = cls(backends, loaded, handle, ModelStatistics(config.name, str(version)))
+        model = cls(backends, loaded, handle, statistics)
         try:
             model._complete_config(loaded, gpus)
             model.labels = read_labels(model.config, model_path)

@@ -9,7 +9,12 @@
 //                1000 ns compute infer and 2000 ns compute output, then a flags-only FINAL
 //                reported as an empty response of 500 ns (IN[0] < 0: one error response,
 //                reported as a failed response of 700 ns); request and batch reported too.
+// With config parameter "memory_usage", the model reports holding 24 bytes of CPU memory and
+// 1000 of GPU 0's (then, replacing that, 1000 of GPU 0's alone), and each instance 64 bytes of
+// pinned memory and 500 of GPU 0's (TRITONBACKEND_Model{,Instance}ReportMemoryUsage).
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common.h"
 
@@ -130,10 +135,46 @@ static TRITONSERVER_Error* answer(TRITONBACKEND_ModelInstance* instance,
   return nullptr;
 }
 
+// Builds the attributes of `usage` ((memory type, id, bytes) each) and calls `report` on them.
+template <typename Report>
+static TRITONSERVER_Error* report_memory(
+    const std::vector<std::pair<TRITONSERVER_MemoryType, size_t>>& usage, Report report) {
+  std::vector<TRITONSERVER_BufferAttributes*> attributes;
+  for (const auto& [type, bytes] : usage) {
+    TRITONSERVER_BufferAttributes* a = nullptr;
+    RETURN_IF_ERROR(TRITONSERVER_BufferAttributesNew(&a));
+    TRITONSERVER_BufferAttributesSetMemoryType(a, type);
+    TRITONSERVER_BufferAttributesSetMemoryTypeId(a, 0);
+    TRITONSERVER_BufferAttributesSetByteSize(a, bytes);
+    attributes.push_back(a);
+  }
+  TRITONSERVER_Error* err = report(attributes.data(), static_cast<uint32_t>(attributes.size()));
+  for (auto* a : attributes) TRITONSERVER_BufferAttributesDelete(a);
+  return err;
+}
+
 extern "C" {
+
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance) {
+  TRITONBACKEND_Model* model = nullptr;
+  RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceModel(instance, &model));
+  if (model_config_json(model).find("\"memory_usage\"") == std::string::npos) return nullptr;
+  return report_memory({{TRITONSERVER_MEMORY_CPU_PINNED, 64}, {TRITONSERVER_MEMORY_GPU, 500}},
+                       [&](TRITONSERVER_BufferAttributes** a, uint32_t n) {
+                         return TRITONBACKEND_ModelInstanceReportMemoryUsage(instance, a, n);
+                       });
+}
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   const std::string config = model_config_json(model);
+  if (config.find("\"memory_usage\"") != std::string::npos) {
+    auto to_model = [&](TRITONSERVER_BufferAttributes** a, uint32_t n) {
+      return TRITONBACKEND_ModelReportMemoryUsage(model, a, n);
+    };
+    RETURN_IF_ERROR(report_memory({{TRITONSERVER_MEMORY_CPU, 24}, {TRITONSERVER_MEMORY_GPU, 1000}},
+                                  to_model));
+    RETURN_IF_ERROR(report_memory({{TRITONSERVER_MEMORY_GPU, 1000}}, to_model));  // replaces
+  }
   Report* report = new Report(Report::kNone);
   if (config.find("\"batch\"") != std::string::npos) *report = Report::kBatch;
   if (config.find("\"responses\"") != std::string::npos) *report = Report::kResponses;

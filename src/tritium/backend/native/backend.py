@@ -33,6 +33,7 @@ from elftools.elf.elffile import ELFFile
 
 from ...errors import TritonError
 from ...request import InferenceRequest
+from ...statistics import MemoryUsage
 from ..api import BackendAttributes
 from ..handles import Backend, ExecutionPolicy, Model, ModelInstance
 from . import server_calls
@@ -85,6 +86,9 @@ class NativeModel:
 
     def set_config_json(self, text: str) -> None:
         self.model.set_config_json(text)
+
+    def report_memory_usage(self, usage: list[MemoryUsage]) -> None:
+        self.model.report_memory_usage(usage)
 
 
 class NativeInstance:

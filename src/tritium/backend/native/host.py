@@ -16,6 +16,7 @@ from typing import Any
 
 from ...errors import TritonError
 from ...request import REQUEST_RELEASE_RESCHEDULE, InferenceResponse
+from ...statistics import MemoryUsage
 from ..handles import ModelInstance
 from . import build, server_calls
 from .library import TOKENS, Library
@@ -161,6 +162,13 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
     def infer_async(request: int) -> None:
         server_calls.infer_async(lib, request)
 
+    def memory_usage(token: int, count: int, types: Any, ids: Any, sizes: Any) -> None:
+        # The token of a model (its NativeModel) or of a ModelInstance.
+        report = getattr(TOKENS.get(token), "report_memory_usage", None)
+        if report is None:
+            raise TritonError.invalid_arg("the model or instance is no longer known to the server")
+        report([MemoryUsage(types[i], ids[i], sizes[i]) for i in range(count)])
+
     table: dict[str, Callable[..., Any]] = {
         "response": _guarded(lib, response),
         "release": _guarded(lib, release),
@@ -177,6 +185,7 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         "infer_async": _guarded(lib, infer_async),
         "metric_call": _guarded(lib, metric_call),
         "request_gone": request_gone,
+        "memory_usage": _guarded(lib, memory_usage),
     }
     return table
 

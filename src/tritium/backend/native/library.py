@@ -68,6 +68,8 @@ HOST_FIELDS = [
     ("metric_call", CFUNCTYPE(c_void_p, c_int, c_uint64, c_int, c_char_p, c_char_p, c_double,
                               POINTER(c_double), c_uint64, POINTER(c_uint64), POINTER(c_double))),
     ("request_gone", CFUNCTYPE(None, c_uint64, c_int)),
+    ("memory_usage", CFUNCTYPE(c_void_p, c_uint64, c_uint32, POINTER(c_int), POINTER(c_int64),
+                               POINTER(c_uint64))),
 ]
 
 

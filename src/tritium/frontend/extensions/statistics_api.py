@@ -29,6 +29,10 @@ RESPONSE_DURATIONS = (
 )
 
 
+# TRITONSERVER_MemoryTypeString.
+_MEMORY_TYPES = {0: "CPU", 1: "CPU_PINNED", 2: "GPU"}
+
+
 def _duration(value: Any) -> dict[str, int]:
     if value is None:
         return {"count": 0, "ns": 0}
@@ -55,8 +59,12 @@ def model_stats_json(snapshot: StatisticsSnapshot) -> dict[str, Any]:
              **{name: _duration(getattr(stats, name)) for name in BATCH_DURATIONS}}
             for size, stats in sorted(snapshot.batch_stats.items())
         ],
-        # Memory usage is not recorded.
-        "memory_usage": [],
+        # What the backend reported its model and instances hold (compiled backends report it).
+        "memory_usage": [
+            {"type": _MEMORY_TYPES.get(usage.memory_type, "<invalid>"),
+             "id": usage.memory_type_id, "byte_size": usage.byte_size}
+            for usage in snapshot.memory_usage
+        ],
     }
 
 

@@ -182,9 +182,32 @@ TRITONSERVER_Error* TRITONBACKEND_ModelSetState(TRITONBACKEND_Model* model, void
   model->state = state;
   return nullptr;
 }
+// Hands a memory report (model or instance, by token) to the server's statistics.
+static TRITONSERVER_Error* report_memory_usage(uint64_t token, TRITONSERVER_BufferAttributes** usage,
+                                               uint32_t count, const char* function) {
+  if (count > 0 && usage == nullptr) {
+    return make_error(TRITONSERVER_ERROR_INVALID_ARG,
+                      std::string(function) + ": usage must not be null");
+  }
+  std::vector<int> types(count);
+  std::vector<int64_t> ids(count);
+  std::vector<uint64_t> sizes(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    TRITIUM_REQUIRE(usage[i] != nullptr, TRITONSERVER_ERROR_INVALID_ARG,
+                    std::string(function) + ": usage entry " + std::to_string(i) + " is null");
+    types[i] = usage[i]->memory_type;
+    ids[i] = usage[i]->memory_type_id;
+    sizes[i] = usage[i]->byte_size;
+  }
+  if (!g_host_set) return no_host(function);
+  return g_host.memory_usage(token, count, types.data(), ids.data(), sizes.data());
+}
+
 TRITONSERVER_Error* TRITONBACKEND_ModelReportMemoryUsage(
-    TRITONBACKEND_Model*, TRITONSERVER_BufferAttributes**, uint32_t) {
-  return unsupported("TRITONBACKEND_ModelReportMemoryUsage");
+    TRITONBACKEND_Model* model, TRITONSERVER_BufferAttributes** usage, uint32_t usage_size) {
+  TRITIUM_NOT_NULL(model, "TRITONBACKEND_ModelReportMemoryUsage");
+  return report_memory_usage(model->token, usage, usage_size,
+                             "TRITONBACKEND_ModelReportMemoryUsage");
 }
 
 // ---- model instance ----
@@ -244,8 +267,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInsta
   return nullptr;
 }
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportMemoryUsage(
-    TRITONBACKEND_ModelInstance*, TRITONSERVER_BufferAttributes**, uint32_t) {
-  return unsupported("TRITONBACKEND_ModelInstanceReportMemoryUsage");
+    TRITONBACKEND_ModelInstance* instance, TRITONSERVER_BufferAttributes** usage,
+    uint32_t usage_size) {
+  TRITIUM_NOT_NULL(instance, "TRITONBACKEND_ModelInstanceReportMemoryUsage");
+  return report_memory_usage(instance->token, usage, usage_size,
+                             "TRITONBACKEND_ModelInstanceReportMemoryUsage");
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(

@@ -220,6 +220,10 @@ struct TritiumHost {
   // A request whose last handle went without a FINAL response (one that got its FINAL is
   // queued instead, see tritium_drain_finished: no callback on the hot path).
   void (*request_gone)(uint64_t token, int final_sent);
+  // TRITONBACKEND_Model{,Instance}ReportMemoryUsage: `token` names the model or instance;
+  // entry i is `sizes[i]` bytes of memory type `types[i]` on device `ids[i]`.
+  TRITONSERVER_Error* (*memory_usage)(uint64_t token, uint32_t count, const int* types,
+                                      const int64_t* ids, const uint64_t* sizes);
 };
 
 // server_call ops
