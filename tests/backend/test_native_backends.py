@@ -74,9 +74,12 @@ def repository(tmp_path_factory):
     write_model(repo, "errors", 'backend: "native_errors"\n' + errors_io)
     write_model(repo, "errors_exec", 'backend: "native_errors"\n' + errors_io +
                 'parameters { key: "execute_error" value: { string_value: "1" } }\n')
-    write_model(repo, "bls", 'backend: "native_bls"\nmax_batch_size: 8\n'
-                'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
-                'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n')
+    bls_io = ('max_batch_size: 8\n'
+              'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+              'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n')
+    write_model(repo, "bls", 'backend: "native_bls"\n' + bls_io)
+    write_model(repo, "bls_raw", 'backend: "native_bls"\n' + bls_io +
+                'parameters { key: "raw_input" value: { string_value: "1" } }\n')
     write_model(repo, "accumulate", 'backend: "native_accumulate"\n'
                 'input [ { name: "INPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
                 'output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
@@ -310,12 +313,16 @@ def _has_metric(server) -> bool:
     return "native_test_requests_total" in text
 
 
-def test_bls_through_server_infer_async(http, grpc):
+@pytest.mark.parametrize("model", ["bls", "bls_raw"])
+def test_bls_through_server_infer_async(http, grpc, model):
+    """bls_raw sends its input as a raw one (TRITONSERVER_InferenceRequestAddRawInput):
+    identity_fp32's configuration names it INPUT0, FP32, of shape [1, 3] (batching, [-1])."""
     data = np.array([[1.5, -2.0, 3.25]], np.float32)
     for module, client in ((httpclient, http), (grpcclient, grpc)):
         tensor = module.InferInput("INPUT0", [1, 3], "FP32")
         tensor.set_data_from_numpy(data)
-        np.testing.assert_array_equal(client.infer("bls", [tensor]).as_numpy("OUTPUT0"), 2 * data)
+        result = client.infer(model, [tensor])
+        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), 2 * data)
 
 
 def _ask(client, model: str, **options) -> dict:

@@ -9,6 +9,10 @@
 // allocations left (a stand-in runtime's count, -1 with a real one). The device is the
 // request's "device" parameter, else the instance's. The CUDA runtime's functions are those
 // Tritium's library opened (looked up in the global scope): this backend links none.
+//
+// With config parameter "raw_input", the inner request's input is a raw one
+// (TRITONSERVER_InferenceRequestAddRawInput): the server deduces it from identity_fp32's
+// configuration.
 #include <dlfcn.h>
 
 #include <condition_variable>
@@ -117,17 +121,22 @@ static void on_response(TRITONSERVER_InferenceResponse* response, const uint32_t
   call->cv.notify_all();
 }
 
-// Infers identity_fp32 on `data` (already where `memory` says); the answer in `call`.
+// Infers identity_fp32 on `data` (already where `memory` says); the answer in `call`. As a
+// raw input (`raw`), the input's name, datatype and shape are left to the server to deduce.
 static TRITONSERVER_Error* infer(TRITONSERVER_Server* server, const Memory& memory,
                                  const int64_t* shape, uint32_t dims, const void* data,
-                                 uint64_t byte_size, Call* call) {
+                                 uint64_t byte_size, Call* call, bool raw = false) {
   TRITONSERVER_ResponseAllocator* allocator = nullptr;
   RETURN_IF_ERROR(TRITONSERVER_ResponseAllocatorNew(&allocator, alloc_fn, release_fn, nullptr));
   TRITONSERVER_InferenceRequest* inner = nullptr;
+  const char* input = raw ? "RAW" : "INPUT0";
   TRITONSERVER_Error* failure = TRITONSERVER_InferenceRequestNew(&inner, server, "identity_fp32", -1);
-  if (failure == nullptr) failure = TRITONSERVER_InferenceRequestAddInput(inner, "INPUT0", TRITONSERVER_TYPE_FP32, shape, dims);
   if (failure == nullptr) {
-    failure = TRITONSERVER_InferenceRequestAppendInputData(inner, "INPUT0", data, byte_size,
+    failure = raw ? TRITONSERVER_InferenceRequestAddRawInput(inner, input)
+                  : TRITONSERVER_InferenceRequestAddInput(inner, input, TRITONSERVER_TYPE_FP32, shape, dims);
+  }
+  if (failure == nullptr) {
+    failure = TRITONSERVER_InferenceRequestAppendInputData(inner, input, data, byte_size,
                                                            memory.type, memory.device);
   }
   if (failure == nullptr) failure = TRITONSERVER_InferenceRequestAddRequestedOutput(inner, "OUTPUT0");
@@ -213,7 +222,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
   RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceModel(instance, &model));
   TRITONSERVER_Server* server = nullptr;
   RETURN_IF_ERROR(TRITONBACKEND_ModelServer(model, &server));
-  const bool on_device = model_config_json(model).find("\"device_memory\"") != std::string::npos;
+  const std::string config = model_config_json(model);
+  const bool on_device = config.find("\"device_memory\"") != std::string::npos;
+  const bool raw = config.find("\"raw_input\"") != std::string::npos;
   Memory memory;
   int32_t instance_device = 0;
   if (on_device) {
@@ -241,7 +252,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
       failure = requested_device(request, instance_device, &memory.device);
       if (failure == nullptr) failure = infer_from_device(server, memory, shape, dims, data, &call);
     } else {
-      failure = infer(server, memory, shape, dims, data.data(), byte_size, &call);
+      failure = infer(server, memory, shape, dims, data.data(), byte_size, &call, raw);
     }
     TRITONBACKEND_Response* response = nullptr;
     RETURN_IF_ERROR(TRITONBACKEND_ResponseNew(&response, request));

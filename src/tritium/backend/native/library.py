@@ -133,6 +133,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
                                   POINTER(c_uint64)]),
     "tritium_sreq_input_copy": (P, [P, c_uint32, P]),
     "tritium_sreq_output": (c_char_p, [P, c_uint32]),
+    "tritium_sreq_raw_input": (c_char_p, [P]),
     "tritium_sreq_parameter": (None, [P, c_uint32, POINTER(c_char_p), POINTER(c_int),
                                       POINTER(c_char_p), POINTER(c_int64), POINTER(c_double)]),
     "tritium_sresp_new": (P, [P, c_char_p, c_int64, c_char_p, c_int, c_char_p]),

@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from ...config import model_config_from_json
 from ...custom_metrics import MetricKind
 from ...errors import TritonError
+from ...raw_input import raw_input_tensor
 from ...request import (
     RESPONSE_COMPLETE_FINAL,
     InferenceRequest,
@@ -170,6 +172,8 @@ def _read_request(lib: Library, sreq: int) -> InferenceRequest:
     lib.tritium_sreq_info(sreq, model, version, rid, flags, number_id, text_id, priority,
                           timeout, n_in, n_out, n_param)
     model_name = (model.value or b"").decode()
+    raw_input = lib.tritium_sreq_raw_input(sreq)
+    raw_name = raw_input.decode() if raw_input is not None else None
     inputs: dict[str, Tensor] = {}
     name, kind = c_char_p(), c_int()
     shape, dims, size = POINTER(c_int64)(), c_uint32(), c_uint64()
@@ -182,6 +186,10 @@ def _read_request(lib: Library, sreq: int) -> InferenceRequest:
         if error is not None:
             raise error
         data = raw.raw[: size.value]
+        if raw_name is not None and tensor_name == raw_name:
+            tensor = _raw_input(model_name, version.value, data, n_in.value)
+            inputs[tensor.name] = tensor
+            continue
         wire = DATATYPES[kind.value] if 0 < kind.value < len(DATATYPES) else "INVALID"
         if wire == "INVALID":
             raise TritonError.invalid_arg(f"input '{tensor_name}' has an invalid datatype")
@@ -205,6 +213,14 @@ def _read_request(lib: Library, sreq: int) -> InferenceRequest:
         model_name, version.value, id=(rid.value or b"").decode(), inputs=inputs,
         requested_outputs=outputs, parameters=parameters, correlation_id=correlation,
         flags=flags.value, priority=priority.value, timeout_us=timeout.value)
+
+
+def _raw_input(model_name: str, version: int, data: bytes, given: int) -> Tensor:
+    """TRITONSERVER_InferenceRequestAddRawInput's tensor: named, typed and shaped from the
+    model's configuration, as Triton deduces a raw input."""
+    config = model_config_from_json(
+        _require().model_config_json(model_name, version if version > 0 else ""))
+    return raw_input_tensor(config, data, model_name, given=given)
 
 
 def _write_response(lib: Library, sreq: int, response: InferenceResponse, model: str,

@@ -15,9 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ...errors import TritonError
+from ...raw_input import raw_input_tensor
 from ...request import InferenceRequest, RequestedOutput, apply_parameters, log_prefix
 from ...tensor import (
     DATATYPES,
@@ -26,7 +25,6 @@ from ...tensor import (
     WireInput,
     element_count,
     input_from_wire,
-    numpy_dtype,
     wire_datatype,
 )
 from ..extensions.json_codec import (
@@ -430,42 +428,7 @@ def _decode_raw(
     model_name: str, model_version: int, body: bytes, config: Any
 ) -> tuple[InferenceRequest, OutputPlan]:
     """A body that is one input's raw bytes (Inference-Header-Content-Length: 0)."""
-    prefix = log_prefix("")
-    if len(config.input) != 1:
-        raise TritonError.invalid_arg(
-            f"{prefix}Raw request must only have 1 input (found 1) to be deduced but got "
-            f"{len(config.input)} inputs in '{model_name}' model configuration"
-        )
-    spec = config.input[0]
-    datatype = wire_datatype(spec.data_type)
-    shape: list[int] = [1] if config.max_batch_size > 0 else []
-    dynamic_axis = -1
-    fixed = 1
-    for dim in spec.dims:
-        if dim == -1:
-            if dynamic_axis != -1:
-                raise TritonError.invalid_arg(
-                    f"{prefix}The shape of the raw input '{spec.name}' can not be deduced "
-                    "because there are more than one variable-sized dimension"
-                )
-            dynamic_axis = len(shape)
-        else:
-            fixed *= dim
-        shape.append(dim)
     request = InferenceRequest(model_name, model_version)
-    if datatype == "BYTES":
-        if dynamic_axis != -1 or fixed != 1:
-            raise TritonError.invalid_arg(
-                f"{prefix}For BYTE datatype raw input '{spec.name}', the model must have "
-                "input shape [1]"
-            )
-        data: np.ndarray = np.empty(1, dtype=np.object_)
-        data[0] = body
-        data = data.reshape(shape)
-    else:
-        if dynamic_axis != -1:
-            itemsize = numpy_dtype(datatype).itemsize
-            shape[dynamic_axis] = len(body) // fixed // itemsize if fixed else 0
-        data = input_from_wire(body, datatype, shape, "raw_input", model_name, prefix)
-    request.inputs[spec.name] = Tensor(spec.name, datatype, tuple(shape), data)
+    tensor = raw_input_tensor(config, body, model_name, log_prefix(""))
+    request.inputs[tensor.name] = tensor
     return request, OutputPlan(default_binary=True)

@@ -55,6 +55,11 @@ TRITIUM_EXPORT TRITONSERVER_Error* tritium_sreq_input_copy(
   return nullptr;
 }
 
+// The raw input's name (TRITONSERVER_InferenceRequestAddRawInput), or null.
+TRITIUM_EXPORT const char* tritium_sreq_raw_input(TRITONSERVER_InferenceRequest* r) {
+  return r->raw_input.empty() ? nullptr : r->raw_input.c_str();
+}
+
 TRITIUM_EXPORT const char* tritium_sreq_output(TRITONSERVER_InferenceRequest* r, uint32_t i) {
   return r->requested_outputs[i].c_str();
 }

@@ -33,6 +33,9 @@ struct TRITONSERVER_InferenceRequest {
   uint32_t flags = 0;
   uint64_t priority = 0, timeout_us = 0;
   std::deque<ServerInput> inputs;
+  // The input added by TRITONSERVER_InferenceRequestAddRawInput (empty: none): its datatype
+  // and shape come from the model's configuration when the request is read.
+  std::string raw_input;
   std::vector<std::string> requested_outputs;
   std::vector<Parameter> parameters;
   TRITONSERVER_InferenceRequestReleaseFn_t release_fn = nullptr;

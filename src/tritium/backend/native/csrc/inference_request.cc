@@ -121,12 +121,24 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddInput(
   in.shape.assign(shape, shape + dim_count);
   return nullptr;
 }
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddRawInput(TRITONSERVER_InferenceRequest*, const char*) {
-  return unsupported("TRITONSERVER_InferenceRequestAddRawInput");
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddRawInput(
+    TRITONSERVER_InferenceRequest* r, const char* name) {
+  TRITIUM_NOT_NULL(name, "TRITONSERVER_InferenceRequestAddRawInput");
+  if (!r->inputs.empty()) {
+    return make_error(TRITONSERVER_ERROR_INVALID_ARG,
+                      "raw input '" + std::string(name) +
+                          "' can't be added to request with other inputs");
+  }
+  r->inputs.emplace_back();
+  r->inputs.back().name = name;
+  r->inputs.back().datatype = TRITONSERVER_TYPE_INVALID;
+  r->raw_input = name;
+  return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveInput(TRITONSERVER_InferenceRequest* r, const char* name) {
   for (auto it = r->inputs.begin(); it != r->inputs.end(); ++it) {
     if (it->name == name) {
+      if (r->raw_input == name) r->raw_input.clear();
       r->inputs.erase(it);
       return nullptr;
     }
@@ -136,6 +148,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveInput(TRITONSERVER_Infere
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputs(TRITONSERVER_InferenceRequest* r) {
   r->inputs.clear();
+  r->raw_input.clear();
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(
