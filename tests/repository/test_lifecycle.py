@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -166,9 +167,31 @@ def test_custom_backend_lifecycle_and_graceful_shutdown_order(tmp_path: Path) ->
     assert events[6:] == ["model_finalize echo", "finalize"]
 
 
+SLOW_MODEL = """
+import time
+from pathlib import Path
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.started = Path(args["model_repository"]) / "started"
+
+    def execute(self, requests):
+        self.started.touch()  # the test sends SIGTERM once the execution has begun
+        time.sleep(1.5)
+        return [pb_utils.InferenceResponse(
+            [pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
+            for r in requests]
+"""
+
+
 def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path) -> None:
-    write_model(tmp_path, "slow", identity_config(
-        "slow", extra='parameters { key: "execute_delay_ms" value: { string_value: "1500" } }'))
+    """An execution under way when SIGTERM comes is answered (a request still queued then is
+    failed UNAVAILABLE: the test waits until the model has begun executing)."""
+    config = identity_config("slow").replace('backend: "identity"', 'backend: "python"')
+    write_model(tmp_path, "slow", config, files={"1/model.py": SLOW_MODEL})
     server = ServerProcess([tmp_path]).start()
     client = httpclient.InferenceServerClient(server.http_url, network_timeout=30)
     outcome: dict = {}
@@ -181,18 +204,15 @@ def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path) -> None:
 
     thread = threading.Thread(target=call)
     thread.start()
-    # Wait until the request is executing: the pending gauge shows it.
-    import time
-    import urllib.request
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        text = urllib.request.urlopen(server.metrics_url).read().decode()
-        if 'nv_inference_pending_request_count{model="slow",version="1"} 1\n' in text:
-            break
-        time.sleep(0.02)
+    started = tmp_path / "slow" / "started"
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline, "the execution never began"
+        time.sleep(0.01)
     assert server.stop(signal.SIGTERM) == 0
     thread.join()
-    assert "error" not in outcome, outcome.get("error")
+    error = outcome.get("error")
+    assert error is None, str(error)
     np.testing.assert_array_equal(outcome["value"], [[3.0]])
 
 

@@ -76,8 +76,9 @@ TRITONSERVER_Error* runtime(const char* caller, const Runtime** out) {
                       std::string(caller) +
                           ": GPU memory needs the CUDA runtime (libcudart.so), which could not "
                           "be loaded (" + g_missing +
-                          "): install the CUDA toolkit or cuda-python with the runtime "
-                          "(pip install 'cuda-python[all]'), or use CPU memory");
+                          "): install the CUDA toolkit, or NVIDIA's runtime wheel and "
+                          "cuda-python to find it (pip install cuda-python "
+                          "'cuda-toolkit[cudart]'), or use CPU memory");
   }
   *out = &g_runtime;
   return nullptr;
