@@ -115,7 +115,8 @@ class _Counters:
         self.fail_reasons[reason] += 1
 
     def counts(self) -> InferenceCounts:
-        """As the metrics read them (a GPU's share: no cache hits among its successes)."""
+        """As the metrics read them: the compute durations count every success (a GPU's
+        share has no cache hits; the model's totals take theirs out, see `snapshot`)."""
         return InferenceCounts(
             success=Duration(self.success, self.success_ns),
             fail=Duration(self.fail, self.fail_ns),
@@ -403,21 +404,15 @@ class ModelStatistics:
 
     def snapshot(self) -> StatisticsSnapshot:
         with self._lock:
-            counts = self._all
-            success = counts.success
-            computed = success - self._cache_hit_count
+            totals = self._all.counts()
+            computed = totals.success.count - self._cache_hit_count
+            for duration in (totals.compute_input, totals.compute_infer, totals.compute_output):
+                duration.count = computed  # a cache hit computed nothing
             return StatisticsSnapshot(
+                **vars(totals),
                 name=self.name,
                 version=self.version,
                 last_inference_ms=self._last_inference_ms,
-                inference_count=counts.inferences,
-                execution_count=counts.executions,
-                success=Duration(success, counts.success_ns),
-                fail=Duration(counts.fail, counts.fail_ns),
-                queue=Duration(success, counts.queue_ns),
-                compute_input=Duration(computed, counts.input_ns),
-                compute_infer=Duration(computed, counts.infer_ns),
-                compute_output=Duration(computed, counts.output_ns),
                 batch_stats={
                     size: BatchStats(Duration(b[0], b[1]), Duration(b[0], b[2]),
                                      Duration(b[0], b[3]))
@@ -426,7 +421,6 @@ class ModelStatistics:
                 cache_hit=Duration(self._cache_hit_count, self._cache_hit_ns),
                 cache_miss=Duration(self._cache_miss_count, self._cache_miss_ns),
                 cache_enabled=self.cache_enabled,
-                fail_reasons=dict(counts.fail_reasons),
                 response_stats={
                     key: ResponseStats(*(Duration(r[i], r[i + 1]) for i in range(0, 12, 2)))
                     for key, r in sorted(self._response_stats.items())

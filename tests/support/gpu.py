@@ -75,3 +75,21 @@ def instance_groups(server: ServerProcess, model: str) -> list[tuple[str, int, l
     with urllib.request.urlopen(url) as answer:
         config = json.loads(answer.read())
     return [(g["kind"], g["count"], g.get("gpus", [])) for g in config["instance_group"]]
+
+
+def gpu_memory(pid: int) -> tuple[int, int | None]:
+    """NVML: GPU 0's used bytes, and what process `pid` holds there (None where NVML does not
+    list it: gone, or in a container whose PIDs NVML gives as the host's; or cannot tell).
+    The process's own figure, unlike the GPU's, is not moved by other test workers' processes
+    starting and ending on the same GPU."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        used = pynvml.nvmlDeviceGetMemoryInfo(handle).used
+        mine = [p.usedGpuMemory for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                if p.pid == pid]
+        return used, mine[0] if mine and isinstance(mine[0], int) else None
+    finally:
+        pynvml.nvmlShutdown()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from support.gpu import gpu
+from support.gpu import gpu, gpu_memory
 from support.llm_fixtures import PROMPTS, Reference, generate, llm_weights  # noqa: F401
 from support.llm_models import build_model, llm_repository
 from support.server_process import ServerProcess, free_ports
@@ -111,25 +111,9 @@ def test_bfloat16_is_deterministic_and_well_formed(server):
         assert isinstance(answer["text_output"], str)
 
 
-def _gpu_memory(pid: int) -> tuple[int, int | None]:
-    """NVML: GPU 0's used bytes, and the server process's own (None where NVML does not list
-    the process, as in a container with its own PID namespace)."""
-    import pynvml
-
-    pynvml.nvmlInit()
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-        used = pynvml.nvmlDeviceGetMemoryInfo(handle).used
-        mine = [p.usedGpuMemory for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
-                if p.pid == pid]
-        return used, mine[0] if mine else None  # usedGpuMemory may itself be None
-    finally:
-        pynvml.nvmlShutdown()
-
-
 def test_the_kv_cache_is_gpu_memory(server):
     _greedy(server, "kv", "T", 4)  # the engine's first step: CUDA context and kernels ready
-    used_before, process_before = _gpu_memory(server.process.pid)
+    used_before, process_before = gpu_memory(server.process.pid)
     assert process_before is None or process_before > 0
     # KV_ROWS sequences of KV_TOKENS tokens: the slots grow to 64 MiB of keys and values.
     with ThreadPoolExecutor(KV_ROWS) as pool:
@@ -138,7 +122,7 @@ def test_the_kv_cache_is_gpu_memory(server):
             server, "kv", "T", KV_TOKENS - 8, ignore_eos=True, return_num_output_tokens=True),
             range(KV_ROWS)))
     assert all(a["num_output_tokens"] == KV_TOKENS - 8 for a in answers)
-    used_after, process_after = _gpu_memory(server.process.pid)
+    used_after, process_after = gpu_memory(server.process.pid)
     grown = 48 * 2**20
     if process_before is not None and process_after is not None:
         # The server's own figure: other test workers' processes come and go on this GPU.

@@ -24,7 +24,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from support import PYTHON_MODELS
-from support.gpu import gpu
+from support.gpu import gpu, gpu_memory
 from support.models import write_model
 from support.server_process import ServerProcess
 
@@ -152,22 +152,8 @@ def free_gpu_bytes() -> int:
 
 
 def stub_gpu_bytes(pid: int) -> int | None:
-    """What NVML says process `pid` holds on GPU 0: None when NVML does not list it (gone, or in
-    a container whose PIDs NVML gives as the host's) or cannot tell, or without nvidia-ml-py.
-    The process's own figure, unlike the GPU's free memory, is not moved by other test workers'
-    processes starting and ending on the same GPU."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    pynvml.nvmlInit()
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-        used = [p.usedGpuMemory for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
-                if p.pid == pid]
-        return used[0] if used and isinstance(used[0], int) else None
-    finally:
-        pynvml.nvmlShutdown()
+    """What the stub holds on GPU 0, where NVML lists it (support.gpu.gpu_memory)."""
+    return gpu_memory(pid)[1]
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> bool:

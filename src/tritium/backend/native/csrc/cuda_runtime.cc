@@ -6,7 +6,9 @@
 
 #include <dlfcn.h>
 
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -25,16 +27,19 @@ struct Runtime {
   const char* (*error_string)(Status);
 };
 
-std::mutex g_lock;
+std::mutex g_lock;              // guards g_path
 std::string g_path;            // from tritium_set_cuda_runtime
-bool g_tried = false;
+std::once_flag g_opened;
 Runtime g_runtime{};
 std::string g_missing;         // why it could not be opened
 
 void open_runtime() {
   std::string reasons;
   std::vector<std::string> names;
-  if (!g_path.empty()) names.push_back(g_path);
+  {
+    std::lock_guard<std::mutex> guard(g_lock);
+    if (!g_path.empty()) names.push_back(g_path);
+  }
   for (const char* name : {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
                            "libcudart.so.11.0"}) {
     names.emplace_back(name);
@@ -66,11 +71,7 @@ void open_runtime() {
 
 // The runtime, or UNAVAILABLE naming what to install.
 TRITONSERVER_Error* runtime(const char* caller, const Runtime** out) {
-  std::lock_guard<std::mutex> guard(g_lock);
-  if (!g_tried) {
-    g_tried = true;
-    open_runtime();
-  }
+  std::call_once(g_opened, open_runtime);  // once: every later call reads g_runtime freely
   if (g_runtime.malloc == nullptr) {
     return make_error(TRITONSERVER_ERROR_UNAVAILABLE,
                       std::string(caller) +
