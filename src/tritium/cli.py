@@ -1,4 +1,4 @@
-"""`tritium serve` (tritonserver's flags) and `tritium check`.
+"""`tritium serve` (tritonserver's flags), `tritium check`, `tritium infer`, `tritium library`.
 
 Flags keep tritonserver's names and meanings and accept both `--flag=value` and `--flag value`;
 booleans accept true/false/1/0 as tritonserver does.
@@ -42,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print each completed config as JSON")
     check.add_argument("--backend-directory", action="append", default=[], type=Path)
     flag(check, "--disable-auto-complete-config", default=False)
+
+    library = commands.add_parser(
+        "library", allow_abbrev=False,
+        help="build Tritium's libtritonserver.so (Triton's C API) once and print its path")
+    library.add_argument("--flags", action="store_true",
+                         help="print the compiler flags of a C or C++ program that links it "
+                              "(TRITONSERVER_ServerNew: the server inside the program)")
 
     # `tritium infer`: one request from the shell (infer_command.py).
     from .infer_command import add_parser as add_infer_parser
@@ -87,6 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .infer_command import run as run_infer
 
         return run_infer(args)
+    if args.command == "library":
+        from .backend.native import build
+
+        return build.main(["--flags"] if args.flags else [])
     if args.command == "check":
         from .check import run_check
 

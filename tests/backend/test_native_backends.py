@@ -408,13 +408,13 @@ def test_unimplemented_functions_answer_unsupported_by_name():
     from tritium.backend.native import build
 
     lib = ctypes.CDLL(str(build.library_path()))
-    lib.TRITONSERVER_ServerOptionsNew.restype = ctypes.c_void_p
+    lib.TRITONCACHE_CacheEntryNew.restype = ctypes.c_void_p
     lib.TRITONSERVER_ErrorCode.argtypes = [ctypes.c_void_p]
     lib.TRITONSERVER_ErrorMessage.argtypes = [ctypes.c_void_p]
     lib.TRITONSERVER_ErrorMessage.restype = ctypes.c_char_p
-    error = lib.TRITONSERVER_ServerOptionsNew(ctypes.byref(ctypes.c_void_p()))
+    error = lib.TRITONCACHE_CacheEntryNew(ctypes.byref(ctypes.c_void_p()))
     assert lib.TRITONSERVER_ErrorCode(ctypes.c_void_p(error)) == 5  # TRITONSERVER_ERROR_UNSUPPORTED
-    assert b"TRITONSERVER_ServerOptionsNew" in lib.TRITONSERVER_ErrorMessage(ctypes.c_void_p(error))
+    assert b"TRITONCACHE_CacheEntryNew" in lib.TRITONSERVER_ErrorMessage(ctypes.c_void_p(error))
     major, minor = ctypes.c_uint32(), ctypes.c_uint32()
     assert lib.TRITONBACKEND_ApiVersion(ctypes.byref(major), ctypes.byref(minor)) == 0
     assert (major.value, minor.value) == (1, 19)

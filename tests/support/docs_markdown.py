@@ -5,7 +5,8 @@ A fence's first info word is its language; `file=PATH` after it makes the block 
 reader writes there before the commands that follow use it. Commands are the lines of `sh`
 blocks (a trailing `\\` continues a line; two spaces and `#` start a comment) and the `$ ` lines
 of `console` blocks, whose following lines are the output the command prints. `python` blocks
-without `file=` are programs. `text` blocks are neither: configuration excerpts, layouts, logs.
+without `file=` are programs. `text` blocks are neither: configuration excerpts, layouts, logs;
+nor are `cpp` blocks (C and C++ sources) without `file=`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LANGUAGES = {"sh", "console", "python", "text"}
+LANGUAGES = {"sh", "console", "python", "text", "cpp"}
 _FENCE = re.compile(r"^```(.*)$")
 _COMMENT = re.compile(r"\s{2,}#.*$")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")

@@ -47,6 +47,22 @@ def write_model(
         shutil.copy(source, target)
 
 
+def compile_program(source: Path, target: Path) -> Path:
+    """A C++ program that links Tritium's libtritonserver.so (found at run time by its rpath),
+    built against Tritium's API header as a program embedding Triton's server is built."""
+    library = build.library_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [build.compiler(), "-std=c++17", "-O2", f"-I{build.INCLUDE_DIR}", str(source),
+         f"-L{library.parent}", "-ltritonserver", f"-Wl,-rpath,{library.parent}", "-lpthread",
+         "-o", str(target)],
+        capture_output=True, text=True, check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"compiling {source.name} failed:\n{result.stderr}")
+    return target
+
+
 FAKE_CUDART = Path(__file__).resolve().parent / "fake_cudart" / "fake_cudart.cc"
 
 

@@ -93,6 +93,11 @@ class Options:
     backend_configuration: dict[str, dict[str, str]] = field(default_factory=dict)
     host_policies: dict[str, dict[str, str]] = field(default_factory=dict)
     metrics_configuration: dict[str, dict[str, str]] = field(default_factory=dict)
+    # TRITONSERVER_ServerOptionsSetModelConfigName, tritonserver's --model-config-name.
+    model_config_name: str = ""
+    # TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit, tritonserver's --model-load-gpu-limit:
+    # device id -> fraction of its memory above which loads are refused.
+    model_load_gpu_limit: dict[int, float] = field(default_factory=dict)
     # Tritium's own: poll the repository every so many seconds in ModelControlMode.POLL. None,
     # as in Triton's API: only when told (`Server.poll_model_repository()`).
     repository_poll_secs: float | None = None
@@ -153,6 +158,9 @@ class Options:
             rate_limit_resources=[(r.name, r.count, r.device)
                                   for r in self.rate_limiter_resources],
             min_supported_compute_capability=self.min_supported_compute_capability,
+            model_config_name=self.model_config_name,
+            model_load_retry_count=self.model_load_retry_count,
+            model_load_gpu_limit=dict(self.model_load_gpu_limit),
         )
 
 

@@ -3,7 +3,9 @@
 Each callback runs with the GIL (ctypes takes it) on whatever thread the backend called from,
 turns Python exceptions into TRITONSERVER_Error objects the library owns, and never lets one
 escape into C. Request callbacks go to the `PendingRequest` of the token; model callbacks to
-the model's handle; server-wide calls (BLS, model control, metrics) to `server_calls`.
+the model's handle; server-wide calls (BLS, model control, metrics) to `server_calls`; calls on
+a server a program made through the C API (TRITONSERVER_ServerNew) to the handler that
+`set_server_objects` installed (tritium.inprocess.c_api), if any.
 """
 
 from __future__ import annotations
@@ -21,6 +23,35 @@ from ..handles import ModelInstance
 from . import build, server_calls
 from .library import TOKENS, Library
 from .requests import PendingRequest, read_response, read_state
+
+# What answers the calls on a server object: (op, name, version, argument) -> int or text.
+ServerObjects = Callable[[int, str, int, "str | None"], "int | str"]
+_server_objects: ServerObjects | None = None
+_SOP_LIVE, _SOP_STATISTICS, _SOP_METRICS = 8, 9, 10
+
+
+def set_server_objects(handler: ServerObjects) -> None:
+    """Have `handler` answer TRITONSERVER_ServerNew and the calls on the server it makes."""
+    global _server_objects
+    _server_objects = handler
+
+
+def _no_server_objects(op: int, name: str, version: int, argument: str | None) -> int | str:
+    """A process whose server was not made through the C API (`tritium serve`): it is live
+    while a backend can ask, and it is not a server object a backend may make or stop."""
+    if op == _SOP_LIVE:
+        return 1
+    if op in (_SOP_STATISTICS, _SOP_METRICS):
+        call = "ServerModelStatistics" if op == _SOP_STATISTICS else "ServerMetrics"
+        raise TritonError.unsupported(
+            f"TRITONSERVER_{call} is not supported for a backend by Tritium: the server's "
+            "statistics and metrics are on its HTTP, gRPC and metrics endpoints (a program "
+            "that makes its server with TRITONSERVER_ServerNew gets them through the C API)")
+    raise TritonError.unsupported(
+        "this process already runs a Tritium server, started as `tritium serve` or from "
+        "Python; the C API's server object calls (TRITONSERVER_ServerNew, ServerStop, "
+        "ServerModelStatistics, ServerMetrics...) are for a program that makes its own")
+
 
 # TRITONSERVER_LogLevel -> Python logging level
 _LOG_LEVELS = {0: logging.INFO, 1: logging.WARNING, 2: logging.ERROR, 3: logging.DEBUG}
@@ -150,14 +181,24 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         if out_value and op == 5:
             out_value[0] = float(result)
 
-    def server_call(op: int, name: bytes, version: int, argument: bytes | None, out_int: Any,
-                    out_message: Any) -> None:
-        result = server_calls.server_call(op, name.decode(), version,
-                                          argument.decode() if argument is not None else None)
+    def answer(result: int | str, out_int: Any, out_message: Any) -> None:
         if isinstance(result, str):
             out_message[0] = lib.new_message(result)
         else:
             out_int[0] = int(result)
+
+    def server_call(op: int, name: bytes, version: int, argument: bytes | None, out_int: Any,
+                    out_message: Any) -> None:
+        answer(server_calls.server_call(op, name.decode(), version,
+                                        argument.decode() if argument is not None else None),
+               out_int, out_message)
+
+    def server_object(op: int, name: bytes, version: int, argument: bytes | None, out_int: Any,
+                      out_message: Any) -> None:
+        handler = _server_objects or _no_server_objects
+        answer(handler(op, name.decode(), version,
+                       argument.decode() if argument is not None else None),
+               out_int, out_message)
 
     def infer_async(request: int) -> None:
         server_calls.infer_async(lib, request)
@@ -186,6 +227,7 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         "metric_call": _guarded(lib, metric_call),
         "request_gone": request_gone,
         "memory_usage": _guarded(lib, memory_usage),
+        "server_object": _guarded(lib, server_object),
     }
     return table
 
@@ -194,14 +236,16 @@ _library: Library | None = None
 _lock = threading.Lock()
 
 
-def library() -> Library:
+def library(path: str | None = None) -> Library:
     """The process's libtritonserver.so, built, opened and given the host table on first use
-    (UNAVAILABLE when it cannot be built). It lives here, not in `library`, so that the
-    library's module never needs the host's (no import cycle)."""
+    (UNAVAILABLE when it cannot be built). `path`: the library a program already loaded (it
+    made a server through the C API), opened instead of the one Tritium builds: the same file
+    twice would be two libraries with two host tables. It lives here, not in `library`, so that
+    the library's module never needs the host's (no import cycle)."""
     global _library
     with _lock:
         if _library is None:
-            _library = Library(str(build.library_path()))
+            _library = Library(path or str(build.library_path()))
             _library.install_host(callbacks(_library))
             # A compiled backend runs in the server's process: if it crashes (segfault, abort),
             # the process dies as Triton's does, but first the log gets every thread's Python

@@ -70,6 +70,8 @@ HOST_FIELDS = [
     ("request_gone", CFUNCTYPE(None, c_uint64, c_int)),
     ("memory_usage", CFUNCTYPE(c_void_p, c_uint64, c_uint32, POINTER(c_int), POINTER(c_int64),
                                POINTER(c_uint64))),
+    ("server_object", CFUNCTYPE(c_void_p, c_int, c_char_p, c_int64, c_char_p, POINTER(c_int64),
+                                POINTER(c_void_p))),
 ]
 
 

@@ -50,14 +50,16 @@ _metric_ids = itertools.count(1)
 _metric_lock = threading.Lock()
 
 
-def attach(server: ServerApi) -> None:
+def attach(server: ServerApi | None) -> None:
+    """The server backends' calls go to (None: it stopped, and calls fail UNAVAILABLE)."""
     global _server
     _server = server
 
 
 def _require() -> ServerApi:
     if _server is None:
-        raise TritonError.unavailable("no model of a native backend is loaded in a server")
+        raise TritonError.unavailable("no Tritium server runs in this process (none was made, "
+                                      "or it was stopped)")
     return _server
 
 
@@ -92,9 +94,7 @@ def server_call(op: int, name: str, version: int, argument: str | None) -> int |
         return json.dumps(server.repository_index(ready_only=bool(version & 1)))
     if op == 12:
         return int(server.is_ready())
-    raise TritonError.unsupported(
-        "TRITONSERVER_ServerModelStatistics is not supported by Tritium" if op == 10
-        else f"server call {op} is not supported by Tritium")
+    raise TritonError.unsupported(f"server call {op} is not supported by Tritium")
 
 
 def _load_parameters(text: str) -> dict[str, Any]:

@@ -5,11 +5,7 @@
 
 #include "host.h"
 
-// The one TRITONSERVER_Server a backend sees (TRITONBACKEND_ModelServer): calls on it go to
-// the host, so it only needs an address.
-struct TRITONSERVER_Server {
-  int unused;
-};
+// The one TRITONSERVER_Server a backend sees (TRITONBACKEND_ModelServer).
 static TRITONSERVER_Server g_server{0};
 static int g_memory_manager_tag;
 

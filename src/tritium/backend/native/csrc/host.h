@@ -224,13 +224,29 @@ struct TritiumHost {
   // entry i is `sizes[i]` bytes of memory type `types[i]` on device `ids[i]`.
   TRITONSERVER_Error* (*memory_usage)(uint64_t token, uint32_t count, const int* types,
                                       const int64_t* ids, const uint64_t* sizes);
+  // The server object a program made (TRITONSERVER_ServerNew and the calls on it): as
+  // server_call, `op` (ServerObjectOp) names the call; UNSUPPORTED where no program made one.
+  TRITONSERVER_Error* (*server_object)(int op, const char* name, int64_t version,
+                                       const char* argument, int64_t* out_int,
+                                       TRITONSERVER_Message** out_message);
+};
+
+// The server a backend or a program refers to. Calls on it go to the host (one server per
+// process), so it carries nothing.
+struct TRITONSERVER_Server {
+  int unused;
 };
 
 // server_call ops
 enum ServerOp {
   OP_MODEL_READY = 1, OP_MODEL_TXN = 2, OP_MODEL_BATCH = 3, OP_LOAD = 4, OP_UNLOAD = 5,
   OP_UNLOAD_DEPENDENTS = 6, OP_SERVER_METADATA = 7, OP_MODEL_METADATA = 8, OP_MODEL_CONFIG = 9,
-  OP_MODEL_STATISTICS = 10, OP_MODEL_INDEX = 11, OP_SERVER_READY = 12, OP_METRICS = 13
+  OP_MODEL_INDEX = 11, OP_SERVER_READY = 12
+};
+// server_object ops
+enum ServerObjectOp {
+  SOP_NEW = 1, SOP_STOP = 2, SOP_DELETE = 3, SOP_EXIT_TIMEOUT = 4, SOP_REGISTER = 5,
+  SOP_UNREGISTER = 6, SOP_POLL = 7, SOP_LIVE = 8, SOP_STATISTICS = 9, SOP_METRICS = 10
 };
 // metric_call ops
 enum MetricOp {

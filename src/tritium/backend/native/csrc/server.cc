@@ -1,6 +1,7 @@
-// The server as a backend sees it: liveness and readiness, metadata, configurations,
-// statistics and the model index (each answered by the Python server as its endpoints
-// answer), and model control (load with parameters, unload).
+// The server as a backend or a program sees it: readiness, metadata, configurations and the
+// model index (each answered by the Python server as its endpoints answer), and model
+// control (load with parameters, unload). Liveness and statistics are the server object's
+// (server_object.cc).
 #include "host.h"
 
 extern "C" {
@@ -17,10 +18,6 @@ static TRITONSERVER_Error* server_message(int op, const char* fn, const char* na
   return g_host.server_call(op, name != nullptr ? name : "", version, nullptr, &unused, out);
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerIsLive(TRITONSERVER_Server*, bool* live) {
-  *live = true;  // a backend can only call this while the server process runs
-  return nullptr;
-}
 TRITONSERVER_Error* TRITONSERVER_ServerIsReady(TRITONSERVER_Server*, bool* ready) {
   int64_t v = 0;
   TRITONSERVER_Error* err = server_int(OP_SERVER_READY, "TRITONSERVER_ServerIsReady", "", -1, nullptr, &v);
@@ -61,10 +58,6 @@ TRITONSERVER_Error* TRITONSERVER_ServerMetadata(TRITONSERVER_Server*, TRITONSERV
 TRITONSERVER_Error* TRITONSERVER_ServerModelMetadata(
     TRITONSERVER_Server*, const char* model_name, const int64_t model_version, TRITONSERVER_Message** m) {
   return server_message(OP_MODEL_METADATA, "TRITONSERVER_ServerModelMetadata", model_name, model_version, m);
-}
-TRITONSERVER_Error* TRITONSERVER_ServerModelStatistics(
-    TRITONSERVER_Server*, const char* model_name, const int64_t model_version, TRITONSERVER_Message** m) {
-  return server_message(OP_MODEL_STATISTICS, "TRITONSERVER_ServerModelStatistics", model_name, model_version, m);
 }
 TRITONSERVER_Error* TRITONSERVER_ServerModelConfig(
     TRITONSERVER_Server*, const char* model_name, const int64_t model_version,

@@ -1,0 +1,188 @@
+"""A C++ program embeds Tritium through Triton's C API (TRITONSERVER_ServerNew), as Triton's own
+`simple.cc` example embeds Triton.
+
+The program (tests/support/c_api/server_program.cc) is compiled while the tests run against
+Tritium's API header and linked with its libtritonserver.so; it runs with an environment that
+names no Python, so the library has to start the Python it was built with. It serves a Python
+backend model, a "Python-based backend" model (Triton's classic `simple`) and a compiled
+backend's model, and prints one line per step, which the tests read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support.native_fixtures import compile_backends, compile_program, write_model
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "support" / "c_api" / "server_program.cc"
+INT32_IO = (
+    'input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },'
+    ' { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\n'
+    'output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },'
+    ' { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\n'
+)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    base = tmp_path_factory.mktemp("c_api_server")
+    backends = compile_backends(base / "backends", {"identity": "identity"})
+    shutil.copytree(ROOT / "examples" / "backends" / "addsub", backends / "addsub")
+    repo = base / "models"
+    for name in ("simple", "add_sub"):
+        shutil.copytree(ROOT / "examples" / "model_repository" / name, repo / name)
+    write_model(repo, "native_identity", 'backend: "identity"\nmax_batch_size: 8\n' + INT32_IO)
+    program = compile_program(PROGRAM, base / "server_program")
+    return program, repo, backends
+
+
+def _environment() -> dict[str, str]:
+    """No virtual environment, no PYTHONPATH: only what finds the library's cache."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
+    for name in ("TRITIUM_NATIVE_CACHE", "XDG_CACHE_HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _run(program: Path, *args: str | Path) -> tuple[dict[str, str], subprocess.CompletedProcess]:
+    result = subprocess.run([str(program), *map(str, args)], capture_output=True, text=True,
+                            timeout=120, env=_environment(), check=False)
+    steps = {}
+    for line in result.stdout.splitlines():
+        step, _, rest = line.partition(" ")
+        steps[step] = rest
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    assert "done" in steps or "exiting" in steps, result.stdout
+    return steps, result
+
+
+def test_a_program_makes_a_server_infers_and_deletes_it(setup):
+    program, repo, backends = setup
+    steps, _ = _run(program, "simple", repo, backends)
+    assert json.loads(steps["metadata"])["name"] == "embedded"
+    assert json.loads(steps["model_metadata"])["inputs"][0] == {
+        "name": "INPUT0", "datatype": "INT32", "shape": [-1, 16]}
+    assert json.loads(steps["model_config"])["max_batch_size"] == 8
+    assert {(m["name"], m["state"]) for m in json.loads(steps["index"])} == {
+        ("add_sub", "READY"), ("native_identity", "READY"), ("simple", "READY")}
+    # sum(0..15) + 16 and sum(0..15) - 16; the identity gives its inputs back.
+    assert steps["infer_simple"] == "id=c-api-1 OUTPUT0=136/INT32/dims2 OUTPUT1=104/INT32/dims2"
+    assert steps["infer_native"] == "id=c-api-1 OUTPUT0=120/INT32/dims2 OUTPUT1=16/INT32/dims2"
+    assert steps["infer_python"] == "id=c-api-1 OUTPUT0=10/FP32/dims1 OUTPUT1=2/FP32/dims1"
+    stats = json.loads(steps["statistics"])["model_stats"]
+    assert [(s["name"], s["version"], s["inference_count"], s["execution_count"],
+             s["inference_stats"]["success"]["count"]) for s in stats] == [
+        ("simple", "1", 1, 1, 1)]
+    assert steps["metrics"] == 'nv_inference_count{model="simple",version="1"} 1'
+    assert steps["live_after_stop"] == "false"
+    assert steps["deleted"] == "true"
+    # The second server, in EXPLICIT mode, loads nothing until told.
+    assert steps["second_simple_ready"] == "false"
+    assert steps["second_simple_loaded"] == "true"
+    assert steps["second_infer"] == steps["infer_simple"]
+
+
+def test_bad_calls_get_tritons_errors_and_the_server_keeps_serving(setup):
+    program, repo, backends = setup
+    steps, _ = _run(program, "errors", repo, backends)
+    assert steps["bad_control_mode"] == "Invalid argument unknown control mode '7'"
+    assert steps["bad_device_limit"] == (
+        "Invalid argument expects limit fraction to be in range [0.0, 1.0], got 1.500000")
+    assert steps["second_server"].startswith(
+        "Already exists Tritium runs one server per process: delete the server made before")
+    assert steps["unknown_model"] == (
+        "Not found Request for unknown model: 'no_such_model' is not found")
+    assert steps["wrong_shape"].startswith(
+        "Invalid argument [request id: c-api-1] unexpected shape for input 'INPUT1' for model "
+        "'simple'. Expected [-1,16], got [1,3].")
+    assert steps["unknown_statistics"] == (
+        "Invalid argument requested model 'no_such_model' is not available")
+    assert steps["poll"] == "OK"  # POLL, the C API's default mode: applied when asked
+    assert steps["load_in_poll_mode"] == (
+        "Unavailable explicit model load / unload is not allowed if polling is enabled")
+    assert steps["bad_metric_format"] == "Invalid argument unknown metrics format '3'"
+    assert steps["still_serving"] == (
+        "id=c-api-1 OUTPUT0=136/INT32/dims2 OUTPUT1=104/INT32/dims2")
+    assert steps["live_after_delete"] == (
+        "Invalid argument the server was deleted (TRITONSERVER_ServerDelete)")
+
+
+def test_a_missing_repository_fails_server_new(setup, tmp_path):
+    program, _, _ = setup
+    missing = tmp_path / "nowhere"
+    steps, _ = _run(program, "missing", missing)
+    assert steps["server_new"] == (
+        f"Internal failed to stat file {missing}: model repository path does not exist")
+
+
+def test_a_program_that_exits_with_its_server_running_leaves_no_stub(setup):
+    program, repo, backends = setup
+    steps, _ = _run(program, "exit", repo, backends)
+    assert steps["infer_python"] == "id=c-api-1 OUTPUT0=10/FP32/dims1 OUTPUT1=2/FP32/dims1"
+    stubs = [int(pid) for pid in steps["children"].split()]
+    assert stubs, "the python model's stub should be a child of the program"
+    deadline = time.monotonic() + 20
+    while any(map(_running, stubs)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in stubs if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its new parent to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+# A Python program calling the C API (as Triton's own Python binding does): the library finds
+# the interpreter already running and takes its GIL instead of starting one.
+PYTHON_CALLER = """
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)
+P = ctypes.c_void_p
+for name, args in [("TRITONSERVER_ServerOptionsNew", [ctypes.POINTER(P)]),
+                   ("TRITONSERVER_ServerOptionsSetModelRepositoryPath", [P, ctypes.c_char_p]),
+                   ("TRITONSERVER_ServerOptionsSetBackendDirectory", [P, ctypes.c_char_p]),
+                   ("TRITONSERVER_ServerOptionsSetLogInfo", [P, ctypes.c_bool]),
+                   ("TRITONSERVER_ServerNew", [ctypes.POINTER(P), P]),
+                   ("TRITONSERVER_ServerModelIsReady",
+                    [P, ctypes.c_char_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_bool)]),
+                   ("TRITONSERVER_ServerDelete", [P])]:
+    getattr(lib, name).argtypes = args
+    getattr(lib, name).restype = P
+options, server, ready = P(), P(), ctypes.c_bool()
+assert lib.TRITONSERVER_ServerOptionsNew(ctypes.byref(options)) is None
+assert lib.TRITONSERVER_ServerOptionsSetModelRepositoryPath(options, sys.argv[2].encode()) is None
+assert lib.TRITONSERVER_ServerOptionsSetBackendDirectory(options, sys.argv[3].encode()) is None
+assert lib.TRITONSERVER_ServerOptionsSetLogInfo(options, False) is None
+assert lib.TRITONSERVER_ServerNew(ctypes.byref(server), options) is None
+assert lib.TRITONSERVER_ServerModelIsReady(server, b"add_sub", -1, ctypes.byref(ready)) is None
+print("add_sub ready", ready.value)
+assert lib.TRITONSERVER_ServerDelete(server) is None
+print("deleted")
+"""
+
+
+def test_a_python_program_makes_a_server_through_the_c_api(setup):
+    _, repo, backends = setup
+    from tritium.backend.native import build
+
+    result = subprocess.run(
+        [sys.executable, "-c", PYTHON_CALLER, str(build.library_path()), str(repo),
+         str(backends)], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    # The model's finalize prints too ("Cleaning up..."), from its stub.
+    lines = [line for line in result.stdout.splitlines() if line != "Cleaning up..."]
+    assert lines == ["add_sub ready True", "deleted"]

@@ -1,0 +1,349 @@
+// A C++ program that embeds a server through Triton's C API, as Triton's own `simple.cc`
+// example does: options, TRITONSERVER_ServerNew, readiness, metadata, an inference with a
+// response allocator, statistics, metrics, model control, delete, and a second server after.
+// It links Tritium's libtritonserver.so and runs no Python of its own. Each step prints one
+// line "<step> <result>", which the test reads.
+//
+//   server_program simple <repository> <backend directory>
+//   server_program errors <repository> <backend directory>
+//   server_program exit <repository> <backend directory>
+//   server_program missing <repository>
+#include <dirent.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "triton/core/tritonserver.h"
+
+namespace {
+
+[[noreturn]] void fail(const std::string& step, TRITONSERVER_Error* err) {
+  std::printf("FAILED %s: %s %s\n", step.c_str(), TRITONSERVER_ErrorCodeString(err),
+              TRITONSERVER_ErrorMessage(err));
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+void check(const std::string& step, TRITONSERVER_Error* err) {
+  if (err != nullptr) fail(step, err);
+}
+
+// "<step> <CODE> <message>" for a call that must fail (or "<step> OK").
+void expect_error(const std::string& step, TRITONSERVER_Error* err) {
+  if (err == nullptr) {
+    std::printf("%s OK\n", step.c_str());
+  } else {
+    std::printf("%s %s %s\n", step.c_str(), TRITONSERVER_ErrorCodeString(err),
+                TRITONSERVER_ErrorMessage(err));
+    TRITONSERVER_ErrorDelete(err);
+  }
+}
+
+std::string message_json(TRITONSERVER_Message* message) {
+  const char* base = nullptr;
+  size_t size = 0;
+  check("serialize", TRITONSERVER_MessageSerializeToJson(message, &base, &size));
+  std::string json(base, size);
+  TRITONSERVER_MessageDelete(message);
+  return json;
+}
+
+// The response allocator: host memory from malloc, whatever the server prefers.
+TRITONSERVER_Error* allocate(TRITONSERVER_ResponseAllocator*, const char*, size_t byte_size,
+                             TRITONSERVER_MemoryType, int64_t, void*, void** buffer,
+                             void** buffer_userp, TRITONSERVER_MemoryType* actual_type,
+                             int64_t* actual_id) {
+  *buffer = byte_size > 0 ? std::malloc(byte_size) : nullptr;
+  *buffer_userp = nullptr;
+  *actual_type = TRITONSERVER_MEMORY_CPU;
+  *actual_id = 0;
+  return nullptr;
+}
+
+TRITONSERVER_Error* release(TRITONSERVER_ResponseAllocator*, void* buffer, void*, size_t,
+                            TRITONSERVER_MemoryType, int64_t) {
+  std::free(buffer);
+  return nullptr;
+}
+
+struct Completion {
+  std::mutex mutex;
+  std::condition_variable cv;
+  TRITONSERVER_InferenceResponse* response = nullptr;
+  bool responded = false, released = false;
+};
+
+void on_release(TRITONSERVER_InferenceRequest* request, const uint32_t, void* userp) {
+  auto* done = static_cast<Completion*>(userp);
+  TRITONSERVER_InferenceRequestDelete(request);
+  std::lock_guard<std::mutex> lock(done->mutex);
+  done->released = true;
+  done->cv.notify_all();
+}
+
+void on_response(TRITONSERVER_InferenceResponse* response, const uint32_t, void* userp) {
+  auto* done = static_cast<Completion*>(userp);
+  std::lock_guard<std::mutex> lock(done->mutex);
+  done->response = response;
+  done->responded = true;
+  done->cv.notify_all();
+}
+
+// Sends INPUT0 = 0..n-1 and INPUT1 = 1 (INT32, shape [1, n]) to `model`; prints the outputs'
+// sums as "<step> OUTPUT0=<sum> OUTPUT1=<sum>", or the response's error.
+void infer_add_sub(TRITONSERVER_Server* server, const std::string& step, const char* model,
+                   int64_t n, TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INT32) {
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  check("allocator", TRITONSERVER_ResponseAllocatorNew(&allocator, allocate, release, nullptr));
+  TRITONSERVER_InferenceRequest* request = nullptr;
+  TRITONSERVER_Error* err = TRITONSERVER_InferenceRequestNew(&request, server, model, -1);
+  if (err != nullptr) {
+    expect_error(step, err);
+    TRITONSERVER_ResponseAllocatorDelete(allocator);
+    return;
+  }
+  Completion done;
+  check("release callback", TRITONSERVER_InferenceRequestSetReleaseCallback(request, on_release, &done));
+  check("response callback", TRITONSERVER_InferenceRequestSetResponseCallback(
+                                 request, allocator, nullptr, on_response, &done));
+  check("request id", TRITONSERVER_InferenceRequestSetId(request, "c-api-1"));
+  std::vector<int32_t> input0(n), input1(n, 1);
+  std::vector<float> float0(n), float1(n, 1.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    input0[i] = static_cast<int32_t>(i);
+    float0[i] = static_cast<float>(i);
+  }
+  const int64_t batched[2] = {1, n};
+  const bool fp32 = datatype == TRITONSERVER_TYPE_FP32;
+  // The FP32 model (add_sub) has no batch dimension: its shape is [n].
+  const int64_t* shape = fp32 ? batched + 1 : batched;
+  const uint32_t dims = fp32 ? 1 : 2;
+  const void* data0 = fp32 ? static_cast<const void*>(float0.data()) : input0.data();
+  const void* data1 = fp32 ? static_cast<const void*>(float1.data()) : input1.data();
+  const size_t bytes = static_cast<size_t>(n) * 4;
+  for (const char* name : {"INPUT0", "INPUT1"}) {
+    check("add input", TRITONSERVER_InferenceRequestAddInput(request, name, datatype, shape, dims));
+    check("append data", TRITONSERVER_InferenceRequestAppendInputData(
+                             request, name, std::strcmp(name, "INPUT0") == 0 ? data0 : data1,
+                             bytes, TRITONSERVER_MEMORY_CPU, 0));
+  }
+  check("requested output", TRITONSERVER_InferenceRequestAddRequestedOutput(request, "OUTPUT0"));
+  check("requested output", TRITONSERVER_InferenceRequestAddRequestedOutput(request, "OUTPUT1"));
+  err = TRITONSERVER_ServerInferAsync(server, request, nullptr);
+  if (err != nullptr) {  // not sent: the request is still the caller's
+    expect_error(step, err);
+    TRITONSERVER_InferenceRequestDelete(request);
+    TRITONSERVER_ResponseAllocatorDelete(allocator);
+    return;
+  }
+  {
+    std::unique_lock<std::mutex> lock(done.mutex);
+    done.cv.wait(lock, [&] { return done.responded && done.released; });
+  }
+  TRITONSERVER_InferenceResponse* response = done.response;
+  err = TRITONSERVER_InferenceResponseError(response);
+  if (err != nullptr) {
+    expect_error(step, err);
+  } else {
+    const char* id = nullptr;
+    check("response id", TRITONSERVER_InferenceResponseId(response, &id));
+    std::string line = step + " id=" + id;
+    uint32_t count = 0;
+    check("output count", TRITONSERVER_InferenceResponseOutputCount(response, &count));
+    for (uint32_t i = 0; i < count; ++i) {
+      const char* name = nullptr;
+      TRITONSERVER_DataType out_type;
+      const int64_t* out_shape = nullptr;
+      uint64_t out_dims = 0;
+      const void* base = nullptr;
+      size_t size = 0;
+      TRITONSERVER_MemoryType memory_type;
+      int64_t memory_id = 0;
+      void* userp = nullptr;
+      check("output", TRITONSERVER_InferenceResponseOutput(
+                          response, i, &name, &out_type, &out_shape, &out_dims, &base, &size,
+                          &memory_type, &memory_id, &userp));
+      double sum = 0;
+      for (size_t k = 0; k < size / 4; ++k) {
+        sum += fp32 ? static_cast<const float*>(base)[k] : static_cast<const int32_t*>(base)[k];
+      }
+      line += std::string(" ") + name + "=" + std::to_string(static_cast<long long>(sum)) +
+              "/" + TRITONSERVER_DataTypeString(out_type) + "/dims" + std::to_string(out_dims);
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  TRITONSERVER_InferenceResponseDelete(response);
+  TRITONSERVER_ResponseAllocatorDelete(allocator);
+}
+
+TRITONSERVER_ServerOptions* options_for(const char* repository, const char* backends,
+                                        TRITONSERVER_ModelControlMode mode) {
+  TRITONSERVER_ServerOptions* options = nullptr;
+  check("options", TRITONSERVER_ServerOptionsNew(&options));
+  check("repository", TRITONSERVER_ServerOptionsSetModelRepositoryPath(options, repository));
+  check("control mode", TRITONSERVER_ServerOptionsSetModelControlMode(options, mode));
+  check("log verbose", TRITONSERVER_ServerOptionsSetLogVerbose(options, 0));
+  check("log info", TRITONSERVER_ServerOptionsSetLogInfo(options, false));
+  check("backend directory", TRITONSERVER_ServerOptionsSetBackendDirectory(options, backends));
+  check("strict", TRITONSERVER_ServerOptionsSetStrictModelConfig(options, true));
+  check("server id", TRITONSERVER_ServerOptionsSetServerId(options, "embedded"));
+  check("gpu metrics", TRITONSERVER_ServerOptionsSetGpuMetrics(options, false));
+  check("exit timeout", TRITONSERVER_ServerOptionsSetExitTimeout(options, 10));
+  return options;
+}
+
+TRITONSERVER_Server* new_server(const char* repository, const char* backends,
+                                TRITONSERVER_ModelControlMode mode) {
+  TRITONSERVER_ServerOptions* options = options_for(repository, backends, mode);
+  TRITONSERVER_Server* server = nullptr;
+  check("server new", TRITONSERVER_ServerNew(&server, options));
+  check("options delete", TRITONSERVER_ServerOptionsDelete(options));
+  // As simple.cc: wait until the server is live and ready.
+  for (int i = 0; i < 300; ++i) {
+    bool live = false, ready = false;
+    check("live", TRITONSERVER_ServerIsLive(server, &live));
+    check("ready", TRITONSERVER_ServerIsReady(server, &ready));
+    if (live && ready) return server;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::printf("FAILED ready: the server never became ready\n");
+  std::exit(1);
+}
+
+int simple(const char* repository, const char* backends) {
+  TRITONSERVER_Server* server = new_server(repository, backends, TRITONSERVER_MODEL_CONTROL_NONE);
+  std::printf("ready true\n");
+  TRITONSERVER_Message* message = nullptr;
+  check("metadata", TRITONSERVER_ServerMetadata(server, &message));
+  std::printf("metadata %s\n", message_json(message).c_str());
+  check("model metadata", TRITONSERVER_ServerModelMetadata(server, "simple", -1, &message));
+  std::printf("model_metadata %s\n", message_json(message).c_str());
+  check("model config", TRITONSERVER_ServerModelConfig(server, "simple", -1, 1, &message));
+  std::printf("model_config %s\n", message_json(message).c_str());
+  check("index", TRITONSERVER_ServerModelIndex(server, 0, &message));
+  std::printf("index %s\n", message_json(message).c_str());
+  infer_add_sub(server, "infer_simple", "simple", 16);
+  infer_add_sub(server, "infer_native", "native_identity", 16);
+  infer_add_sub(server, "infer_python", "add_sub", 4, TRITONSERVER_TYPE_FP32);
+  check("statistics", TRITONSERVER_ServerModelStatistics(server, "simple", -1, &message));
+  std::printf("statistics %s\n", message_json(message).c_str());
+  TRITONSERVER_Metrics* metrics = nullptr;
+  check("metrics", TRITONSERVER_ServerMetrics(server, &metrics));
+  const char* base = nullptr;
+  size_t size = 0;
+  check("metrics text", TRITONSERVER_MetricsFormatted(metrics, TRITONSERVER_METRIC_PROMETHEUS, &base, &size));
+  std::string text(base, size);
+  size_t at = text.find("nv_inference_count{model=\"simple\"");
+  std::printf("metrics %s\n", at == std::string::npos ? "missing" : text.substr(at, text.find('\n', at) - at).c_str());
+  check("metrics delete", TRITONSERVER_MetricsDelete(metrics));
+  check("stop", TRITONSERVER_ServerStop(server));
+  bool live = true;
+  check("live after stop", TRITONSERVER_ServerIsLive(server, &live));
+  std::printf("live_after_stop %s\n", live ? "true" : "false");
+  check("delete", TRITONSERVER_ServerDelete(server));
+  std::printf("deleted true\n");
+
+  // A second server in the same process, after the first is gone.
+  server = new_server(repository, backends, TRITONSERVER_MODEL_CONTROL_EXPLICIT);
+  bool ready = true;
+  check("model ready", TRITONSERVER_ServerModelIsReady(server, "simple", -1, &ready));
+  std::printf("second_simple_ready %s\n", ready ? "true" : "false");
+  check("load", TRITONSERVER_ServerLoadModel(server, "simple"));
+  check("model ready", TRITONSERVER_ServerModelIsReady(server, "simple", -1, &ready));
+  std::printf("second_simple_loaded %s\n", ready ? "true" : "false");
+  infer_add_sub(server, "second_infer", "simple", 16);
+  check("unload", TRITONSERVER_ServerUnloadModel(server, "simple"));
+  check("delete", TRITONSERVER_ServerDelete(server));
+  std::printf("done\n");
+  return 0;
+}
+
+int errors(const char* repository, const char* backends) {
+  TRITONSERVER_ServerOptions* bad = nullptr;
+  check("options", TRITONSERVER_ServerOptionsNew(&bad));
+  expect_error("bad_control_mode", TRITONSERVER_ServerOptionsSetModelControlMode(
+                                       bad, static_cast<TRITONSERVER_ModelControlMode>(7)));
+  expect_error("bad_device_limit", TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit(
+                                       bad, TRITONSERVER_INSTANCEGROUPKIND_GPU, 0, 1.5));
+  TRITONSERVER_ServerOptionsDelete(bad);
+
+  TRITONSERVER_Server* server = new_server(repository, backends, TRITONSERVER_MODEL_CONTROL_POLL);
+  TRITONSERVER_ServerOptions* options = options_for(repository, backends, TRITONSERVER_MODEL_CONTROL_POLL);
+  TRITONSERVER_Server* second = nullptr;
+  expect_error("second_server", TRITONSERVER_ServerNew(&second, options));
+  TRITONSERVER_ServerOptionsDelete(options);
+  infer_add_sub(server, "unknown_model", "no_such_model", 16);
+  infer_add_sub(server, "wrong_shape", "simple", 3);
+  TRITONSERVER_Message* message = nullptr;
+  expect_error("unknown_statistics", TRITONSERVER_ServerModelStatistics(server, "no_such_model", -1, &message));
+  expect_error("poll", TRITONSERVER_ServerPollModelRepository(server));
+  expect_error("load_in_poll_mode", TRITONSERVER_ServerLoadModel(server, "simple"));
+  TRITONSERVER_Metrics* metrics = nullptr;
+  check("metrics", TRITONSERVER_ServerMetrics(server, &metrics));
+  const char* base = nullptr;
+  size_t size = 0;
+  expect_error("bad_metric_format", TRITONSERVER_MetricsFormatted(
+                                        metrics, static_cast<TRITONSERVER_MetricFormat>(3), &base, &size));
+  TRITONSERVER_MetricsDelete(metrics);
+  infer_add_sub(server, "still_serving", "simple", 16);
+  check("delete", TRITONSERVER_ServerDelete(server));
+  bool live = true;
+  expect_error("live_after_delete", TRITONSERVER_ServerIsLive(server, &live));
+  std::printf("done\n");
+  return 0;
+}
+
+// The pids of this process's children (python backend stubs among them), from /proc.
+std::string children() {
+  std::string pids;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return pids;
+  while (dirent* task = readdir(tasks)) {
+    if (task->d_name[0] == '.') continue;
+    std::ifstream file(std::string("/proc/self/task/") + task->d_name + "/children");
+    std::string pid;
+    while (file >> pid) pids += " " + pid;
+  }
+  closedir(tasks);
+  return pids;
+}
+
+// Exits with the server still running: the process must end, its stubs too.
+int exit_running(const char* repository, const char* backends) {
+  TRITONSERVER_Server* server = new_server(repository, backends, TRITONSERVER_MODEL_CONTROL_NONE);
+  infer_add_sub(server, "infer_python", "add_sub", 4, TRITONSERVER_TYPE_FP32);
+  std::printf("children%s\n", children().c_str());
+  std::printf("exiting\n");
+  std::fflush(stdout);
+  return 0;
+}
+
+int missing(const char* repository) {
+  TRITONSERVER_ServerOptions* options = nullptr;
+  check("options", TRITONSERVER_ServerOptionsNew(&options));
+  check("repository", TRITONSERVER_ServerOptionsSetModelRepositoryPath(options, repository));
+  check("log info", TRITONSERVER_ServerOptionsSetLogInfo(options, false));
+  TRITONSERVER_Server* server = nullptr;
+  expect_error("server_new", TRITONSERVER_ServerNew(&server, options));
+  TRITONSERVER_ServerOptionsDelete(options);
+  std::printf("done\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 4 && std::strcmp(argv[1], "simple") == 0) return simple(argv[2], argv[3]);
+  if (argc >= 4 && std::strcmp(argv[1], "errors") == 0) return errors(argv[2], argv[3]);
+  if (argc >= 4 && std::strcmp(argv[1], "exit") == 0) return exit_running(argv[2], argv[3]);
+  if (argc >= 3 && std::strcmp(argv[1], "missing") == 0) return missing(argv[2]);
+  std::fprintf(stderr, "usage: server_program simple|errors REPOSITORY BACKENDS | missing REPOSITORY\n");
+  return 2;
+}
