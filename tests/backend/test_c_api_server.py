@@ -32,6 +32,18 @@ INT32_IO = (
 )
 
 
+# Answers every request with an error response.
+FAILING_MODEL = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse(error=pb_utils.TritonError("this model always fails"))
+                for _ in requests]
+"""
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("c_api_server")
@@ -41,6 +53,17 @@ def setup(tmp_path_factory):
     for name in ("simple", "add_sub"):
         shutil.copytree(ROOT / "examples" / "model_repository" / name, repo / name)
     write_model(repo, "native_identity", 'backend: "identity"\nmax_batch_size: 8\n' + INT32_IO)
+    shutil.copytree(ROOT / "examples" / "model_repository" / "add_sub", repo / "failing")
+    (repo / "failing" / "config.pbtxt").write_text(
+        (repo / "failing" / "config.pbtxt").read_text().replace('"add_sub"', '"failing"'))
+    (repo / "failing" / "1" / "model.py").write_text(FAILING_MODEL)
+    shutil.copytree(ROOT / "examples" / "model_repository" / "add_sub", repo / "slow")
+    (repo / "slow" / "config.pbtxt").write_text(
+        (repo / "slow" / "config.pbtxt").read_text().replace('"add_sub"', '"slow"'))
+    model = (repo / "slow" / "1" / "model.py").read_text()
+    (repo / "slow" / "1" / "model.py").write_text(model.replace(
+        "    def execute(self, requests):", "    def execute(self, requests):\n"
+        "        __import__('time').sleep(1.0)", 1))
     program = compile_program(PROGRAM, base / "server_program")
     return program, repo, backends
 
@@ -74,15 +97,17 @@ def test_a_program_makes_a_server_infers_and_deletes_it(setup):
         "name": "INPUT0", "datatype": "INT32", "shape": [-1, 16]}
     assert json.loads(steps["model_config"])["max_batch_size"] == 8
     assert {(m["name"], m["state"]) for m in json.loads(steps["index"])} == {
-        ("add_sub", "READY"), ("native_identity", "READY"), ("simple", "READY")}
+        ("add_sub", "READY"), ("failing", "READY"), ("native_identity", "READY"),
+        ("simple", "READY"), ("slow", "READY")}
     # sum(0..15) + 16 and sum(0..15) - 16; the identity gives its inputs back.
     assert steps["infer_simple"] == "id=c-api-1 OUTPUT0=136/INT32/dims2 OUTPUT1=104/INT32/dims2"
     assert steps["infer_native"] == "id=c-api-1 OUTPUT0=120/INT32/dims2 OUTPUT1=16/INT32/dims2"
     assert steps["infer_python"] == "id=c-api-1 OUTPUT0=10/FP32/dims1 OUTPUT1=2/FP32/dims1"
     stats = json.loads(steps["statistics"])["model_stats"]
-    assert [(s["name"], s["version"], s["inference_count"], s["execution_count"],
-             s["inference_stats"]["success"]["count"]) for s in stats] == [
-        ("simple", "1", 1, 1, 1)]
+    # (The execution is counted once the backend returns, which may be after the program read
+    # its response: its count is not asserted.)
+    assert [(s["name"], s["version"], s["inference_count"],
+             s["inference_stats"]["success"]["count"]) for s in stats] == [("simple", "1", 1, 1)]
     assert steps["metrics"] == 'nv_inference_count{model="simple",version="1"} 1'
     assert steps["live_after_stop"] == "false"
     assert steps["deleted"] == "true"
@@ -105,6 +130,17 @@ def test_bad_calls_get_tritons_errors_and_the_server_keeps_serving(setup):
     assert steps["wrong_shape"].startswith(
         "Invalid argument [request id: c-api-1] unexpected shape for input 'INPUT1' for model "
         "'simple'. Expected [-1,16], got [1,3].")
+    assert steps["byte_size_mismatch"] == (
+        "Invalid argument [request id: c-api-1] input byte size mismatch for input 'INPUT0' "
+        "for model 'simple'. Expected 64, got 68")
+    # The response's error is a new one the caller may delete before the response.
+    assert steps["model_error"] == "Internal this model always fails"
+    assert steps["ready_index"] == (  # compact JSON, as Triton's
+        '[{"name":"add_sub","version":"1","state":"READY"},'
+        '{"name":"failing","version":"1","state":"READY"},'
+        '{"name":"native_identity","version":"1","state":"READY"},'
+        '{"name":"simple","version":"1","state":"READY"},'
+        '{"name":"slow","version":"1","state":"READY"}]')
     assert steps["unknown_statistics"] == (
         "Invalid argument requested model 'no_such_model' is not available")
     assert steps["poll"] == "OK"  # POLL, the C API's default mode: applied when asked
@@ -115,6 +151,17 @@ def test_bad_calls_get_tritons_errors_and_the_server_keeps_serving(setup):
         "id=c-api-1 OUTPUT0=136/INT32/dims2 OUTPUT1=104/INT32/dims2")
     assert steps["live_after_delete"] == (
         "Invalid argument the server was deleted (TRITONSERVER_ServerDelete)")
+
+
+def test_a_request_cancelled_while_queued_is_answered_cancelled(setup):
+    program, repo, backends = setup
+    steps, _ = _run(program, "cancel", repo, backends)
+    assert steps["cancel_unsent"] == (
+        "Internal It is not possible to cancel an inference request before calling "
+        "TRITONSERVER_InferAsync.")
+    assert steps["running"] == "OK"
+    assert steps["queued"] == (
+        "Cancelled the request was cancelled before it was executed")
 
 
 def test_a_missing_repository_fails_server_new(setup, tmp_path):

@@ -44,6 +44,12 @@ class _Instance:
             self.done.release()
 
 
+class _Request:
+    """What the scheduler reads of a request before running it."""
+
+    cancelled = False
+
+
 def _sizes(seconds: float, count: int) -> list[int]:
     """Queue `count` requests behind a held first one and return the executions' sizes."""
     gate = threading.Event()
@@ -51,10 +57,10 @@ def _sizes(seconds: float, count: int) -> list[int]:
     scheduler = DefaultScheduler("m", [instance], ExecutionPolicy.BLOCKING)
     scheduler.start()
     try:
-        scheduler.enqueue(object())  # type: ignore[arg-type]
+        scheduler.enqueue(_Request())  # type: ignore[arg-type]
         time.sleep(0.05)  # the first is taken alone, before the others queue
         for _ in range(count):
-            scheduler.enqueue(object())  # type: ignore[arg-type]
+            scheduler.enqueue(_Request())  # type: ignore[arg-type]
         gate.set()
         for _ in range(count + 1):
             assert instance.done.acquire(timeout=30)

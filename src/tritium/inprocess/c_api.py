@@ -165,7 +165,8 @@ def _dispatch(op: int, name: str, version: int, argument: str | None) -> int | s
         server.poll_model_repository()
         return 0
     if op == SOP_STATISTICS:
-        return json.dumps(server.model(name, version if version > 0 else -1).statistics())
+        statistics = server.model(name, version if version > 0 else -1).statistics()
+        return json.dumps(statistics, separators=(",", ":"))  # compact, as Triton writes it
     if op == SOP_METRICS:
         return server.metrics()
     raise InvalidArgumentError(f"unknown server object call {op}")

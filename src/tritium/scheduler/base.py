@@ -32,6 +32,19 @@ class ExecutionInstance(Protocol):
         calls would (one exchange with a backend whose work happens in another process)."""
 
 
+def drop_cancelled(requests: list[InferenceRequest]) -> list[InferenceRequest]:
+    """The requests still wanted; those cancelled while queued (the client went away, or a
+    C API caller called TRITONSERVER_InferenceRequestCancel) are answered CANCELLED without
+    running, as Triton's scheduler does."""
+    if not any(request.cancelled for request in requests):
+        return requests
+    for request in requests:
+        if request.cancelled:
+            request.respond_error(TritonError.cancelled(
+                "the request was cancelled before it was executed"))
+    return [request for request in requests if not request.cancelled]
+
+
 class Scheduler(Protocol):
     def start(self) -> None:
         """Start execution threads; called once the instances are initialized."""

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from ..backend.handles import ExecutionPolicy
 from ..handoff import hand_off
 from ..request import InferenceRequest
-from .base import ExecutionInstance, server_stopping
+from .base import ExecutionInstance, drop_cancelled, server_stopping
 
 # The most queued requests an instance takes in one go (each its own execution), and the time
 # their executions may take together: one wake-up costs tens of microseconds, so a share is
@@ -86,10 +86,12 @@ class DefaultScheduler:
             request = self._queue.get()
             if request is None:
                 return
+            if not drop_cancelled([request]):
+                continue
             instance = next(turns)
             start = time.perf_counter_ns()
             if instance.can_execute_each and not self._queue.empty():
-                queued = self._take_share(request, usual_ns)
+                queued = drop_cancelled(self._take_share(request, usual_ns))
                 instance.execute_each(queued)
                 count = len(queued)
                 del queued

@@ -22,7 +22,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..backend.handles import ExecutionPolicy
 from ..errors import TritonError
 from ..request import InferenceRequest
-from .base import ExecutionInstance, server_stopping
+from .base import ExecutionInstance, drop_cancelled, server_stopping
 from .default import execution_slots
 from .priority_queue import PriorityQueue
 from .response_order import ResponseOrder
@@ -142,6 +142,7 @@ class DynamicBatchScheduler:
             _reject(rejected)
             if batch is None:
                 return
+            batch = drop_cancelled(batch)
             if batch:
                 next(turns).execute(batch)
 

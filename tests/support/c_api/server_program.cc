@@ -6,6 +6,7 @@
 //
 //   server_program simple <repository> <backend directory>
 //   server_program errors <repository> <backend directory>
+//   server_program cancel <repository> <backend directory>
 //   server_program exit <repository> <backend directory>
 //   server_program missing <repository>
 #include <dirent.h>
@@ -96,10 +97,12 @@ void on_response(TRITONSERVER_InferenceResponse* response, const uint32_t, void*
   done->cv.notify_all();
 }
 
-// Sends INPUT0 = 0..n-1 and INPUT1 = 1 (INT32, shape [1, n]) to `model`; prints the outputs'
-// sums as "<step> OUTPUT0=<sum> OUTPUT1=<sum>", or the response's error.
+// Sends INPUT0 = 0..n-1 and INPUT1 = 1 (INT32, shape [1, n]; `extra` bytes more data than
+// that) to `model`; prints the outputs' sums as "<step> OUTPUT0=<sum> OUTPUT1=<sum>", or the
+// response's error (deleted by this caller, as Triton's callers do, before the response).
 void infer_add_sub(TRITONSERVER_Server* server, const std::string& step, const char* model,
-                   int64_t n, TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INT32) {
+                   int64_t n, TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INT32,
+                   size_t extra = 0) {
   TRITONSERVER_ResponseAllocator* allocator = nullptr;
   check("allocator", TRITONSERVER_ResponseAllocatorNew(&allocator, allocate, release, nullptr));
   TRITONSERVER_InferenceRequest* request = nullptr;
@@ -114,8 +117,8 @@ void infer_add_sub(TRITONSERVER_Server* server, const std::string& step, const c
   check("response callback", TRITONSERVER_InferenceRequestSetResponseCallback(
                                  request, allocator, nullptr, on_response, &done));
   check("request id", TRITONSERVER_InferenceRequestSetId(request, "c-api-1"));
-  std::vector<int32_t> input0(n), input1(n, 1);
-  std::vector<float> float0(n), float1(n, 1.0f);
+  std::vector<int32_t> input0(n + 1), input1(n + 1, 1);
+  std::vector<float> float0(n + 1), float1(n + 1, 1.0f);
   for (int64_t i = 0; i < n; ++i) {
     input0[i] = static_cast<int32_t>(i);
     float0[i] = static_cast<float>(i);
@@ -127,7 +130,7 @@ void infer_add_sub(TRITONSERVER_Server* server, const std::string& step, const c
   const uint32_t dims = fp32 ? 1 : 2;
   const void* data0 = fp32 ? static_cast<const void*>(float0.data()) : input0.data();
   const void* data1 = fp32 ? static_cast<const void*>(float1.data()) : input1.data();
-  const size_t bytes = static_cast<size_t>(n) * 4;
+  const size_t bytes = static_cast<size_t>(n) * 4 + extra;
   for (const char* name : {"INPUT0", "INPUT1"}) {
     check("add input", TRITONSERVER_InferenceRequestAddInput(request, name, datatype, shape, dims));
     check("append data", TRITONSERVER_InferenceRequestAppendInputData(
@@ -281,7 +284,11 @@ int errors(const char* repository, const char* backends) {
   TRITONSERVER_ServerOptionsDelete(options);
   infer_add_sub(server, "unknown_model", "no_such_model", 16);
   infer_add_sub(server, "wrong_shape", "simple", 3);
+  infer_add_sub(server, "byte_size_mismatch", "simple", 16, TRITONSERVER_TYPE_INT32, 4);
+  infer_add_sub(server, "model_error", "failing", 4, TRITONSERVER_TYPE_FP32);
   TRITONSERVER_Message* message = nullptr;
+  check("index", TRITONSERVER_ServerModelIndex(server, TRITONSERVER_INDEX_FLAG_READY, &message));
+  std::printf("ready_index %s\n", message_json(message).c_str());
   expect_error("unknown_statistics", TRITONSERVER_ServerModelStatistics(server, "no_such_model", -1, &message));
   expect_error("poll", TRITONSERVER_ServerPollModelRepository(server));
   expect_error("load_in_poll_mode", TRITONSERVER_ServerLoadModel(server, "simple"));
@@ -296,6 +303,57 @@ int errors(const char* repository, const char* backends) {
   check("delete", TRITONSERVER_ServerDelete(server));
   bool live = true;
   expect_error("live_after_delete", TRITONSERVER_ServerIsLive(server, &live));
+  std::printf("done\n");
+  return 0;
+}
+
+// A request to the "slow" model (FP32 [4], one instance that sleeps) left in flight.
+struct Flight {
+  Completion done;
+  TRITONSERVER_InferenceRequest* request = nullptr;
+  std::vector<float> data = std::vector<float>(4, 1.0f);
+};
+
+void send_slow(TRITONSERVER_Server* server, TRITONSERVER_ResponseAllocator* allocator, Flight* f) {
+  check("slow request", TRITONSERVER_InferenceRequestNew(&f->request, server, "slow", -1));
+  const int64_t shape[1] = {4};
+  for (const char* name : {"INPUT0", "INPUT1"}) {
+    check("add input", TRITONSERVER_InferenceRequestAddInput(f->request, name, TRITONSERVER_TYPE_FP32, shape, 1));
+    check("append data", TRITONSERVER_InferenceRequestAppendInputData(
+                             f->request, name, f->data.data(), 16, TRITONSERVER_MEMORY_CPU, 0));
+  }
+  check("release callback", TRITONSERVER_InferenceRequestSetReleaseCallback(f->request, on_release, &f->done));
+  check("response callback", TRITONSERVER_InferenceRequestSetResponseCallback(
+                                 f->request, allocator, nullptr, on_response, &f->done));
+  check("infer", TRITONSERVER_ServerInferAsync(server, f->request, nullptr));
+}
+
+// "<step> OK" or "<step> <CODE> <message>" once the request in flight is answered.
+void finish(const std::string& step, Flight* f) {
+  std::unique_lock<std::mutex> lock(f->done.mutex);
+  f->done.cv.wait(lock, [&] { return f->done.responded && f->done.released; });
+  expect_error(step, TRITONSERVER_InferenceResponseError(f->done.response));
+  TRITONSERVER_InferenceResponseDelete(f->done.response);
+}
+
+// A request cancelled while it waits behind a busy instance is answered CANCELLED.
+int cancel(const char* repository, const char* backends) {
+  TRITONSERVER_Server* server = new_server(repository, backends, TRITONSERVER_MODEL_CONTROL_NONE);
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  check("allocator", TRITONSERVER_ResponseAllocatorNew(&allocator, allocate, release, nullptr));
+  TRITONSERVER_InferenceRequest* unsent = nullptr;
+  check("request", TRITONSERVER_InferenceRequestNew(&unsent, server, "slow", -1));
+  expect_error("cancel_unsent", TRITONSERVER_InferenceRequestCancel(unsent));
+  TRITONSERVER_InferenceRequestDelete(unsent);
+  Flight running, queued;
+  send_slow(server, allocator, &running);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it reaches the instance
+  send_slow(server, allocator, &queued);
+  check("cancel", TRITONSERVER_InferenceRequestCancel(queued.request));
+  finish("running", &running);
+  finish("queued", &queued);
+  TRITONSERVER_ResponseAllocatorDelete(allocator);
+  check("delete", TRITONSERVER_ServerDelete(server));
   std::printf("done\n");
   return 0;
 }
@@ -342,6 +400,7 @@ int missing(const char* repository) {
 int main(int argc, char** argv) {
   if (argc >= 4 && std::strcmp(argv[1], "simple") == 0) return simple(argv[2], argv[3]);
   if (argc >= 4 && std::strcmp(argv[1], "errors") == 0) return errors(argv[2], argv[3]);
+  if (argc >= 4 && std::strcmp(argv[1], "cancel") == 0) return cancel(argv[2], argv[3]);
   if (argc >= 4 && std::strcmp(argv[1], "exit") == 0) return exit_running(argv[2], argv[3]);
   if (argc >= 3 && std::strcmp(argv[1], "missing") == 0) return missing(argv[2]);
   std::fprintf(stderr, "usage: server_program simple|errors REPOSITORY BACKENDS | missing REPOSITORY\n");

@@ -112,6 +112,7 @@ static void on_response(TRITONSERVER_InferenceResponse* response, const uint32_t
     TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseError(response);
     if (err != nullptr) {
       call->error = TRITONSERVER_ErrorMessage(err);
+      TRITONSERVER_ErrorDelete(err);  // a new error per call, as Triton gives it
     } else {
       read_outputs(response, call);
     }

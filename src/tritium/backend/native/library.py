@@ -149,7 +149,6 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_queued_clear": (None, []),
     "tritium_sreq_complete": (None, [P, P, c_uint32]),
     "tritium_sreq_release": (None, [P]),
-    "tritium_sreq_cancel": (None, [P, POINTER(c_int)]),
     "tritium_set_cuda_runtime": (None, [c_char_p]),
 }
 

@@ -36,8 +36,9 @@ from ...request import (
     InferenceRequest,
     InferenceResponse,
     RequestedOutput,
+    log_prefix,
 )
-from ...tensor import Tensor, bytes_from_wire, numpy_dtype, serialize_bytes
+from ...tensor import Tensor, input_from_wire, serialize_bytes
 from ..server_api import ServerApi
 from .library import _CODE_NUMBERS, Library
 from .requests import DATATYPE_NUMBERS, DATATYPES, _parameter_value, add_parameter
@@ -48,6 +49,10 @@ _METRIC_KINDS = [MetricKind.COUNTER, MetricKind.GAUGE, MetricKind.HISTOGRAM]
 _metric_objects: dict[int, Any] = {}
 _metric_ids = itertools.count(1)
 _metric_lock = threading.Lock()
+# The requests sent with TRITONSERVER_ServerInferAsync and not yet answered, by the address of
+# their TRITONSERVER_InferenceRequest (TRITONSERVER_InferenceRequestCancel names them so).
+_in_flight: dict[int, InferenceRequest] = {}
+_in_flight_lock = threading.Lock()
 
 
 def attach(server: ServerApi | None) -> None:
@@ -85,16 +90,27 @@ def server_call(op: int, name: str, version: int, argument: str | None) -> int |
         server.unload_model(name, unload_dependents=op == 6)
         return 0
     if op == 7:
-        return json.dumps(server.metadata())
+        return _json(server.metadata())
     if op == 8:
-        return json.dumps(server.model_metadata(name, _version(version)))
+        return _json(server.model_metadata(name, _version(version)))
     if op == 9:
-        return json.dumps(server.model_config_json(name, _version(version)))
+        return _json(server.model_config_json(name, _version(version)))
     if op == 11:
-        return json.dumps(server.repository_index(ready_only=bool(version & 1)))
+        return _json(server.repository_index(ready_only=bool(version & 1)))
     if op == 12:
         return int(server.is_ready())
+    if op == 13:  # TRITONSERVER_InferenceRequestCancel: `version` is the request's address
+        with _in_flight_lock:
+            request = _in_flight.get(version)
+        if request is not None:
+            request.cancelled = True
+        return 0
     raise TritonError.unsupported(f"server call {op} is not supported by Tritium")
+
+
+def _json(document: Any) -> str:
+    """A message's JSON, compact as Triton writes it (programs compare the text)."""
+    return json.dumps(document, separators=(",", ":"))
 
 
 def _load_parameters(text: str) -> dict[str, Any]:
@@ -157,11 +173,21 @@ def infer_async(lib: Library, sreq: int) -> None:
         handle = None
         if response is not None:
             handle = _write_response(lib, sreq, response, model, version)
+        if flags & RESPONSE_COMPLETE_FINAL:
+            with _in_flight_lock:
+                _in_flight.pop(sreq, None)
         lib.tritium_sreq_complete(sreq, handle, flags)
         if flags & RESPONSE_COMPLETE_FINAL:
             lib.tritium_sreq_release(sreq)
 
-    _require().infer_async(request, deliver)
+    with _in_flight_lock:
+        _in_flight[sreq] = request
+    try:
+        _require().infer_async(request, deliver)
+    except BaseException:
+        with _in_flight_lock:
+            _in_flight.pop(sreq, None)
+        raise
 
 
 def _read_request(lib: Library, sreq: int) -> InferenceRequest:
@@ -193,11 +219,9 @@ def _read_request(lib: Library, sreq: int) -> InferenceRequest:
         wire = DATATYPES[kind.value] if 0 < kind.value < len(DATATYPES) else "INVALID"
         if wire == "INVALID":
             raise TritonError.invalid_arg(f"input '{tensor_name}' has an invalid datatype")
-        if wire == "BYTES":
-            count = int(np.prod(dims_tuple)) if dims_tuple else 1
-            array = bytes_from_wire(data, count, tensor_name, model_name, "").reshape(dims_tuple)
-        else:
-            array = np.frombuffer(data, dtype=numpy_dtype(wire)).reshape(dims_tuple)
+        # Its size (and BYTES elements) checked with Triton's messages, as an HTTP body's.
+        array = input_from_wire(data, wire, dims_tuple, tensor_name, model_name,
+                                log_prefix((rid.value or b"").decode()))
         inputs[tensor_name] = Tensor(tensor_name, wire, dims_tuple, array)
     outputs = [RequestedOutput((lib.tritium_sreq_output(sreq, i) or b"").decode())
                for i in range(n_out.value)]

@@ -154,11 +154,9 @@ TRITIUM_EXPORT void tritium_sreq_complete(
 }
 
 TRITIUM_EXPORT void tritium_sreq_release(TRITONSERVER_InferenceRequest* r) {
+  r->in_flight = false;
   if (r->release_fn != nullptr) {
     r->release_fn(r, TRITONSERVER_REQUEST_RELEASE_ALL, r->release_userp);
   }
 }
 
-TRITIUM_EXPORT void tritium_sreq_cancel(TRITONSERVER_InferenceRequest* r, int* cancelled) {
-  *cancelled = r->cancelled.load() ? 1 : 0;
-}

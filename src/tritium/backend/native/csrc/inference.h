@@ -45,6 +45,9 @@ struct TRITONSERVER_InferenceRequest {
   TRITONSERVER_InferenceResponseCompleteFn_t response_fn = nullptr;
   void* response_userp = nullptr;
   std::atomic<bool> cancelled{false};
+  // Sent with TRITONSERVER_ServerInferAsync at least once (a cancel before that is an error,
+  // as in Triton); in flight from then until its release.
+  std::atomic<bool> sent{false}, in_flight{false};
 };
 
 struct ServerOutput {

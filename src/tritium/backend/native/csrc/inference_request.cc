@@ -15,6 +15,10 @@ static TRITONSERVER_Error* input_named(TRITONSERVER_InferenceRequest* r, const c
                     "input '" + std::string(name) + "' does not exist in request");
 }
 
+static const char* kNotSent =
+    "It is not possible to cancel an inference request before calling "
+    "TRITONSERVER_InferAsync.";
+
 extern "C" {
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestNew(
@@ -73,10 +77,21 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetCorrelationIdString(
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestCancel(TRITONSERVER_InferenceRequest* r) {
+  TRITIUM_NOT_NULL(r, "TRITONSERVER_InferenceRequestCancel");
+  TRITIUM_REQUIRE(r->sent.load(), TRITONSERVER_ERROR_INTERNAL, kNotSent);
   r->cancelled = true;
+  // The server's request stops waiting in a queue (answered CANCELLED) and its backend sees
+  // it cancelled; a request already answered is not the server's any more.
+  if (r->in_flight.load() && g_host_set) {
+    int64_t unused = 0;
+    return g_host.server_call(OP_CANCEL, "", static_cast<int64_t>(reinterpret_cast<uintptr_t>(r)),
+                              nullptr, &unused, nullptr);
+  }
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestIsCancelled(TRITONSERVER_InferenceRequest* r, bool* c) {
+  TRITIUM_NOT_NULL(r, "TRITONSERVER_InferenceRequestIsCancelled");
+  TRITIUM_REQUIRE(r->sent.load(), TRITONSERVER_ERROR_INTERNAL, kNotSent);
   *c = r->cancelled.load();
   return nullptr;
 }
@@ -251,7 +266,13 @@ TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(
   TRITIUM_NOT_NULL(request, "TRITONSERVER_ServerInferAsync");
   (void)trace;  // requests are not traced through the C API
   if (!g_host_set) return no_host("TRITONSERVER_ServerInferAsync");
-  return g_host.infer_async(request);
+  // Sent again after its release, a request starts uncancelled, as in Triton.
+  request->cancelled = false;
+  request->sent = true;
+  request->in_flight = true;
+  TRITONSERVER_Error* err = g_host.infer_async(request);
+  if (err != nullptr) request->in_flight = false;  // not sent: still the caller's
+  return err;
 }
 
 }  // extern "C"

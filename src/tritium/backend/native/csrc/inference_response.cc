@@ -42,7 +42,10 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseDelete(TRITONSERVER_InferenceR
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceResponseError(TRITONSERVER_InferenceResponse* resp) {
-  return resp->error;  // owned by the response
+  // A new error on each call, as Triton's: its header says the response owns it, but callers
+  // (Triton's python backend, its own tests) delete it, or read it after the response is gone.
+  if (resp->error == nullptr) return nullptr;
+  return make_error(resp->error->code, resp->error->message);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceResponseModel(
     TRITONSERVER_InferenceResponse* resp, const char** model_name, int64_t* model_version) {
