@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,19 +54,20 @@ def setup(tmp_path_factory):
     for name in ("simple", "add_sub"):
         shutil.copytree(ROOT / "examples" / "model_repository" / name, repo / name)
     write_model(repo, "native_identity", 'backend: "identity"\nmax_batch_size: 8\n' + INT32_IO)
-    shutil.copytree(ROOT / "examples" / "model_repository" / "add_sub", repo / "failing")
-    (repo / "failing" / "config.pbtxt").write_text(
-        (repo / "failing" / "config.pbtxt").read_text().replace('"add_sub"', '"failing"'))
-    (repo / "failing" / "1" / "model.py").write_text(FAILING_MODEL)
-    shutil.copytree(ROOT / "examples" / "model_repository" / "add_sub", repo / "slow")
-    (repo / "slow" / "config.pbtxt").write_text(
-        (repo / "slow" / "config.pbtxt").read_text().replace('"add_sub"', '"slow"'))
-    model = (repo / "slow" / "1" / "model.py").read_text()
-    (repo / "slow" / "1" / "model.py").write_text(model.replace(
-        "    def execute(self, requests):", "    def execute(self, requests):\n"
-        "        __import__('time').sleep(1.0)", 1))
+    _add_sub_named(repo, "failing", lambda model: FAILING_MODEL)
+    _add_sub_named(repo, "slow", lambda model: model.replace(
+        "    def execute(self, requests):",
+        "    def execute(self, requests):\n        __import__('time').sleep(1.0)", 1))
     program = compile_program(PROGRAM, base / "server_program")
     return program, repo, backends
+
+
+def _add_sub_named(repo: Path, name: str, edit: Callable[[str], str]) -> None:
+    """The example add_sub model as `name`, its model.py changed by `edit`."""
+    shutil.copytree(ROOT / "examples" / "model_repository" / "add_sub", repo / name)
+    config, model = repo / name / "config.pbtxt", repo / name / "1" / "model.py"
+    config.write_text(config.read_text().replace('"add_sub"', f'"{name}"'))
+    model.write_text(edit(model.read_text()))
 
 
 def _environment() -> dict[str, str]:

@@ -24,14 +24,22 @@ import threading
 from typing import Any
 
 from ..backend.native import host, server_calls
+from ..backend.native.host import (
+    SOP_DELETE,
+    SOP_EXIT_TIMEOUT,
+    SOP_LIVE,
+    SOP_METRICS,
+    SOP_NEW,
+    SOP_POLL,
+    SOP_REGISTER,
+    SOP_STATISTICS,
+    SOP_STOP,
+    SOP_UNREGISTER,
+)
 from ..errors import TritonError
 from .enums import LogFormat, ModelControlMode, RateLimitMode
 from .errors import AlreadyExistsError, InvalidArgumentError, api_error
 from .server import Options, RateLimiterResource, Server
-
-# The server_object ops (csrc/host.h ServerObjectOp).
-SOP_NEW, SOP_STOP, SOP_DELETE, SOP_EXIT_TIMEOUT, SOP_REGISTER = 1, 2, 3, 4, 5
-SOP_UNREGISTER, SOP_POLL, SOP_LIVE, SOP_STATISTICS, SOP_METRICS = 6, 7, 8, 9, 10
 
 
 class _ServerObject:
@@ -62,6 +70,11 @@ def install(library_path: str) -> None:
     host.set_server_objects(_answer)
 
 
+# The options' members that are not Options' values as they come.
+_CONVERTED = {"model_control_mode", "rate_limiter_mode", "rate_limiter_resources", "log_file",
+              "log_format", "model_load_gpu_limit"}
+
+
 def options_from_json(text: str) -> Options:
     """`Options` from the library's JSON (INVALID_ARG for a cache configuration that is not
     a JSON object, as Triton checks it)."""
@@ -88,10 +101,6 @@ def options_from_json(text: str) -> Options:
         model_load_gpu_limit={int(device): fraction
                               for device, fraction in given["model_load_gpu_limit"].items()},
     )
-
-
-_CONVERTED = {"model_control_mode", "rate_limiter_mode", "rate_limiter_resources", "log_file",
-              "log_format", "model_load_gpu_limit"}
 
 
 def _new(argument: str) -> None:

@@ -27,7 +27,9 @@ from .requests import PendingRequest, read_response, read_state
 # What answers the calls on a server object: (op, name, version, argument) -> int or text.
 ServerObjects = Callable[[int, str, int, "str | None"], "int | str"]
 _server_objects: ServerObjects | None = None
-_SOP_LIVE, _SOP_STATISTICS, _SOP_METRICS = 8, 9, 10
+# Its ops (csrc/host.h ServerObjectOp).
+SOP_NEW, SOP_STOP, SOP_DELETE, SOP_EXIT_TIMEOUT, SOP_REGISTER = 1, 2, 3, 4, 5
+SOP_UNREGISTER, SOP_POLL, SOP_LIVE, SOP_STATISTICS, SOP_METRICS = 6, 7, 8, 9, 10
 
 
 def set_server_objects(handler: ServerObjects) -> None:
@@ -39,10 +41,10 @@ def set_server_objects(handler: ServerObjects) -> None:
 def _no_server_objects(op: int, name: str, version: int, argument: str | None) -> int | str:
     """A process whose server was not made through the C API (`tritium serve`): it is live
     while a backend can ask, and it is not a server object a backend may make or stop."""
-    if op == _SOP_LIVE:
+    if op == SOP_LIVE:
         return 1
-    if op in (_SOP_STATISTICS, _SOP_METRICS):
-        call = "ServerModelStatistics" if op == _SOP_STATISTICS else "ServerMetrics"
+    if op in (SOP_STATISTICS, SOP_METRICS):
+        call = "ServerModelStatistics" if op == SOP_STATISTICS else "ServerMetrics"
         raise TritonError.unsupported(
             f"TRITONSERVER_{call} is not supported for a backend by Tritium: the server's "
             "statistics and metrics are on its HTTP, gRPC and metrics endpoints (a program "

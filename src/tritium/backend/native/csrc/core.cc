@@ -97,6 +97,18 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+std::string hex_string(const void* data, size_t size) {
+  static const char* digits = "0123456789abcdef";
+  const unsigned char* bytes = static_cast<const unsigned char*>(data);
+  std::string out;
+  out.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
+
 extern "C" {
 
 TRITONSERVER_Error* TRITONSERVER_ApiVersion(uint32_t* major, uint32_t* minor) {

@@ -262,6 +262,8 @@ TRITONSERVER_Error* unsupported(const char* function);
 TRITONSERVER_Error* no_host(const char* function);
 // `s` as a JSON string literal (quotes, backslashes and control characters escaped).
 std::string json_string(const std::string& s);
+// `size` bytes at `data` as lowercase hex digits (bytes that travel inside JSON or Python text).
+std::string hex_string(const void* data, size_t size);
 
 #define TRITIUM_REQUIRE(cond, code, msg) \
   do {                                    \

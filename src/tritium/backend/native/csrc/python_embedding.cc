@@ -11,7 +11,6 @@
 // Python exception's text.
 #include <dlfcn.h>
 
-#include <cstdio>
 #include <mutex>
 
 #include "server_object.h"
@@ -39,16 +38,6 @@ bool find(void* scope, const char* name, F* out) {
   return *out != nullptr;
 }
 
-std::string hex(const std::string& s) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
 std::string this_library() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&ensure_python_server), &info) == 0 || info.dli_fname == nullptr) {
@@ -60,11 +49,13 @@ std::string this_library() {
 // Python that imports the server's side and installs the host; an exception's text is written
 // into `error` (a char[size] at that address).
 std::string bootstrap(char* error, size_t size) {
+  const std::string library = this_library();
   return "def _tritium_start():\n"
-         "    import ctypes\n"
+         "    import ctypes, os\n"
          "    try:\n"
          "        from tritium.inprocess import c_api\n"
-         "        c_api.install(bytes.fromhex('" + hex(this_library()) + "').decode())\n"
+         "        c_api.install(os.fsdecode(bytes.fromhex('" + hex_string(library.data(), library.size()) +
+         "')))\n"
          "    except BaseException as exc:\n"
          "        text = f'{type(exc).__name__}: {exc}'.encode('utf-8', 'replace')[:" +
          std::to_string(size - 1) + "]\n"

@@ -90,18 +90,9 @@ TRITONSERVER_Error* TRITONSERVER_ServerLoadModelWithParameters(
       case TRITONSERVER_PARAMETER_INT: json += "[\"i\"," + std::to_string(p->int_value) + "]"; break;
       case TRITONSERVER_PARAMETER_BOOL: json += std::string("[\"b\",") + (p->bool_value ? "true" : "false") + "]"; break;
       case TRITONSERVER_PARAMETER_DOUBLE: json += "[\"d\"," + std::to_string(p->double_value) + "]"; break;
-      case TRITONSERVER_PARAMETER_BYTES: {
-        static const char* hex = "0123456789abcdef";
-        std::string h;
-        h.reserve(p->byte_size * 2);
-        const unsigned char* b = static_cast<const unsigned char*>(p->bytes);
-        for (uint64_t k = 0; k < p->byte_size; ++k) {
-          h += hex[b[k] >> 4];
-          h += hex[b[k] & 15];
-        }
-        json += "[\"x\",\"" + h + "\"]";
+      case TRITONSERVER_PARAMETER_BYTES:
+        json += "[\"x\",\"" + hex_string(p->bytes, p->byte_size) + "\"]";
         break;
-      }
     }
   }
   json += "}";
