@@ -44,6 +44,9 @@ class InferenceResponse:
     model_name: str = ""
     model_version: str = ""
     id: str = ""
+    # Outputs a compiled backend wanted in memory other than the CPU's, by name: (memory
+    # type, device id), offered to the response allocator of a request made through the C API.
+    preferred_memory: dict[str, tuple[int, int]] | None = None
 
     def output(self, name: str) -> Tensor | None:
         for tensor in self.outputs:
@@ -131,6 +134,7 @@ class InferenceRequest:
         "statistics_by_backend",
         "reported_statistics",
         "form",
+        "output_query",
     )
 
     def __init__(
@@ -192,6 +196,11 @@ class InferenceRequest:
         # outputs, so a model checks such a request's form once (request_normalizer) and the
         # dynamic batcher need not compare the shapes of two requests of one form.
         self.form: object | None = None
+        # Set by the C API for a request whose response allocator says where outputs go:
+        # TRITONBACKEND_RequestOutputBufferProperties asks it (name, byte size, memory type
+        # and id pointers, the last two in-out). Frontends leave it: their outputs go to host
+        # memory.
+        self.output_query: Callable[[bytes | None, Any, Any, Any], None] | None = None
 
     @property
     def requested_output_names(self) -> list[str]:

@@ -48,12 +48,15 @@ class TritonPythonModel:
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("c_api_server")
-    backends = compile_backends(base / "backends", {"identity": "identity"})
+    backends = compile_backends(base / "backends", {"identity": "identity",
+                                                    "placement": "placement"})
     shutil.copytree(ROOT / "examples" / "backends" / "addsub", backends / "addsub")
     repo = base / "models"
     for name in ("simple", "add_sub"):
         shutil.copytree(ROOT / "examples" / "model_repository" / name, repo / name)
     write_model(repo, "native_identity", 'backend: "identity"\nmax_batch_size: 8\n' + INT32_IO)
+    write_model(repo, "placement", 'backend: "placement"\nmax_batch_size: 8\n'
+                + INT32_IO.replace("16", "4"))
     _add_sub_named(repo, "failing", lambda model: FAILING_MODEL)
     _add_sub_named(repo, "slow", lambda model: model.replace(
         "    def execute(self, requests):",
@@ -100,7 +103,7 @@ def test_a_program_makes_a_server_infers_and_deletes_it(setup):
     assert json.loads(steps["model_config"])["max_batch_size"] == 8
     assert {(m["name"], m["state"]) for m in json.loads(steps["index"])} == {
         ("add_sub", "READY"), ("failing", "READY"), ("native_identity", "READY"),
-        ("simple", "READY"), ("slow", "READY")}
+        ("placement", "READY"), ("simple", "READY"), ("slow", "READY")}
     # sum(0..15) + 16 and sum(0..15) - 16; the identity gives its inputs back.
     assert steps["infer_simple"] == "id=c-api-1 OUTPUT0=136/INT32/dims2 OUTPUT1=104/INT32/dims2"
     assert steps["infer_native"] == "id=c-api-1 OUTPUT0=120/INT32/dims2 OUTPUT1=16/INT32/dims2"
@@ -141,6 +144,7 @@ def test_bad_calls_get_tritons_errors_and_the_server_keeps_serving(setup):
         '[{"name":"add_sub","version":"1","state":"READY"},'
         '{"name":"failing","version":"1","state":"READY"},'
         '{"name":"native_identity","version":"1","state":"READY"},'
+        '{"name":"placement","version":"1","state":"READY"},'
         '{"name":"simple","version":"1","state":"READY"},'
         '{"name":"slow","version":"1","state":"READY"}]')
     assert steps["unknown_statistics"] == (
@@ -164,6 +168,43 @@ def test_a_request_cancelled_while_queued_is_answered_cancelled(setup):
     assert steps["running"] == "OK"
     assert steps["queued"] == (
         "Cancelled the request was cancelled before it was executed")
+
+
+def test_a_backend_asks_the_request_allocator_where_outputs_go(setup):
+    """TRITONBACKEND_RequestOutputBufferProperties reaches the allocator's query function,
+    and the memory the backend then asks for is what the allocator is offered (the buffer
+    itself is host memory)."""
+    program, repo, backends = setup
+    steps, _ = _run(program, "placement", repo, backends)
+    unavailable = "Unavailable: [request id: c-api-2] Output properties are not available"
+    assert steps["no_query_function"] == f"OUTPUT0={unavailable} OUTPUT1={unavailable}"
+    assert steps["allocations_without_query"] == "OUTPUT0:16:CPU/0 OUTPUT1:16:CPU/0"
+    # Offered what the backend prefers (pinned memory of device 1) and the byte size.
+    assert steps["queries"] == "OUTPUT0:16:CPU_PINNED/1 OUTPUT1:16:CPU_PINNED/1"
+    assert steps["answered"] == "OUTPUT0=GPU/0 OUTPUT1=CPU_PINNED/3"
+    assert steps["allocations"] == "OUTPUT0:16:GPU/0 OUTPUT1:16:CPU_PINNED/3"
+
+
+def test_a_request_cast_to_a_backend_request_works_as_in_triton_core_tests(setup):
+    """Triton's core tests cast a TRITONSERVER_InferenceRequest to a TRITONBACKEND_Request (one
+    object inside Triton), and a response likewise."""
+    program, repo, backends = setup
+    steps, _ = _run(program, "cast", repo, backends)
+    assert steps["cancelled_before"] == "false"
+    assert steps["backend_request_id"] == "''"
+    assert steps["input_count"].startswith(
+        "Unsupported TRITONBACKEND_RequestInputCount: the request is a "
+        "TRITONSERVER_InferenceRequest; Tritium answers only TRITONBACKEND_RequestId,")
+    assert steps["response_new"].startswith(
+        "Unsupported responses to a TRITONSERVER_InferenceRequest come from the model that runs "
+        "it")
+    # The server keeps the request until its final response, then releases it once.
+    assert steps["releases_after_backend_release"] == "0"
+    assert steps["releases_after_response"] == "1"
+    assert steps["response"] == "OK"
+    assert steps["cancelled_after"] == "true"
+    assert steps["outputs"] == "OUTPUT0/FP32/4/dims1 OUTPUT1/FP32/4/dims1"
+    assert steps["unknown_output"] == "Not found Output name 'NOPE' not found."
 
 
 def test_a_missing_repository_fails_server_new(setup, tmp_path):

@@ -8,9 +8,12 @@
 //   server_program errors <repository> <backend directory>
 //   server_program cancel <repository> <backend directory>
 //   server_program exit <repository> <backend directory>
+//   server_program placement <repository> <backend directory>
+//   server_program cast <repository> <backend directory>
 //   server_program missing <repository>
 #include <dirent.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
 namespace {
@@ -314,7 +318,8 @@ struct Flight {
   std::vector<float> data = std::vector<float>(4, 1.0f);
 };
 
-void send_slow(TRITONSERVER_Server* server, TRITONSERVER_ResponseAllocator* allocator, Flight* f) {
+void send_slow(TRITONSERVER_Server* server, TRITONSERVER_ResponseAllocator* allocator, Flight* f,
+               TRITONSERVER_InferenceRequestReleaseFn_t released = on_release) {
   check("slow request", TRITONSERVER_InferenceRequestNew(&f->request, server, "slow", -1));
   const int64_t shape[1] = {4};
   for (const char* name : {"INPUT0", "INPUT1"}) {
@@ -322,7 +327,7 @@ void send_slow(TRITONSERVER_Server* server, TRITONSERVER_ResponseAllocator* allo
     check("append data", TRITONSERVER_InferenceRequestAppendInputData(
                              f->request, name, f->data.data(), 16, TRITONSERVER_MEMORY_CPU, 0));
   }
-  check("release callback", TRITONSERVER_InferenceRequestSetReleaseCallback(f->request, on_release, &f->done));
+  check("release callback", TRITONSERVER_InferenceRequestSetReleaseCallback(f->request, released, &f->done));
   check("response callback", TRITONSERVER_InferenceRequestSetResponseCallback(
                                  f->request, allocator, nullptr, on_response, &f->done));
   check("infer", TRITONSERVER_ServerInferAsync(server, f->request, nullptr));
@@ -352,6 +357,165 @@ int cancel(const char* repository, const char* backends) {
   check("cancel", TRITONSERVER_InferenceRequestCancel(queued.request));
   finish("running", &running);
   finish("queued", &queued);
+  TRITONSERVER_ResponseAllocatorDelete(allocator);
+  check("delete", TRITONSERVER_ServerDelete(server));
+  std::printf("done\n");
+  return 0;
+}
+
+// What the allocator of the placement scenario was asked: queries and allocations, in order.
+std::string g_queries, g_allocations;
+
+const char* memory_name(TRITONSERVER_MemoryType type) {
+  return type == TRITONSERVER_MEMORY_GPU ? "GPU"
+         : type == TRITONSERVER_MEMORY_CPU_PINNED ? "CPU_PINNED" : "CPU";
+}
+
+// Where outputs go, for a backend that asks (TRITONBACKEND_RequestOutputBufferProperties):
+// OUTPUT0 on GPU 0, the others in pinned memory of device 3.
+TRITONSERVER_Error* query(TRITONSERVER_ResponseAllocator*, void*, const char* name,
+                          size_t* byte_size, TRITONSERVER_MemoryType* type, int64_t* id) {
+  g_queries += std::string(" ") + (name != nullptr ? name : "(any)") + ":" +
+               (byte_size != nullptr ? std::to_string(*byte_size) : "-") + ":" +
+               memory_name(*type) + "/" + std::to_string(*id);
+  const bool first = name != nullptr && std::strcmp(name, "OUTPUT0") == 0;
+  *type = first ? TRITONSERVER_MEMORY_GPU : TRITONSERVER_MEMORY_CPU_PINNED;
+  *id = first ? 0 : 3;
+  return nullptr;
+}
+
+// Host memory, noting the memory the server preferred.
+TRITONSERVER_Error* allocate_noted(TRITONSERVER_ResponseAllocator* allocator, const char* name,
+                                   size_t byte_size, TRITONSERVER_MemoryType type, int64_t id,
+                                   void* userp, void** buffer, void** buffer_userp,
+                                   TRITONSERVER_MemoryType* actual_type, int64_t* actual_id) {
+  g_allocations += std::string(" ") + name + ":" + std::to_string(byte_size) + ":" +
+                   memory_name(type) + "/" + std::to_string(id);
+  return allocate(allocator, name, byte_size, type, id, userp, buffer, buffer_userp,
+                  actual_type, actual_id);
+}
+
+// Sends INPUT0 and INPUT1 (INT32 [1, 4]) to the "placement" model with `allocator`; prints
+// "<step> <its output_properties parameter>".
+void infer_placement(TRITONSERVER_Server* server, const std::string& step,
+                     TRITONSERVER_ResponseAllocator* allocator) {
+  TRITONSERVER_InferenceRequest* request = nullptr;
+  check("request", TRITONSERVER_InferenceRequestNew(&request, server, "placement", -1));
+  Completion done;
+  check("release callback", TRITONSERVER_InferenceRequestSetReleaseCallback(request, on_release, &done));
+  check("response callback", TRITONSERVER_InferenceRequestSetResponseCallback(
+                                 request, allocator, nullptr, on_response, &done));
+  check("request id", TRITONSERVER_InferenceRequestSetId(request, "c-api-2"));
+  const int32_t data[4] = {1, 2, 3, 4};
+  const int64_t shape[2] = {1, 4};
+  for (const char* name : {"INPUT0", "INPUT1"}) {
+    check("add input", TRITONSERVER_InferenceRequestAddInput(request, name, TRITONSERVER_TYPE_INT32, shape, 2));
+    check("append data", TRITONSERVER_InferenceRequestAppendInputData(
+                             request, name, data, sizeof(data), TRITONSERVER_MEMORY_CPU, 0));
+  }
+  check("infer", TRITONSERVER_ServerInferAsync(server, request, nullptr));
+  std::unique_lock<std::mutex> lock(done.mutex);
+  done.cv.wait(lock, [&] { return done.responded && done.released; });
+  check("response error", TRITONSERVER_InferenceResponseError(done.response));
+  uint32_t count = 0;
+  check("parameter count", TRITONSERVER_InferenceResponseParameterCount(done.response, &count));
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* name = nullptr;
+    TRITONSERVER_ParameterType type;
+    const void* value = nullptr;
+    check("parameter", TRITONSERVER_InferenceResponseParameter(done.response, i, &name, &type, &value));
+    if (std::strcmp(name, "output_properties") == 0) {
+      std::printf("%s %s\n", step.c_str(), static_cast<const char*>(value));
+    }
+  }
+  TRITONSERVER_InferenceResponseDelete(done.response);
+}
+
+// A compiled backend asks where its outputs go: the request's allocator answers through its
+// query function, and is then offered the memory the backend asked for.
+int placement(const char* repository, const char* backends) {
+  TRITONSERVER_Server* server = new_server(repository, backends, TRITONSERVER_MODEL_CONTROL_NONE);
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  check("allocator", TRITONSERVER_ResponseAllocatorNew(&allocator, allocate_noted, release, nullptr));
+  infer_placement(server, "no_query_function", allocator);
+  std::printf("allocations_without_query%s\n", g_allocations.c_str());
+  g_allocations.clear();
+  check("query function", TRITONSERVER_ResponseAllocatorSetQueryFunction(allocator, query));
+  infer_placement(server, "answered", allocator);
+  std::printf("queries%s\n", g_queries.c_str());
+  std::printf("allocations%s\n", g_allocations.c_str());
+  TRITONSERVER_ResponseAllocatorDelete(allocator);
+  check("delete", TRITONSERVER_ServerDelete(server));
+  std::printf("done\n");
+  return 0;
+}
+
+std::atomic<int> g_releases{0};
+
+void count_release(TRITONSERVER_InferenceRequest*, const uint32_t, void* userp) {
+  auto* done = static_cast<Completion*>(userp);
+  g_releases += 1;
+  std::lock_guard<std::mutex> lock(done->mutex);
+  done->released = true;
+  done->cv.notify_all();
+}
+
+// Triton's core is one object behind TRITONSERVER_InferenceRequest and TRITONBACKEND_Request
+// (and behind the two response types); its own API tests cast one to the other.
+int cast(const char* repository, const char* backends) {
+  TRITONSERVER_Server* server = new_server(repository, backends, TRITONSERVER_MODEL_CONTROL_NONE);
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  check("allocator", TRITONSERVER_ResponseAllocatorNew(&allocator, allocate, release, nullptr));
+  Flight flight;
+  send_slow(server, allocator, &flight, count_release);
+  auto* as_backend = reinterpret_cast<TRITONBACKEND_Request*>(flight.request);
+  TRITONBACKEND_ResponseFactory* factory = nullptr;
+  check("factory", TRITONBACKEND_ResponseFactoryNew(&factory, as_backend));
+  bool cancelled = true;
+  check("factory cancelled", TRITONBACKEND_ResponseFactoryIsCancelled(factory, &cancelled));
+  std::printf("cancelled_before %s\n", cancelled ? "true" : "false");
+  const char* id = nullptr;
+  check("request id", TRITONBACKEND_RequestId(as_backend, &id));
+  std::printf("backend_request_id '%s'\n", id);
+  uint32_t inputs = 0;
+  expect_error("input_count", TRITONBACKEND_RequestInputCount(as_backend, &inputs));
+  TRITONBACKEND_Response* response = nullptr;
+  expect_error("response_new", TRITONBACKEND_ResponseNew(&response, as_backend));
+  check("release", TRITONBACKEND_RequestRelease(as_backend, TRITONSERVER_REQUEST_RELEASE_ALL));
+  std::printf("releases_after_backend_release %d\n", g_releases.load());
+  {
+    std::unique_lock<std::mutex> lock(flight.done.mutex);
+    flight.done.cv.wait(lock, [&] { return flight.done.responded && flight.done.released; });
+  }
+  std::printf("releases_after_response %d\n", g_releases.load());
+  expect_error("response", TRITONSERVER_InferenceResponseError(flight.done.response));
+  auto* backend_response = reinterpret_cast<TRITONBACKEND_Response*>(flight.done.response);
+  std::string line;
+  for (uint32_t i = 0; i < 2; ++i) {
+    const char* name = nullptr;
+    TRITONSERVER_DataType datatype;
+    const int64_t* shape = nullptr;
+    uint64_t dims = 0;
+    check("output", TRITONBACKEND_InferenceResponseOutput(backend_response, i, &name, &datatype,
+                                                          &shape, &dims));
+    check("output by name", TRITONBACKEND_InferenceResponseOutputByName(
+                                backend_response, name, &datatype, &shape, &dims));
+    line += std::string(" ") + name + "/" + TRITONSERVER_DataTypeString(datatype) + "/" +
+            std::to_string(shape[0]) + "/dims" + std::to_string(dims);
+  }
+  std::printf("outputs%s\n", line.c_str());
+  TRITONSERVER_DataType datatype;
+  const int64_t* shape = nullptr;
+  uint64_t dims = 0;
+  expect_error("unknown_output", TRITONBACKEND_InferenceResponseOutputByName(
+                                     backend_response, "NOPE", &datatype, &shape, &dims));
+  TRITONSERVER_InferenceResponseDelete(flight.done.response);
+  // Cancelled after its release: the factory tells, as in Triton.
+  check("cancel", TRITONSERVER_InferenceRequestCancel(flight.request));
+  check("factory cancelled", TRITONBACKEND_ResponseFactoryIsCancelled(factory, &cancelled));
+  std::printf("cancelled_after %s\n", cancelled ? "true" : "false");
+  check("factory delete", TRITONBACKEND_ResponseFactoryDelete(factory));
+  check("request delete", TRITONSERVER_InferenceRequestDelete(flight.request));
   TRITONSERVER_ResponseAllocatorDelete(allocator);
   check("delete", TRITONSERVER_ServerDelete(server));
   std::printf("done\n");
@@ -402,7 +566,10 @@ int main(int argc, char** argv) {
   if (argc >= 4 && std::strcmp(argv[1], "errors") == 0) return errors(argv[2], argv[3]);
   if (argc >= 4 && std::strcmp(argv[1], "cancel") == 0) return cancel(argv[2], argv[3]);
   if (argc >= 4 && std::strcmp(argv[1], "exit") == 0) return exit_running(argv[2], argv[3]);
+  if (argc >= 4 && std::strcmp(argv[1], "placement") == 0) return placement(argv[2], argv[3]);
+  if (argc >= 4 && std::strcmp(argv[1], "cast") == 0) return cast(argv[2], argv[3]);
   if (argc >= 3 && std::strcmp(argv[1], "missing") == 0) return missing(argv[2]);
-  std::fprintf(stderr, "usage: server_program simple|errors REPOSITORY BACKENDS | missing REPOSITORY\n");
+  std::fprintf(stderr, "usage: server_program simple|errors|cancel|exit|placement|cast REPOSITORY BACKENDS"
+                       " | missing REPOSITORY\n");
   return 2;
 }

@@ -45,6 +45,20 @@ inline std::string model_config_json(TRITONBACKEND_Model* model) {
   return json;
 }
 
+// What TRITONBACKEND_InputProperties tells of an input.
+struct InputInfo {
+  const char* name = nullptr;
+  TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INVALID;
+  const int64_t* shape = nullptr;
+  uint32_t dims = 0, buffers = 0;
+  uint64_t byte_size = 0;
+};
+
+inline TRITONSERVER_Error* read_input(TRITONBACKEND_Input* input, InputInfo* info) {
+  return TRITONBACKEND_InputProperties(input, &info->name, &info->datatype, &info->shape,
+                                       &info->dims, &info->byte_size, &info->buffers);
+}
+
 // Copies every buffer of `input` into `dst` (InputBuffer is chunked).
 inline TRITONSERVER_Error* gather(TRITONBACKEND_Input* input, uint32_t buffer_count, char* dst) {
   for (uint32_t b = 0; b < buffer_count; ++b) {

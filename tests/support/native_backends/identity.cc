@@ -53,15 +53,10 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     for (uint32_t i = 0; i < input_count && failure == nullptr; ++i) {
       TRITONBACKEND_Input* input = nullptr;
       RETURN_IF_ERROR(TRITONBACKEND_RequestInputByIndex(request, i, &input));
-      const char* name = nullptr;
-      TRITONSERVER_DataType datatype;
-      const int64_t* shape = nullptr;
-      uint32_t dims = 0, buffers = 0;
-      uint64_t byte_size = 0;
-      RETURN_IF_ERROR(TRITONBACKEND_InputProperties(input, &name, &datatype, &shape, &dims,
-                                                    &byte_size, &buffers));
-      if (i == 0 && dims > 0) batch += shape[0];
-      std::string output_name = "OUTPUT" + std::string(name).substr(5);
+      InputInfo in;
+      RETURN_IF_ERROR(read_input(input, &in));
+      if (i == 0 && in.dims > 0) batch += in.shape[0];
+      std::string output_name = "OUTPUT" + std::string(in.name).substr(5);
       bool wanted = requested == 0;
       for (uint32_t o = 0; o < requested && !wanted; ++o) {
         const char* out = nullptr;
@@ -70,14 +65,14 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
       }
       if (!wanted) continue;
       TRITONBACKEND_Output* output = nullptr;
-      failure = TRITONBACKEND_ResponseOutput(response, &output, output_name.c_str(), datatype,
-                                             shape, dims);
+      failure = TRITONBACKEND_ResponseOutput(response, &output, output_name.c_str(), in.datatype,
+                                             in.shape, in.dims);
       if (failure != nullptr) break;
       void* buffer = nullptr;
       TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
       int64_t type_id = 0;
-      failure = TRITONBACKEND_OutputBuffer(output, &buffer, byte_size, &type, &type_id);
-      if (failure == nullptr) failure = gather(input, buffers, static_cast<char*>(buffer));
+      failure = TRITONBACKEND_OutputBuffer(output, &buffer, in.byte_size, &type, &type_id);
+      if (failure == nullptr) failure = gather(input, in.buffers, static_cast<char*>(buffer));
     }
     uint64_t end = now_ns();
     RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceReportStatistics(

@@ -30,6 +30,7 @@ _server_objects: ServerObjects | None = None
 # Its ops (csrc/host.h ServerObjectOp).
 SOP_NEW, SOP_STOP, SOP_DELETE, SOP_EXIT_TIMEOUT, SOP_REGISTER = 1, 2, 3, 4, 5
 SOP_UNREGISTER, SOP_POLL, SOP_LIVE, SOP_STATISTICS, SOP_METRICS = 6, 7, 8, 9, 10
+MEMORY_CPU = 0  # TRITONSERVER_MEMORY_CPU
 
 
 def set_server_objects(handler: ServerObjects) -> None:
@@ -205,6 +206,16 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
     def infer_async(request: int) -> None:
         server_calls.infer_async(lib, request)
 
+    def output_properties(token: int, name: bytes | None, byte_size: Any, memory_type: Any,
+                          memory_type_id: Any) -> None:
+        # TRITONBACKEND_RequestOutputBufferProperties. A frontend's request answers host
+        # memory, as Triton's HTTP and gRPC allocators do for outputs not in shared memory.
+        query = _pending(token).request.output_query
+        if query is not None:
+            query(name, byte_size, memory_type, memory_type_id)
+        else:
+            memory_type[0], memory_type_id[0] = MEMORY_CPU, 0
+
     def memory_usage(token: int, count: int, types: Any, ids: Any, sizes: Any) -> None:
         # The token of a model (its NativeModel) or of a ModelInstance.
         report = getattr(TOKENS.get(token), "report_memory_usage", None)
@@ -230,6 +241,7 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         "request_gone": request_gone,
         "memory_usage": _guarded(lib, memory_usage),
         "server_object": _guarded(lib, server_object),
+        "output_properties": _guarded(lib, output_properties),
     }
     return table
 

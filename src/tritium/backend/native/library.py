@@ -72,6 +72,8 @@ HOST_FIELDS = [
                                POINTER(c_uint64))),
     ("server_object", CFUNCTYPE(c_void_p, c_int, c_char_p, c_int64, c_char_p, POINTER(c_int64),
                                 POINTER(c_void_p))),
+    ("output_properties", CFUNCTYPE(c_void_p, c_uint64, c_char_p, POINTER(ctypes.c_size_t),
+                                    POINTER(c_int), POINTER(c_int64))),
 ]
 
 
@@ -83,7 +85,8 @@ class OutputInfo(ctypes.Structure):
     """One output of a TRITONBACKEND_Response (tritium_response_outputs)."""
 
     _fields_ = [("name", c_char_p), ("datatype", ctypes.c_int32), ("dims", c_uint32),
-                ("shape", POINTER(c_int64)), ("buffer", c_void_p), ("byte_size", c_uint64)]
+                ("shape", POINTER(c_int64)), ("buffer", c_void_p), ("byte_size", c_uint64),
+                ("preferred_type", ctypes.c_int32), ("preferred_id", c_int64)]
 
 
 P = c_void_p
@@ -140,7 +143,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
                                       POINTER(c_char_p), POINTER(c_int64), POINTER(c_double)]),
     "tritium_sresp_new": (P, [P, c_char_p, c_int64, c_char_p, c_int, c_char_p]),
     "tritium_sresp_add_output": (P, [P, P, c_char_p, c_int, POINTER(c_int64), c_uint32, P,
-                                     c_uint64]),
+                                     c_uint64, c_int, c_int64]),
     "tritium_sresp_add_parameter": (None, [P, c_char_p, c_int, c_char_p, c_int64, c_double]),
     "tritium_execute": (P, [P, P, POINTER(P), c_uint32, c_int]),
     "tritium_queued_count": (c_uint32, []),
@@ -149,6 +152,8 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_queued_clear": (None, []),
     "tritium_sreq_complete": (None, [P, P, c_uint32]),
     "tritium_sreq_release": (None, [P]),
+    "tritium_sreq_query": (P, [P, c_char_p, POINTER(ctypes.c_size_t), POINTER(c_int),
+                               POINTER(c_int64)]),
     "tritium_set_cuda_runtime": (None, [c_char_p]),
 }
 
@@ -158,7 +163,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
 # GIL held, so building a request or reading a response costs no GIL hand-off per call.
 _RELEASE_GIL = frozenset({
     "tritium_execute", "tritium_set_host", "tritium_sresp_new", "tritium_sresp_add_output",
-    "tritium_sreq_complete", "tritium_sreq_release",
+    "tritium_sreq_complete", "tritium_sreq_release", "tritium_sreq_query",
 })
 
 

@@ -173,9 +173,14 @@ def read_response(lib: Library, response: int, model: str) -> InferenceResponse:
         infos = (OutputInfo * count)()
         lib.tritium_response_outputs(response, infos, count)
     for info in infos[:count]:
+        name = info.name.decode()
         result.outputs.append(tensor_from_buffer(
-            info.name.decode(), info.datatype, tuple(info.shape[: info.dims]), info.buffer,
-            info.byte_size, model))
+            name, info.datatype, tuple(info.shape[: info.dims]), info.buffer, info.byte_size,
+            model))
+        if info.preferred_type != 0:  # not TRITONSERVER_MEMORY_CPU
+            if result.preferred_memory is None:
+                result.preferred_memory = {}
+            result.preferred_memory[name] = (info.preferred_type, info.preferred_id)
     parameters = lib.tritium_response_parameter_count(response)
     if not parameters:
         return result

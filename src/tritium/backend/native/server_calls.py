@@ -168,6 +168,15 @@ def infer_async(lib: Library, sreq: int) -> None:
     request = _read_request(lib, sreq)
     model, version = request.model_name, request.model_version
 
+    def output_query(name: bytes | None, byte_size: Any, memory_type: Any,
+                     memory_type_id: Any) -> None:
+        error = lib.take_error(lib.tritium_sreq_query(sreq, name, byte_size, memory_type,
+                                                      memory_type_id))
+        if error is not None:
+            raise error
+
+    request.output_query = output_query
+
     def deliver(response: InferenceResponse | None, flags: int) -> None:
         handle = None
         if response is not None:
@@ -257,6 +266,7 @@ def _write_response(lib: Library, sreq: int, response: InferenceResponse, model:
         response.id.encode(), code, message)
     if error is not None:
         return handle
+    preferred = response.preferred_memory or {}
     for tensor in response.outputs:
         data: Any
         if tensor.datatype == "BYTES":
@@ -267,9 +277,11 @@ def _write_response(lib: Library, sreq: int, response: InferenceResponse, model:
             data = np.ascontiguousarray(tensor.data)
             address, size = data.ctypes.data, data.nbytes
         shape = (c_int64 * len(tensor.shape))(*tensor.shape)
+        memory_type, memory_type_id = preferred.get(tensor.name, (0, 0))
         err = lib.tritium_sresp_add_output(sreq, handle, tensor.name.encode(),
                                            DATATYPE_NUMBERS[tensor.datatype], shape,
-                                           len(tensor.shape), address, size)
+                                           len(tensor.shape), address, size, memory_type,
+                                           memory_type_id)
         if err:
             lib.take_error(err)  # the allocator refused: the output is left out
     for key, value in response.parameters.items():

@@ -93,10 +93,12 @@ TRITIUM_EXPORT TRITONSERVER_InferenceResponse* tritium_sresp_new(
   return resp;
 }
 
-// Asks the request's allocator for the output's buffer and copies the data in.
+// Asks the request's allocator for the output's buffer (offering the memory the backend
+// preferred) and copies the data in.
 TRITIUM_EXPORT TRITONSERVER_Error* tritium_sresp_add_output(
     TRITONSERVER_InferenceRequest* r, TRITONSERVER_InferenceResponse* resp, const char* name,
-    int datatype, const int64_t* shape, uint32_t dims, const void* data, uint64_t byte_size) {
+    int datatype, const int64_t* shape, uint32_t dims, const void* data, uint64_t byte_size,
+    int preferred_type, int64_t preferred_id) {
   resp->outputs.emplace_back();
   ServerOutput& o = resp->outputs.back();
   o.name = name;
@@ -111,7 +113,8 @@ TRITIUM_EXPORT TRITONSERVER_Error* tritium_sresp_add_output(
   }
   void* buffer = nullptr;
   TRITONSERVER_Error* err = r->allocator->alloc_fn(
-      r->allocator, name, byte_size, TRITONSERVER_MEMORY_CPU, 0, r->allocator_userp, &buffer,
+      r->allocator, name, byte_size, static_cast<TRITONSERVER_MemoryType>(preferred_type),
+      preferred_id, r->allocator_userp, &buffer,
       &o.userp, &o.memory_type, &o.memory_type_id);
   if (err == nullptr && buffer == nullptr) {
     err = make_error(TRITONSERVER_ERROR_UNAVAILABLE,
@@ -151,6 +154,19 @@ TRITIUM_EXPORT void tritium_sreq_complete(
   } else {
     TRITONSERVER_InferenceResponseDelete(resp);
   }
+}
+
+// TRITONBACKEND_RequestOutputBufferProperties for a backend running this request: its
+// allocator's query function answers, as in Triton (which has none to ask without one).
+TRITIUM_EXPORT TRITONSERVER_Error* tritium_sreq_query(
+    TRITONSERVER_InferenceRequest* r, const char* name, size_t* byte_size,
+    TRITONSERVER_MemoryType* type, int64_t* id) {
+  if (r->allocator == nullptr || r->allocator->query_fn == nullptr) {
+    return make_error(TRITONSERVER_ERROR_UNAVAILABLE,
+                      "[request id: " + (r->id.empty() ? std::string("<id_unknown>") : r->id) +
+                          "] Output properties are not available");
+  }
+  return r->allocator->query_fn(r->allocator, r->allocator_userp, name, byte_size, type, id);
 }
 
 TRITIUM_EXPORT void tritium_sreq_release(TRITONSERVER_InferenceRequest* r) {

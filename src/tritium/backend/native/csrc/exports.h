@@ -15,6 +15,8 @@ struct TritiumOutputInfo {
   const int64_t* shape;
   const void* buffer;
   uint64_t byte_size;
+  int32_t preferred_type;  // the memory the backend asked for (TRITONSERVER_MemoryType)
+  int64_t preferred_id;
 };
 
 typedef TRITONSERVER_Error* (*TritiumExecuteFn)(TRITONBACKEND_ModelInstance*,

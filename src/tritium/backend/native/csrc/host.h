@@ -152,7 +152,19 @@ struct TRITONBACKEND_State {
   TRITONSERVER_BufferAttributes attributes;
 };
 
+// Triton's core has one object behind TRITONSERVER_InferenceRequest and TRITONBACKEND_Request
+// (and one behind the two response types), and its own API tests cast one to the other. Here
+// they are different objects, so each starts with a tag, and the backend calls that such a
+// cast reaches look at it (inference.h: the server's objects).
+enum ObjectTag : uint32_t {
+  kBackendRequestTag = 0x42524551,  // "BREQ"
+  kServerRequestTag = 0x53524551,   // "SREQ"
+  kBackendResponseTag = 0x42525350,
+  kServerResponseTag = 0x53525350,
+};
+
 struct TRITONBACKEND_Request {
+  const uint32_t tag = kBackendRequestTag;
   std::shared_ptr<RequestState> state;
   std::string id, correlation_id_string;
   uint64_t correlation_id = 0;
@@ -167,6 +179,9 @@ struct TRITONBACKEND_Request {
 
 struct TRITONBACKEND_ResponseFactory {
   std::shared_ptr<RequestState> request;
+  // Made from a TRITONSERVER_InferenceRequest cast to a TRITONBACKEND_Request (as Triton's
+  // core tests do): it tells that request's cancellation and sends nothing.
+  TRITONSERVER_InferenceRequest* server_request = nullptr;
 };
 
 struct TRITONBACKEND_Output {
@@ -175,11 +190,16 @@ struct TRITONBACKEND_Output {
   std::vector<int64_t> shape;
   void* buffer = nullptr;  // owned by the server: freed with the response
   uint64_t byte_size = 0;
+  // What the backend asked TRITONBACKEND_OutputBuffer for: the buffer is host memory, and the
+  // preference goes on to the allocator of a request made through the C API, as Triton's does.
+  TRITONSERVER_MemoryType preferred_type = TRITONSERVER_MEMORY_CPU;
+  int64_t preferred_id = 0;
   TRITONSERVER_BufferAttributes attributes;
   ~TRITONBACKEND_Output() { free(buffer); }
 };
 
 struct TRITONBACKEND_Response {
+  const uint32_t tag = kBackendResponseTag;
   std::shared_ptr<RequestState> request;
   std::deque<TRITONBACKEND_Output> outputs;
   std::vector<Parameter> parameters;
@@ -229,6 +249,11 @@ struct TritiumHost {
   TRITONSERVER_Error* (*server_object)(int op, const char* name, int64_t version,
                                        const char* argument, int64_t* out_int,
                                        TRITONSERVER_Message** out_message);
+  // TRITONBACKEND_RequestOutputBufferProperties: the request's client says where it wants
+  // the output (`name` and `byte_size` may be null; `type` and `id` carry the backend's
+  // preference in and the answer out).
+  TRITONSERVER_Error* (*output_properties)(uint64_t token, const char* name, size_t* byte_size,
+                                           TRITONSERVER_MemoryType* type, int64_t* id);
 };
 
 // The server a backend or a program refers to. Calls on it go to the host (one server per

@@ -25,6 +25,7 @@ struct TRITONSERVER_ResponseAllocator {
 };
 
 struct TRITONSERVER_InferenceRequest {
+  const uint32_t tag = kServerRequestTag;  // first, as in TRITONBACKEND_Request (host.h)
   std::string model;
   int64_t version;
   std::string id, correlation_id_string;
@@ -50,6 +51,13 @@ struct TRITONSERVER_InferenceRequest {
   std::atomic<bool> sent{false}, in_flight{false};
 };
 
+// The server request behind a TRITONBACKEND_Request that is one cast (see ObjectTag), or null.
+inline TRITONSERVER_InferenceRequest* as_server_request(TRITONBACKEND_Request* request) {
+  return request != nullptr && request->tag == kServerRequestTag
+             ? reinterpret_cast<TRITONSERVER_InferenceRequest*>(request)
+             : nullptr;
+}
+
 struct ServerOutput {
   std::string name;
   TRITONSERVER_DataType datatype;
@@ -62,10 +70,22 @@ struct ServerOutput {
 };
 
 struct TRITONSERVER_InferenceResponse {
-  TRITONSERVER_ResponseAllocator* allocator;
+  const uint32_t tag = kServerResponseTag;  // first, as in TRITONBACKEND_Response (host.h)
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
   std::string model, id;
   int64_t version;
   TRITONSERVER_Error* error = nullptr;
   std::deque<ServerOutput> outputs;
   std::vector<Parameter> parameters;
 };
+
+// The answer of the request's allocator's query function (bls_host.cc).
+extern "C" TRITONSERVER_Error* tritium_sreq_query(TRITONSERVER_InferenceRequest* r, const char* name,
+                                                 size_t* byte_size, TRITONSERVER_MemoryType* type,
+                                                 int64_t* id);
+
+inline TRITONSERVER_InferenceResponse* as_server_response(TRITONBACKEND_Response* response) {
+  return response != nullptr && response->tag == kServerResponseTag
+             ? reinterpret_cast<TRITONSERVER_InferenceResponse*>(response)
+             : nullptr;
+}

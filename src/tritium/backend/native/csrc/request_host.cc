@@ -58,7 +58,8 @@ TRITIUM_EXPORT uint32_t tritium_response_outputs(
   for (const auto& o : r->outputs) {
     if (n == capacity) break;
     out[n++] = TritiumOutputInfo{o.name.c_str(), o.datatype, static_cast<uint32_t>(o.shape.size()),
-                                 o.shape.data(), o.buffer, o.buffer != nullptr ? o.byte_size : 0};
+                                 o.shape.data(), o.buffer, o.buffer != nullptr ? o.byte_size : 0,
+                                 o.preferred_type, o.preferred_id};
   }
   return static_cast<uint32_t>(r->outputs.size());
 }

@@ -10,6 +10,7 @@
 
 #include "host.h"  // first: it makes the API header export what it declares
 #include "exports.h"
+#include "inference.h"
 
 static std::mutex g_finished_lock;
 static std::vector<uint64_t> g_finished;
@@ -124,26 +125,79 @@ static TRITONSERVER_Error* send_to_host(
                          state->has_stamps ? state->stamps : nullptr);
 }
 
+// The calls above answer for a TRITONSERVER_InferenceRequest cast to a TRITONBACKEND_Request;
+// the others refuse one instead of reading what it does not have.
+#define TRITIUM_BACKEND_REQUEST(request, fn)                                                   \
+  TRITIUM_NOT_NULL(request, fn);                                                             \
+  TRITIUM_REQUIRE(as_server_request(request) == nullptr, TRITONSERVER_ERROR_UNSUPPORTED,     \
+                  std::string(fn) + ": the request is a TRITONSERVER_InferenceRequest; "     \
+                  "Tritium answers only TRITONBACKEND_RequestId, RequestIsCancelled, "         \
+                  "RequestOutputBufferProperties, RequestRelease and ResponseFactoryNew for "  \
+                  "one cast to a TRITONBACKEND_Request")
+
+static const char* const kServerFactory =
+    "responses to a TRITONSERVER_InferenceRequest come from the model that runs it: a response "
+    "factory or response made from one cast to a TRITONBACKEND_Request cannot send any";
+
+// TRITONBACKEND_InferenceResponseOutput{,ByName} on a TRITONSERVER_InferenceResponse cast to a
+// TRITONBACKEND_Response (see ObjectTag).
+static TRITONSERVER_Error* server_output(TRITONSERVER_InferenceResponse* response, uint32_t index,
+                                         const char** name, TRITONSERVER_DataType* datatype,
+                                         const int64_t** shape, uint64_t* dim_count) {
+  TRITIUM_REQUIRE_INDEX(index, response->outputs, "response has", "outputs");
+  const ServerOutput& o = response->outputs[index];
+  if (name != nullptr) *name = o.name.c_str();
+  *datatype = o.datatype;
+  *shape = o.shape.data();
+  *dim_count = o.shape.size();
+  return nullptr;
+}
+
+static TRITONSERVER_Error* server_output_by_name(
+    TRITONSERVER_InferenceResponse* response, const char* name, TRITONSERVER_DataType* datatype,
+    const int64_t** shape, uint64_t* dim_count) {
+  for (uint32_t i = 0; i < response->outputs.size(); ++i) {
+    if (response->outputs[i].name == name) {
+      return server_output(response, i, nullptr, datatype, shape, dim_count);
+    }
+  }
+  return make_error(TRITONSERVER_ERROR_NOT_FOUND,
+                    std::string("Output name '") + name + "' not found.");
+}
+
 extern "C" {
 
 // ---- request ----
 TRITONSERVER_Error* TRITONBACKEND_RequestId(TRITONBACKEND_Request* request, const char** id) {
+  if (TRITONSERVER_InferenceRequest* server_request = as_server_request(request)) {
+    *id = server_request->id.c_str();
+    return nullptr;
+  }
   *id = request->id.c_str();
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(TRITONBACKEND_Request* request, bool* c) {
+  if (TRITONSERVER_InferenceRequest* server_request = as_server_request(request)) {
+    *c = server_request->cancelled.load();
+    return nullptr;
+  }
   *c = g_host_set && g_host.is_cancelled(request->state->token) != 0;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryIsCancelled(
     TRITONBACKEND_ResponseFactory* factory, bool* c) {
+  if (factory->server_request != nullptr) {
+    *c = factory->server_request->cancelled.load();
+    return nullptr;
+  }
   *c = g_host_set && g_host.is_cancelled(factory->request->token) != 0;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(TRITONBACKEND_Request* request, uint64_t* id) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestCorrelationId");
   TRITIUM_REQUIRE(!request->correlation_is_string, TRITONSERVER_ERROR_INVALID_ARG,
                   "correlation ID in request is not an unsigned int");
   *id = request->correlation_id;
@@ -152,6 +206,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(TRITONBACKEND_Request* re
 
 TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationIdString(
     TRITONBACKEND_Request* request, const char** id) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestCorrelationIdString");
   TRITIUM_REQUIRE(request->correlation_is_string, TRITONSERVER_ERROR_INVALID_ARG,
                   "correlation ID in request is not a string");
   *id = request->correlation_id_string.c_str();
@@ -160,16 +215,19 @@ TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationIdString(
 
 TRITONSERVER_Error* TRITONBACKEND_InferenceRequestTimeoutMicroseconds(
     TRITONBACKEND_Request* request, uint64_t* timeout) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_InferenceRequestTimeoutMicroseconds");
   *timeout = request->timeout_us;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestFlags(TRITONBACKEND_Request* request, uint32_t* flags) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestFlags");
   *flags = request->flags;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestParameterCount(TRITONBACKEND_Request* request, uint32_t* c) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestParameterCount");
   *c = static_cast<uint32_t>(request->parameters.size());
   return nullptr;
 }
@@ -177,6 +235,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestParameterCount(TRITONBACKEND_Request* r
 TRITONSERVER_Error* TRITONBACKEND_RequestParameter(
     TRITONBACKEND_Request* request, const uint32_t index, const char** key,
     TRITONSERVER_ParameterType* type, const void** vvalue) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestParameter");
   TRITIUM_REQUIRE_INDEX(index, request->parameters, "request has", "parameters");
   const Parameter& p = request->parameters[index];
   *key = p.key.c_str();
@@ -186,12 +245,14 @@ TRITONSERVER_Error* TRITONBACKEND_RequestParameter(
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request* request, uint32_t* c) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestInputCount");
   *c = static_cast<uint32_t>(request->inputs.size());
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestInputName(
     TRITONBACKEND_Request* request, const uint32_t index, const char** name) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestInputName");
   TRITIUM_REQUIRE_INDEX(index, request->inputs, "request has", "inputs");
   *name = request->inputs[index].name.c_str();
   return nullptr;
@@ -199,6 +260,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInputName(
 
 TRITONSERVER_Error* TRITONBACKEND_RequestInput(
     TRITONBACKEND_Request* request, const char* name, TRITONBACKEND_Input** input) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestInput");
   for (auto& in : request->inputs) {
     if (in.name == name) {
       *input = &in;
@@ -211,29 +273,36 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInput(
 
 TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(
     TRITONBACKEND_Request* request, const uint32_t index, TRITONBACKEND_Input** input) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestInputByIndex");
   TRITIUM_REQUIRE_INDEX(index, request->inputs, "request has", "inputs");
   *input = &request->inputs[index];
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request* request, uint32_t* c) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestOutputCount");
   *c = static_cast<uint32_t>(request->requested_outputs.size());
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(
     TRITONBACKEND_Request* request, const uint32_t index, const char** name) {
+  TRITIUM_BACKEND_REQUEST(request, "TRITONBACKEND_RequestOutputName");
   TRITIUM_REQUIRE_INDEX(index, request->requested_outputs, "request has", "requested outputs");
   *name = request->requested_outputs[index].c_str();
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
-    TRITONBACKEND_Request*, const char*, size_t*, TRITONSERVER_MemoryType* memory_type,
-    int64_t* memory_type_id) {
-  *memory_type = TRITONSERVER_MEMORY_CPU;
-  *memory_type_id = 0;
-  return nullptr;
+    TRITONBACKEND_Request* request, const char* name, size_t* byte_size,
+    TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
+  if (TRITONSERVER_InferenceRequest* server_request = as_server_request(request)) {
+    return tritium_sreq_query(server_request, name, byte_size, memory_type, memory_type_id);
+  }
+  TRITIUM_NOT_NULL(request, "TRITONBACKEND_RequestOutputBufferProperties");
+  if (!g_host_set) return no_host("TRITONBACKEND_RequestOutputBufferProperties");
+  return g_host.output_properties(request->state->token, name, byte_size, memory_type,
+                                  memory_type_id);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request, uint32_t flags) {
@@ -242,6 +311,13 @@ TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request,
   TRITIUM_REQUIRE(reschedule || (flags & TRITONSERVER_REQUEST_RELEASE_ALL) != 0,
                   TRITONSERVER_ERROR_INVALID_ARG,
                   "unknown request release flags " + std::to_string(flags));
+  if (as_server_request(request) != nullptr) {
+    // The server holds it until its final response, and then calls its release callback
+    // once: giving it back earlier would leave the responses without their allocator.
+    TRITIUM_REQUIRE(!reschedule, TRITONSERVER_ERROR_INVALID_ARG,
+                    "a request made with TRITONSERVER_InferenceRequestNew cannot be rescheduled");
+    return nullptr;
+  }
   // The server waits for its answer, or is asked to run it again (an iterative sequence's
   // scheduler may refuse: then the backend still owns the request).
   if (reschedule || !request->state->final_sent.load()) {
@@ -313,6 +389,10 @@ TRITONSERVER_Error* TRITONBACKEND_InputBufferAttributes(
 TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryNew(
     TRITONBACKEND_ResponseFactory** factory, TRITONBACKEND_Request* request) {
   TRITIUM_NOT_NULL(request, "TRITONBACKEND_ResponseFactoryNew");
+  if (TRITONSERVER_InferenceRequest* server_request = as_server_request(request)) {
+    *factory = new TRITONBACKEND_ResponseFactory{nullptr, server_request};
+    return nullptr;
+  }
   *factory = new TRITONBACKEND_ResponseFactory{request->state};
   return nullptr;
 }
@@ -325,6 +405,8 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryDelete(TRITONBACKEND_ResponseFa
 TRITONSERVER_Error* TRITONBACKEND_ResponseFactorySendFlags(
     TRITONBACKEND_ResponseFactory* factory, const uint32_t send_flags) {
   TRITIUM_NOT_NULL(factory, "TRITONBACKEND_ResponseFactorySendFlags");
+  TRITIUM_REQUIRE(factory->server_request == nullptr, TRITONSERVER_ERROR_UNSUPPORTED,
+                  kServerFactory);
   bool queued = false;
   return send_to_host(factory->request, nullptr, send_flags, nullptr,
                       "TRITONBACKEND_ResponseFactorySendFlags", &queued);
@@ -334,14 +416,20 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseFactorySendFlags(
 TRITONSERVER_Error* TRITONBACKEND_ResponseNew(
     TRITONBACKEND_Response** response, TRITONBACKEND_Request* request) {
   TRITIUM_NOT_NULL(request, "TRITONBACKEND_ResponseNew");
-  *response = new TRITONBACKEND_Response{request->state, {}, {}};
+  TRITIUM_REQUIRE(as_server_request(request) == nullptr, TRITONSERVER_ERROR_UNSUPPORTED,
+                  kServerFactory);
+  *response = new TRITONBACKEND_Response{};
+  (*response)->request = request->state;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseNewFromFactory(
     TRITONBACKEND_Response** response, TRITONBACKEND_ResponseFactory* factory) {
   TRITIUM_NOT_NULL(factory, "TRITONBACKEND_ResponseNewFromFactory");
-  *response = new TRITONBACKEND_Response{factory->request, {}, {}};
+  TRITIUM_REQUIRE(factory->server_request == nullptr, TRITONSERVER_ERROR_UNSUPPORTED,
+                  kServerFactory);
+  *response = new TRITONBACKEND_Response{};
+  (*response)->request = factory->request;
   return nullptr;
 }
 
@@ -407,6 +495,8 @@ TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(
     return make_error(TRITONSERVER_ERROR_ALREADY_EXISTS,
                       "a buffer was already allocated for output '" + output->name + "'");
   }
+  output->preferred_type = *memory_type;
+  output->preferred_id = *memory_type_id;
   output->buffer = malloc(byte_size > 0 ? byte_size : 1);
   if (output->buffer == nullptr) {
     return make_error(TRITONSERVER_ERROR_UNAVAILABLE,
@@ -442,6 +532,9 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseSend(
 TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(
     TRITONBACKEND_Response* response, const char* name, TRITONSERVER_DataType* datatype,
     const int64_t** shape, uint64_t* dim_count) {
+  if (TRITONSERVER_InferenceResponse* server_response = as_server_response(response)) {
+    return server_output_by_name(server_response, name, datatype, shape, dim_count);
+  }
   for (const auto& o : response->outputs) {
     if (o.name == name) {
       *datatype = o.datatype;
@@ -457,6 +550,9 @@ TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(
 TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(
     TRITONBACKEND_Response* response, const uint32_t index, const char** name,
     TRITONSERVER_DataType* datatype, const int64_t** shape, uint64_t* dim_count) {
+  if (TRITONSERVER_InferenceResponse* server_response = as_server_response(response)) {
+    return server_output(server_response, index, name, datatype, shape, dim_count);
+  }
   TRITIUM_REQUIRE_INDEX(index, response->outputs, "response has", "outputs");
   const auto& o = response->outputs[index];
   *name = o.name.c_str();

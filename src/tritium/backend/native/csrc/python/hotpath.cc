@@ -266,10 +266,12 @@ PyObject* wrap_output(TRITONBACKEND_Response* response, uint32_t index,
   return array;
 }
 
-// Whether every output is a fixed-size type whose buffer matches its shape.
+// Whether every output is a fixed-size type whose buffer matches its shape, asked for in CPU
+// memory (a preference for other memory travels with the response: read_response in Python).
 bool plain(const TritiumOutputInfo* infos, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) {
     const TritiumOutputInfo& info = infos[i];
+    if (info.preferred_type != TRITONSERVER_MEMORY_CPU) return false;
     if (info.datatype <= 0 || info.datatype >= kDataTypeCount || kNumpyTypes[info.datatype] < 0) {
       return false;
     }
