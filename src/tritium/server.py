@@ -381,11 +381,14 @@ class InferenceServer:
         return self.control_queue.submit(name, ("unload", unload_dependents),
                                          partial(self.control.unload, name, unload_dependents))
 
-    def register_model_repository(self, repository: str | Path,
-                                  name_mapping: dict[str, str] | None = None) -> None:
+    def register_model_repository(
+            self, repository: str | Path,
+            name_mapping: dict[str, str] | list[tuple[str, str]] | None = None) -> None:
         """TRITONSERVER_ServerRegisterModelRepository: another repository (EXPLICIT mode), its
-        directories optionally under other names ({directory: model name})."""
-        self.control.register_repository(Path(repository), dict(name_mapping or {}))
+        directories optionally under other names ({directory: model name}, or (directory,
+        name) pairs, as the C API gives them: one directory may take several names)."""
+        pairs = list(name_mapping.items()) if isinstance(name_mapping, dict) else name_mapping
+        self.control.register_repository(Path(repository), list(pairs or []))
 
     def unregister_model_repository(self, repository: str | Path) -> None:
         """TRITONSERVER_ServerUnregisterModelRepository (loaded models stay loaded)."""

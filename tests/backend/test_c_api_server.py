@@ -55,6 +55,9 @@ def setup(tmp_path_factory):
     for name in ("simple", "add_sub"):
         shutil.copytree(ROOT / "examples" / "model_repository" / name, repo / name)
     write_model(repo, "native_identity", 'backend: "identity"\nmax_batch_size: 8\n' + INT32_IO)
+    write_model(repo, "strings", 'backend: "identity"\nmax_batch_size: 8\n'
+                'input [ { name: "INPUT0" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+                'output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 1 ] } ]\n')
     write_model(repo, "placement", 'backend: "placement"\nmax_batch_size: 8\n'
                 + INT32_IO.replace("16", "4"))
     _add_sub_named(repo, "failing", lambda model: FAILING_MODEL)
@@ -103,7 +106,7 @@ def test_a_program_makes_a_server_infers_and_deletes_it(setup):
     assert json.loads(steps["model_config"])["max_batch_size"] == 8
     assert {(m["name"], m["state"]) for m in json.loads(steps["index"])} == {
         ("add_sub", "READY"), ("failing", "READY"), ("native_identity", "READY"),
-        ("placement", "READY"), ("simple", "READY"), ("slow", "READY")}
+        ("placement", "READY"), ("simple", "READY"), ("slow", "READY"), ("strings", "READY")}
     # sum(0..15) + 16 and sum(0..15) - 16; the identity gives its inputs back.
     assert steps["infer_simple"] == "id=c-api-1 OUTPUT0=136/INT32/dims2 OUTPUT1=104/INT32/dims2"
     assert steps["infer_native"] == "id=c-api-1 OUTPUT0=120/INT32/dims2 OUTPUT1=16/INT32/dims2"
@@ -140,13 +143,28 @@ def test_bad_calls_get_tritons_errors_and_the_server_keeps_serving(setup):
         "for model 'simple'. Expected 64, got 68")
     # The response's error is a new one the caller may delete before the response.
     assert steps["model_error"] == "Internal this model always fails"
+    # A BYTES element's 4-byte length must be in one buffer (its content need not be).
+    assert steps["split_length"] == (
+        "Invalid argument [request id: <id_unknown>] incomplete string length indicator for "
+        "inference input 'INPUT0' for model 'strings', expecting 4 bytes but only 2 bytes "
+        "available. Please make sure the string length indicator is in one buffer.")
+    assert steps["split_content"] == "OK OUTPUT0=24"
+    # A family is on the metrics only while it has a metric (prometheus-cpp's rule in Triton).
+    assert steps["histogram_family"] == "hidden shown hidden"
+    assert steps["histogram_without_args"] == (
+        "Invalid argument Bucket boundaries not found in Metric args.")
+    assert steps["histogram_args_unset"] == (
+        "Invalid argument Metric args not set to histogram kind.")
+    assert steps["gauge_with_args"] == (
+        "Invalid argument Unexpected args found in gauge Metric constructor.")
     assert steps["ready_index"] == (  # compact JSON, as Triton's
         '[{"name":"add_sub","version":"1","state":"READY"},'
         '{"name":"failing","version":"1","state":"READY"},'
         '{"name":"native_identity","version":"1","state":"READY"},'
         '{"name":"placement","version":"1","state":"READY"},'
         '{"name":"simple","version":"1","state":"READY"},'
-        '{"name":"slow","version":"1","state":"READY"}]')
+        '{"name":"slow","version":"1","state":"READY"},'
+        '{"name":"strings","version":"1","state":"READY"}]')
     assert steps["unknown_statistics"] == (
         "Invalid argument requested model 'no_such_model' is not available")
     assert steps["poll"] == "OK"  # POLL, the C API's default mode: applied when asked

@@ -81,11 +81,20 @@ def test_a_mapping_wins_over_a_directory_of_the_same_name(server, repos):
     assert served_version(server, "model_1") == 2  # models_1/model_0, not models_1/model_1
 
 
+def test_one_directory_may_serve_under_two_names(server, repos):
+    """(directory, name) pairs, as TRITONSERVER_ServerRegisterModelRepository takes them."""
+    server.register_model_repository(str(repos["models_0"]),
+                                     [("model_0", "name_0"), ("model_0", "name_1")])
+    assert served_version(server, "name_0") == 1
+    assert served_version(server, "name_1") == 1
+
+
 def test_duplicates_fail_at_load_until_a_repository_goes(server, repos):
     server.register_model_repository(str(repos["models_0"]))
     server.register_model_repository(str(repos["models_1"]))
-    with pytest.raises(tritonserver.TritonError, match="model_0"):
+    with pytest.raises(tritonserver.InternalError) as failed:  # Triton's exact answer
         server.load("model_0")
+    assert str(failed.value) == "failed to load 'model_0', failed to poll from model repository"
     assert served_version(server, "model_1") == 3
     server.unregister_model_repository(str(repos["models_1"]))
     assert served_version(server, "model_0") == 1

@@ -106,11 +106,20 @@ def test_duplicate_model_name_fails_only_that_model(tmp_path: Path) -> None:
     write_model(first, "twice", identity_config("twice"))
     write_model(second, "twice", identity_config("twice"))
     write_model(second, "once", identity_config("once"))
-    with ServerProcess([first, second], "--exit-on-error=false") as server:
+    with ServerProcess([first, second], "--exit-on-error=false",
+                       "--model-control-mode=explicit", "--load-model=*") as server:
         client = httpclient.InferenceServerClient(server.http_url)
         assert client.is_model_ready("once")
         assert not client.is_model_ready("twice")
         assert "multiple model repositories" in server.log()
+        # Loading it again: Triton's answer, and the log says why.
+        with pytest.raises(InferenceServerException) as failed:
+            client.load_model("twice")
+        assert failed.value.message() == (
+            "failed to load 'twice', failed to poll from model repository")
+        assert server.log().count(
+            f"load request for 'twice' refused: model 'twice' appears in multiple model "
+            f"repositories: {first}, {second}") == 1
 
 
 def test_explicit_mode_loads_only_named_models(tmp_path: Path) -> None:

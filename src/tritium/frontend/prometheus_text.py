@@ -81,9 +81,13 @@ def histogram_samples(family: Family, labels: dict[str, str], bounds: Sequence[f
 
 
 def render(families: Iterable[Family]) -> bytes:
-    """The exposition text of `families`, each with its HELP and TYPE lines."""
+    """The exposition text of `families`, each with its HELP and TYPE lines. A family with no
+    metric (none made yet, or all deleted) is left out, as prometheus-cpp leaves it out of
+    Triton's."""
     lines: list[str] = []
     for family in families:
+        if not family.samples:
+            continue
         lines.append(f"# HELP {family.name} {_escape_help(family.help)}")
         lines.append(f"# TYPE {family.name} {family.kind}")
         for sample in family.samples:

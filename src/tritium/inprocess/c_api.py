@@ -164,8 +164,8 @@ def _dispatch(op: int, name: str, version: int, argument: str | None) -> int | s
         server._started().options.exit_timeout_secs = float(version)
         return 0
     if op == SOP_REGISTER:
-        mapping = dict(json.loads(argument or "[]"))
-        server.register_model_repository(name, mapping)
+        pairs = [(directory, model) for directory, model in json.loads(argument or "[]")]
+        server.register_model_repository(name, pairs)
         return 0
     if op == SOP_UNREGISTER:
         server.unregister_model_repository(name)

@@ -367,10 +367,12 @@ class Server:
         except CoreError as exc:
             raise api_error(exc) from None
 
-    def register_model_repository(self, repository_path: str,
-                                  name_mapping: dict[str, str] | None = None) -> None:
+    def register_model_repository(
+            self, repository_path: str,
+            name_mapping: dict[str, str] | list[tuple[str, str]] | None = None) -> None:
         """Add a model repository (ModelControlMode.EXPLICIT); `name_mapping` gives some of
-        its model directories other names ({directory: model name})."""
+        its model directories other names ({directory: model name}; (directory, name) pairs
+        give one directory several names, as the C API may)."""
         try:
             self._started().register_model_repository(repository_path, name_mapping)
         except CoreError as exc:

@@ -162,8 +162,8 @@ class ModelRepositoryManager:
             raise
         self._keep_override(name, override)
 
-    def register_repository(self, repository: Path, mapping: dict[str, str]) -> None:
-        """Add a model repository (EXPLICIT mode); `mapping` {directory: model name}."""
+    def register_repository(self, repository: Path, mapping: list[tuple[str, str]]) -> None:
+        """Add a model repository (EXPLICIT mode); `mapping`: (directory, model name) pairs."""
         if self.mode != "explicit":
             raise TritonError.unsupported(
                 "repository registration is not allowed if model control mode is not EXPLICIT")
@@ -344,8 +344,9 @@ class ModelRepositoryManager:
         self.lifecycle.mark_unavailable(source.name, reason, versions)
 
     def _repository_source(self, scan: RepositoryScan, name: str) -> ModelSource:
-        if name in scan.errors:
-            raise TritonError.invalid_arg(f"load failed for model '{name}': {scan.errors[name]}\n")
+        if name in scan.errors:  # Triton's answer; why goes to the log
+            log.error("load request for '%s' refused: %s", name, scan.errors[name])
+            raise _poll_failed(name)
         source = scan.models.get(name)
         if source is None:
             log.error("load request for '%s' refused: no model folder of that name in the "

@@ -53,12 +53,13 @@ class RepositoryScanner:
         # Registered name mappings: model name -> where it lives.
         self.mappings: dict[str, ModelSource] = {}
 
-    def register(self, repository: Path, mapping: dict[str, str]) -> None:
-        """Add `repository`; `mapping` is {directory: model name} (Triton's name_mapping)."""
+    def register(self, repository: Path, mapping: list[tuple[str, str]]) -> None:
+        """Add `repository`; `mapping` is (directory, model name) pairs (Triton's name_mapping:
+        one directory may serve under several names)."""
         if not repository.is_dir():
             raise TritonError.invalid_arg(
                 f"failed to register '{repository}', repository not found")
-        names = list(mapping.values())
+        names = [name for _, name in mapping]
         for name in names:
             if names.count(name) > 1:
                 raise TritonError.invalid_arg(
@@ -72,7 +73,7 @@ class RepositoryScanner:
                 raise TritonError.already_exists(
                     f"failed to register '{name}', there is a conflicting mapping for '{name}'")
         self.repositories.append(repository)
-        for directory, name in mapping.items():
+        for directory, name in mapping:
             self.mappings[name] = ModelSource(name, repository / directory, repository)
 
     def unregister(self, repository: Path) -> None:

@@ -101,6 +101,27 @@ void on_response(TRITONSERVER_InferenceResponse* response, const uint32_t, void*
   done->cv.notify_all();
 }
 
+// One output of a response, as TRITONSERVER_InferenceResponseOutput tells it.
+struct Output {
+  const char* name = nullptr;
+  TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INVALID;
+  const int64_t* shape = nullptr;
+  uint64_t dims = 0;
+  const void* base = nullptr;
+  size_t size = 0;
+  TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+  int64_t memory_id = 0;
+  void* userp = nullptr;
+};
+
+Output read_output(TRITONSERVER_InferenceResponse* response, uint32_t index) {
+  Output o;
+  check("output", TRITONSERVER_InferenceResponseOutput(response, index, &o.name, &o.datatype,
+                                                       &o.shape, &o.dims, &o.base, &o.size,
+                                                       &o.memory_type, &o.memory_id, &o.userp));
+  return o;
+}
+
 // Sends INPUT0 = 0..n-1 and INPUT1 = 1 (INT32, shape [1, n]; `extra` bytes more data than
 // that) to `model`; prints the outputs' sums as "<step> OUTPUT0=<sum> OUTPUT1=<sum>", or the
 // response's error (deleted by this caller, as Triton's callers do, before the response).
@@ -165,29 +186,104 @@ void infer_add_sub(TRITONSERVER_Server* server, const std::string& step, const c
     uint32_t count = 0;
     check("output count", TRITONSERVER_InferenceResponseOutputCount(response, &count));
     for (uint32_t i = 0; i < count; ++i) {
-      const char* name = nullptr;
-      TRITONSERVER_DataType out_type;
-      const int64_t* out_shape = nullptr;
-      uint64_t out_dims = 0;
-      const void* base = nullptr;
-      size_t size = 0;
-      TRITONSERVER_MemoryType memory_type;
-      int64_t memory_id = 0;
-      void* userp = nullptr;
-      check("output", TRITONSERVER_InferenceResponseOutput(
-                          response, i, &name, &out_type, &out_shape, &out_dims, &base, &size,
-                          &memory_type, &memory_id, &userp));
+      const Output out = read_output(response, i);
       double sum = 0;
-      for (size_t k = 0; k < size / 4; ++k) {
-        sum += fp32 ? static_cast<const float*>(base)[k] : static_cast<const int32_t*>(base)[k];
+      for (size_t k = 0; k < out.size / 4; ++k) {
+        sum += fp32 ? static_cast<const float*>(out.base)[k]
+                    : static_cast<const int32_t*>(out.base)[k];
       }
-      line += std::string(" ") + name + "=" + std::to_string(static_cast<long long>(sum)) +
-              "/" + TRITONSERVER_DataTypeString(out_type) + "/dims" + std::to_string(out_dims);
+      line += std::string(" ") + out.name + "=" + std::to_string(static_cast<long long>(sum)) +
+              "/" + TRITONSERVER_DataTypeString(out.datatype) + "/dims" + std::to_string(out.dims);
     }
     std::printf("%s\n", line.c_str());
   }
   TRITONSERVER_InferenceResponseDelete(response);
   TRITONSERVER_ResponseAllocatorDelete(allocator);
+}
+
+// A request to `model` whose response and release reach `done`.
+TRITONSERVER_InferenceRequest* new_request(TRITONSERVER_Server* server, const char* model,
+                                           TRITONSERVER_ResponseAllocator* allocator,
+                                           Completion* done) {
+  TRITONSERVER_InferenceRequest* request = nullptr;
+  check("request", TRITONSERVER_InferenceRequestNew(&request, server, model, -1));
+  check("release callback", TRITONSERVER_InferenceRequestSetReleaseCallback(request, on_release, done));
+  check("response callback", TRITONSERVER_InferenceRequestSetResponseCallback(
+                                 request, allocator, nullptr, on_response, done));
+  return request;
+}
+
+// Sends one BYTES element "Example input string" to the "strings" model (identity, BYTES [1])
+// in two buffers split `split` bytes in; prints "<step> OK OUTPUT0=<bytes>" or the error.
+void infer_strings(TRITONSERVER_Server* server, const std::string& step, size_t split) {
+  const std::string text = "Example input string";
+  std::string data(4, '\0');
+  const uint32_t length = static_cast<uint32_t>(text.size());
+  std::memcpy(&data[0], &length, 4);
+  data += text;
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  check("allocator", TRITONSERVER_ResponseAllocatorNew(&allocator, allocate, release, nullptr));
+  Completion done;
+  TRITONSERVER_InferenceRequest* request = new_request(server, "strings", allocator, &done);
+  const int64_t shape[2] = {1, 1};
+  check("add input", TRITONSERVER_InferenceRequestAddInput(request, "INPUT0", TRITONSERVER_TYPE_BYTES, shape, 2));
+  check("append data", TRITONSERVER_InferenceRequestAppendInputData(
+                           request, "INPUT0", data.data(), split, TRITONSERVER_MEMORY_CPU, 0));
+  check("append data", TRITONSERVER_InferenceRequestAppendInputData(
+                           request, "INPUT0", data.data() + split, data.size() - split,
+                           TRITONSERVER_MEMORY_CPU, 0));
+  TRITONSERVER_Error* err = TRITONSERVER_ServerInferAsync(server, request, nullptr);
+  if (err != nullptr) {  // refused: the request is still the caller's, not released
+    expect_error(step, err);
+    TRITONSERVER_InferenceRequestDelete(request);
+  } else {
+    std::unique_lock<std::mutex> lock(done.mutex);
+    done.cv.wait(lock, [&] { return done.responded && done.released; });
+    const Output out = read_output(done.response, 0);
+    std::printf("%s OK %s=%zu\n", step.c_str(), out.name, out.size);
+    TRITONSERVER_InferenceResponseDelete(done.response);
+  }
+  TRITONSERVER_ResponseAllocatorDelete(allocator);
+}
+
+// Whether the server's Prometheus text names `family`.
+bool metrics_show(TRITONSERVER_Server* server, const std::string& family) {
+  TRITONSERVER_Metrics* metrics = nullptr;
+  check("metrics", TRITONSERVER_ServerMetrics(server, &metrics));
+  const char* base = nullptr;
+  size_t size = 0;
+  check("metrics text", TRITONSERVER_MetricsFormatted(metrics, TRITONSERVER_METRIC_PROMETHEUS, &base, &size));
+  const bool shown = std::string(base, size).find(family) != std::string::npos;
+  check("metrics delete", TRITONSERVER_MetricsDelete(metrics));
+  return shown;
+}
+
+// A custom family shows on the metrics only while it has a metric; metric arguments are
+// checked against the family's kind.
+void custom_metrics(TRITONSERVER_Server* server) {
+  TRITONSERVER_MetricFamily* family = nullptr;
+  check("family", TRITONSERVER_MetricFamilyNew(&family, TRITONSERVER_METRIC_KIND_HISTOGRAM,
+                                               "c_api_latency", "latency seen by the program"));
+  std::string shown = metrics_show(server, "c_api_latency") ? "shown" : "hidden";
+  TRITONSERVER_Metric* metric = nullptr;
+  expect_error("histogram_without_args", TRITONSERVER_MetricNewWithArgs(&metric, family, nullptr, 0, nullptr));
+  TRITONSERVER_MetricArgs* args = nullptr;
+  check("args", TRITONSERVER_MetricArgsNew(&args));
+  expect_error("histogram_args_unset", TRITONSERVER_MetricNewWithArgs(&metric, family, nullptr, 0, args));
+  const double buckets[2] = {0.5, 1.0};
+  check("buckets", TRITONSERVER_MetricArgsSetHistogram(args, buckets, 2));
+  check("metric", TRITONSERVER_MetricNewWithArgs(&metric, family, nullptr, 0, args));
+  shown += metrics_show(server, "c_api_latency") ? " shown" : " hidden";
+  check("metric delete", TRITONSERVER_MetricDelete(metric));
+  shown += metrics_show(server, "c_api_latency") ? " shown" : " hidden";
+  std::printf("histogram_family %s\n", shown.c_str());
+  TRITONSERVER_MetricFamily* gauges = nullptr;
+  check("family", TRITONSERVER_MetricFamilyNew(&gauges, TRITONSERVER_METRIC_KIND_GAUGE,
+                                               "c_api_level", "a level"));
+  expect_error("gauge_with_args", TRITONSERVER_MetricNewWithArgs(&metric, gauges, nullptr, 0, args));
+  check("args delete", TRITONSERVER_MetricArgsDelete(args));
+  check("family delete", TRITONSERVER_MetricFamilyDelete(gauges));
+  check("family delete", TRITONSERVER_MetricFamilyDelete(family));
 }
 
 TRITONSERVER_ServerOptions* options_for(const char* repository, const char* backends,
@@ -290,6 +386,9 @@ int errors(const char* repository, const char* backends) {
   infer_add_sub(server, "wrong_shape", "simple", 3);
   infer_add_sub(server, "byte_size_mismatch", "simple", 16, TRITONSERVER_TYPE_INT32, 4);
   infer_add_sub(server, "model_error", "failing", 4, TRITONSERVER_TYPE_FP32);
+  infer_strings(server, "split_length", 2);
+  infer_strings(server, "split_content", 10);
+  custom_metrics(server);
   TRITONSERVER_Message* message = nullptr;
   check("index", TRITONSERVER_ServerModelIndex(server, TRITONSERVER_INDEX_FLAG_READY, &message));
   std::printf("ready_index %s\n", message_json(message).c_str());
@@ -399,12 +498,8 @@ TRITONSERVER_Error* allocate_noted(TRITONSERVER_ResponseAllocator* allocator, co
 // "<step> <its output_properties parameter>".
 void infer_placement(TRITONSERVER_Server* server, const std::string& step,
                      TRITONSERVER_ResponseAllocator* allocator) {
-  TRITONSERVER_InferenceRequest* request = nullptr;
-  check("request", TRITONSERVER_InferenceRequestNew(&request, server, "placement", -1));
   Completion done;
-  check("release callback", TRITONSERVER_InferenceRequestSetReleaseCallback(request, on_release, &done));
-  check("response callback", TRITONSERVER_InferenceRequestSetResponseCallback(
-                                 request, allocator, nullptr, on_response, &done));
+  TRITONSERVER_InferenceRequest* request = new_request(server, "placement", allocator, &done);
   check("request id", TRITONSERVER_InferenceRequestSetId(request, "c-api-2"));
   const int32_t data[4] = {1, 2, 3, 4};
   const int64_t shape[2] = {1, 4};

@@ -36,10 +36,58 @@ TRITIUM_EXPORT void tritium_sreq_input(
   *byte_size = total;
 }
 
+// How Triton's core starts a message about a request (InferenceRequest::LogRequest).
+static std::string log_request(const TRITONSERVER_InferenceRequest* r) {
+  return "[request id: " + (r->id.empty() ? std::string("<id_unknown>") : r->id) + "] ";
+}
+
+// Triton reads a BYTES input's elements buffer by buffer, and needs each element's 4-byte
+// length in one buffer (its content may span buffers); it checks host buffers only.
+static TRITONSERVER_Error* check_length_indicators(const TRITONSERVER_InferenceRequest* r,
+                                                   const ServerInput& in) {
+  uint64_t element_left = 0;  // bytes of the current element's content still to come
+  bool in_element = false;
+  for (const auto& b : in.buffers) {
+    if (b.attributes.memory_type == TRITONSERVER_MEMORY_GPU) return nullptr;
+    const char* at = static_cast<const char*>(b.base);
+    uint64_t left = b.byte_size;
+    while (left > 0) {
+      if (in_element) {
+        uint64_t take = element_left < left ? element_left : left;
+        at += take;
+        left -= take;
+        element_left -= take;
+        in_element = element_left > 0;
+        continue;
+      }
+      if (left < sizeof(uint32_t)) {
+        return make_error(
+            TRITONSERVER_ERROR_INVALID_ARG,
+            log_request(r) + "incomplete string length indicator for inference input '" + in.name +
+                "' for model '" + r->model + "', expecting 4 bytes but only " +
+                std::to_string(left) +
+                " bytes available. Please make sure the string length indicator is in one "
+                "buffer.");
+      }
+      uint32_t length = 0;
+      memcpy(&length, at, sizeof(length));
+      at += sizeof(length);
+      left -= sizeof(length);
+      element_left = length;
+      in_element = length > 0;
+    }
+  }
+  return nullptr;
+}
+
 // Gathers an input's buffers into `destination` (the server's own copy of the tensor); a
 // buffer in device memory is copied from the device.
 TRITIUM_EXPORT TRITONSERVER_Error* tritium_sreq_input_copy(
     TRITONSERVER_InferenceRequest* r, uint32_t index, void* destination) {
+  if (r->inputs[index].datatype == TRITONSERVER_TYPE_BYTES) {
+    TRITONSERVER_Error* err = check_length_indicators(r, r->inputs[index]);
+    if (err != nullptr) return err;
+  }
   char* out = static_cast<char*>(destination);
   for (const auto& b : r->inputs[index].buffers) {
     if (b.attributes.memory_type == TRITONSERVER_MEMORY_GPU) {
@@ -163,8 +211,7 @@ TRITIUM_EXPORT TRITONSERVER_Error* tritium_sreq_query(
     TRITONSERVER_MemoryType* type, int64_t* id) {
   if (r->allocator == nullptr || r->allocator->query_fn == nullptr) {
     return make_error(TRITONSERVER_ERROR_UNAVAILABLE,
-                      "[request id: " + (r->id.empty() ? std::string("<id_unknown>") : r->id) +
-                          "] Output properties are not available");
+                      log_request(r) + "Output properties are not available");
   }
   return r->allocator->query_fn(r->allocator, r->allocator_userp, name, byte_size, type, id);
 }

@@ -69,10 +69,19 @@ TRITONSERVER_Error* TRITONSERVER_MetricNewWithArgs(
     const TRITONSERVER_MetricArgs* args) {
   TRITIUM_NOT_NULL(family, "TRITONSERVER_MetricNew");
   if (!g_host_set) return no_host("TRITONSERVER_MetricNew");
+  // Triton's checks and messages (MetricFamily::Add).
   bool histogram = family->kind == TRITONSERVER_METRIC_KIND_HISTOGRAM;
-  if (histogram && (args == nullptr || !args->histogram)) {
+  if (!histogram && args != nullptr) {
     return make_error(TRITONSERVER_ERROR_INVALID_ARG,
-                      "Missing required args for histogram metric: buckets");
+                      std::string("Unexpected args found in ") +
+                          (family->kind == TRITONSERVER_METRIC_KIND_COUNTER ? "counter" : "gauge") +
+                          " Metric constructor.");
+  }
+  if (histogram && args == nullptr) {
+    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "Bucket boundaries not found in Metric args.");
+  }
+  if (histogram && !args->histogram) {
+    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "Metric args not set to histogram kind.");
   }
   std::string json = "{";
   for (uint64_t i = 0; i < label_count; ++i) {
