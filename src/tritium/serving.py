@@ -24,7 +24,7 @@ from .frontend.http.limits import HttpLimits
 from .frontend.http.listen import bind
 from .frontend.metrics import MetricsFrontend
 from .server import InferenceServer, ServerOptions
-from .startup_tables import backend_table, options_table, table
+from .startup_tables import backend_table, model_table, options_table
 from .tritonserver_flags import metrics_settings
 
 log = logging.getLogger("tritium")
@@ -36,18 +36,6 @@ class Frontend(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self, grace: float) -> None: ...
-
-
-def model_table(server: InferenceServer) -> str:
-    """The table tritonserver prints after loading: model, version, status or its error."""
-    rows = [("Model", "Version", "Status")]
-    for name, versions in sorted(server.model_states().items()):
-        for version, status in sorted(versions.items()):
-            text = status.state.value
-            if status.reason and status.state.value == "UNAVAILABLE":
-                text = f"UNAVAILABLE: {status.reason}"
-            rows.append((name, str(version) if version >= 0 else "-", text))
-    return table(rows)
 
 
 async def run(options: ServerOptions, args: argparse.Namespace) -> int:

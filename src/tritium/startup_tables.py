@@ -8,6 +8,7 @@ same tables, with the same rows where Tritium has the setting.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 
 from .server import EXTENSIONS, SHARED_MEMORY_EXTENSIONS, InferenceServer
@@ -31,6 +32,18 @@ def backend_table(server: InferenceServer) -> str:
     rows = [("Backend", "Path", "Config")]
     for name, origin, config in server.backends.loaded_backends():
         rows.append((name, origin, json.dumps({"cmdline": config}, separators=(",", ":"))))
+    return table(rows)
+
+
+def model_table(server: InferenceServer) -> str:
+    """The table tritonserver prints after loading: model, version, status or its error."""
+    rows = [("Model", "Version", "Status")]
+    for name, versions in sorted(server.model_states().items()):
+        for version, status in sorted(versions.items()):
+            text = status.state.value
+            if status.reason and status.state.value == "UNAVAILABLE":
+                text = f"UNAVAILABLE: {status.reason}"
+            rows.append((name, str(version) if version >= 0 else "-", text))
     return table(rows)
 
 
@@ -72,4 +85,12 @@ def options_table(server: InferenceServer) -> str:
     return table(rows)
 
 
-__all__ = ["backend_table", "options_table", "table"]
+def log_tables(server: InferenceServer, log: logging.Logger) -> None:
+    """The three tables at INFO, as Triton's TRITONSERVER_ServerNew logs them (an embedded
+    server: the in-process API, a C program); `tritium serve` prints them instead."""
+    if log.isEnabledFor(logging.INFO):
+        for text in (backend_table(server), model_table(server), options_table(server)):
+            log.info("\n%s", text)
+
+
+__all__ = ["backend_table", "log_tables", "model_table", "options_table", "table"]

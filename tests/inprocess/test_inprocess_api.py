@@ -593,6 +593,10 @@ def test_log_file_gets_tritons_log_lines(repo: Path, tmp_path: Path):
     text = log_file.read_text()
     assert re.search(r"^I\d{4} [\d:.]+ \d+ .*successfully loaded 'identity_fp32' version 1$",
                      text, re.MULTILINE), text
+    # The start-up tables, as Triton's ServerNew logs them.
+    assert re.search(r"^\| identity_fp32 \| 1       \| READY  \|$", text, re.MULTILINE), text
+    assert re.search(r"^\| model_control_mode +\| MODE_EXPLICIT +\|$", text, re.MULTILINE), text
+    assert re.search(r"^\| identity +\| built-in", text, re.MULTILINE), text
 
 
 def test_startup_model_that_fails_stops_start_with_exit_on_error(repo: Path):

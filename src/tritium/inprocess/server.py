@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import TritonError as CoreError
 from ..logging_settings import LogSettings, TritonFormatter
 from ..server import InferenceServer, ServerOptions
+from ..startup_tables import log_tables
 from .enums import (
     CONTROL_MODE_NAMES,
     RATE_LIMIT_NAMES,
@@ -229,6 +230,7 @@ class Server:
             self._remove_logging()
             raise api_error(exc) from None
         self._core = core
+        log_tables(core, log)
         if self.options.metrics and self.options.gpu_metrics:
             self._gpu_metrics = GpuMetrics(core.gpus.devices, self.options.metrics_interval / 1000)
             self._gpu_metrics.start()
