@@ -125,8 +125,9 @@ static TRITONSERVER_Error* send_to_host(
                          state->has_stamps ? state->stamps : nullptr);
 }
 
-// The calls above answer for a TRITONSERVER_InferenceRequest cast to a TRITONBACKEND_Request;
-// the others refuse one instead of reading what it does not have.
+// A TRITONSERVER_InferenceRequest cast to a TRITONBACKEND_Request (see ObjectTag): the calls
+// named below answer for it; every other request call starts with this check and refuses it
+// instead of reading what it does not have.
 #define TRITIUM_BACKEND_REQUEST(request, fn)                                                   \
   TRITIUM_NOT_NULL(request, fn);                                                             \
   TRITIUM_REQUIRE(as_server_request(request) == nullptr, TRITONSERVER_ERROR_UNSUPPORTED,     \
