@@ -57,6 +57,13 @@ class InferenceResponse:
 
 Deliver = Callable[["InferenceResponse | None", int], None]
 
+# TRITONSERVER_MemoryType
+MEMORY_CPU, MEMORY_CPU_PINNED, MEMORY_GPU = 0, 1, 2
+# (output name or None for any, its byte size if known, the backend's preferred memory type
+# and device id) -> the memory type and device id the client wants the output in. Raises
+# TritonError when the client cannot say.
+OutputQuery = Callable[[str | None, int | None, int, int], tuple[int, int]]
+
 
 class ResponseSender:
     """Sends a request's responses back toward the frontend, from any thread.
@@ -196,11 +203,10 @@ class InferenceRequest:
         # outputs, so a model checks such a request's form once (request_normalizer) and the
         # dynamic batcher need not compare the shapes of two requests of one form.
         self.form: object | None = None
-        # Set by the C API for a request whose response allocator says where outputs go:
-        # TRITONBACKEND_RequestOutputBufferProperties asks it (name, byte size, memory type
-        # and id pointers, the last two in-out). Frontends leave it: their outputs go to host
-        # memory.
-        self.output_query: Callable[[bytes | None, Any, Any, Any], None] | None = None
+        # Where the client wants outputs (TRITONBACKEND_RequestOutputBufferProperties): set by
+        # a frontend whose request writes outputs to shared memory, and by the C API for a
+        # request whose response allocator has a query function. None: host memory.
+        self.output_query: OutputQuery | None = None
 
     @property
     def requested_output_names(self) -> list[str]:

@@ -2,7 +2,9 @@
 // (TRITONBACKEND_RequestOutputBufferProperties, offered CPU_PINNED on device 1 and the output's
 // byte size; a client that cannot say gets host memory). The response's string parameter
 // "output_properties" reports the answers: "OUTPUT0=CPU_PINNED/1 ..." or, for a failed query,
-// "OUTPUT0=<code>: <message>".
+// "OUTPUT0=<code>: <message>". A request with the bool parameter "report_as_error" true gets
+// the report as its error (UNKNOWN) instead, as Triton's query test backend does, so that
+// outputs that would not fit where the client put them still show what was answered.
 #include <string>
 
 #include "common.h"
@@ -50,6 +52,21 @@ TRITONSERVER_Error* place(TRITONBACKEND_Request* request, TRITONBACKEND_Response
   return gather(input, in.buffers, static_cast<char*>(buffer));
 }
 
+bool report_as_error(TRITONBACKEND_Request* request) {
+  uint32_t count = 0;
+  if (TRITONBACKEND_RequestParameterCount(request, &count) != nullptr) return false;
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* key = nullptr;
+    TRITONSERVER_ParameterType type;
+    const void* value = nullptr;
+    if (TRITONBACKEND_RequestParameter(request, i, &key, &type, &value) == nullptr &&
+        std::string(key) == "report_as_error" && type == TRITONSERVER_PARAMETER_BOOL) {
+      return *static_cast<const bool*>(value);
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 extern "C" {
@@ -69,7 +86,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
       RETURN_IF_ERROR(TRITONBACKEND_RequestInputByIndex(request, i, &input));
       failure = place(request, response, input, &report);
     }
-    if (failure == nullptr) {
+    if (failure == nullptr && report_as_error(request)) {
+      failure = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNKNOWN, report.c_str());
+    } else if (failure == nullptr) {
       failure = TRITONBACKEND_ResponseSetStringParameter(response, "output_properties",
                                                          report.c_str());
     }

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import TritonError
-from ...request import REQUEST_RELEASE_RESCHEDULE, InferenceResponse
+from ...request import MEMORY_CPU, REQUEST_RELEASE_RESCHEDULE, InferenceResponse
 from ...statistics import MemoryUsage
 from ..handles import ModelInstance
 from . import build, server_calls
@@ -30,7 +30,6 @@ _server_objects: ServerObjects | None = None
 # Its ops (csrc/host.h ServerObjectOp).
 SOP_NEW, SOP_STOP, SOP_DELETE, SOP_EXIT_TIMEOUT, SOP_REGISTER = 1, 2, 3, 4, 5
 SOP_UNREGISTER, SOP_POLL, SOP_LIVE, SOP_STATISTICS, SOP_METRICS = 6, 7, 8, 9, 10
-MEMORY_CPU = 0  # TRITONSERVER_MEMORY_CPU
 
 
 def set_server_objects(handler: ServerObjects) -> None:
@@ -208,13 +207,14 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
 
     def output_properties(token: int, name: bytes | None, byte_size: Any, memory_type: Any,
                           memory_type_id: Any) -> None:
-        # TRITONBACKEND_RequestOutputBufferProperties. A frontend's request answers host
-        # memory, as Triton's HTTP and gRPC allocators do for outputs not in shared memory.
+        # TRITONBACKEND_RequestOutputBufferProperties: host memory unless the request says.
         query = _pending(token).request.output_query
-        if query is not None:
-            query(name, byte_size, memory_type, memory_type_id)
-        else:
+        if query is None:
             memory_type[0], memory_type_id[0] = MEMORY_CPU, 0
+            return
+        memory_type[0], memory_type_id[0] = query(
+            name.decode() if name is not None else None,
+            byte_size[0] if byte_size else None, memory_type[0], memory_type_id[0])
 
     def memory_usage(token: int, count: int, types: Any, ids: Any, sizes: Any) -> None:
         # The token of a model (its NativeModel) or of a ModelInstance.

@@ -168,12 +168,17 @@ def infer_async(lib: Library, sreq: int) -> None:
     request = _read_request(lib, sreq)
     model, version = request.model_name, request.model_version
 
-    def output_query(name: bytes | None, byte_size: Any, memory_type: Any,
-                     memory_type_id: Any) -> None:
-        error = lib.take_error(lib.tritium_sreq_query(sreq, name, byte_size, memory_type,
-                                                      memory_type_id))
+    def output_query(name: str | None, byte_size: int | None, memory_type: int,
+                     memory_type_id: int) -> tuple[int, int]:
+        size = ctypes.c_size_t(byte_size or 0)
+        kind, device = c_int(memory_type), c_int64(memory_type_id)
+        error = lib.take_error(lib.tritium_sreq_query(
+            sreq, name.encode() if name is not None else None,
+            ctypes.byref(size) if byte_size is not None else None, ctypes.byref(kind),
+            ctypes.byref(device)))
         if error is not None:
             raise error
+        return kind.value, device.value
 
     request.output_query = output_query
 

@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import TritonError
-from ...shared_memory import SharedMemoryManager, Window
+from ...request import MEMORY_CPU, MEMORY_GPU, OutputQuery
+from ...shared_memory import DeviceWindow, SharedMemoryManager, Window
 from ...tensor import numpy_dtype, serialize_bytes
 
-__all__ = ["OutputRegion", "SharedMemoryManager", "Window", "region_window", "write_output"]
+__all__ = ["OutputRegion", "SharedMemoryManager", "Window", "output_query", "region_window",
+           "write_output"]
 
 _UINT64 = 1 << 64
 
@@ -38,6 +40,24 @@ def region_window(regions: SharedMemoryManager, name: str, offset: int | None,
     """The window of region `name` that a tensor names (NOT_FOUND or INVALID_ARG with Triton's
     messages). Outputs are checked this way too, before inference, as Triton does."""
     return regions.window(name, _unsigned(offset) or 0, _unsigned(byte_size))
+
+
+def output_query(regions: dict[str, OutputRegion]) -> OutputQuery:
+    """Where a request's outputs go, for a backend that asks
+    (TRITONBACKEND_RequestOutputBufferProperties), as Triton's HTTP and gRPC frontends answer:
+    an output in a region its region's memory, unless the backend's byte size does not fit
+    the window; any other output host memory."""
+
+    def query(name: str | None, byte_size: int | None, memory_type: int,
+              memory_type_id: int) -> tuple[int, int]:
+        region = regions.get(name) if name is not None else None
+        if region is None or (byte_size is not None and byte_size > len(region)):
+            return MEMORY_CPU, 0
+        if isinstance(region, DeviceWindow):
+            return MEMORY_GPU, region.device_id
+        return MEMORY_CPU, 0
+
+    return query
 
 
 def write_output(region: OutputRegion, name: str, datatype: str, data: Any) -> None:

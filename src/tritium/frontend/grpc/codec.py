@@ -43,6 +43,7 @@ from ..extensions.shared_memory import (
     OutputRegion,
     SharedMemoryManager,
     Window,
+    output_query,
     region_window,
 )
 from .protowire import read_varint, varint
@@ -222,6 +223,8 @@ def decode_infer_request(
                 targets = {}
             targets[out.name] = _tensor_region(out.parameters, out.name, regions)
         request.requested_outputs.append(RequestedOutput(out.name, out_parameters))
+    if targets is not None:
+        request.output_query = output_query(targets)
     if key is not None and all_raw and targets is None and not rid:
         _keep_template(key, raws, request, request_parameters)
     return request, targets

@@ -42,6 +42,7 @@ from ..extensions.shared_memory import (
     OutputRegion,
     SharedMemoryManager,
     Window,
+    output_query,
     region_window,
 )
 from .json_data import array_from_json
@@ -134,6 +135,8 @@ def decode_infer_request(
         )
     if "outputs" in document:
         _decode_outputs(document["outputs"], request, plan, regions)
+        if plan.regions is not None:
+            request.output_query = output_query(plan.regions)
     if key is not None and sizes is not None and plan.regions is None and not request.id:
         if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
             _TEMPLATES.clear()
