@@ -93,6 +93,27 @@ def test_json_parse_accepts_any_case_enums_and_camel_case():
     assert cfg.instance_group[0].kind == CPU
 
 
+def test_json_parse_reads_what_protobufs_parser_reads():
+    """Triton parses a config override with protobuf's JsonStringToMessage: unquoted keys,
+    single-quoted strings and a trailing comma are accepted (Triton's L0_iterative_sequence
+    sends `direct: {...}`)."""
+    cfg = model_config_from_json(
+        "{name: 'it\\'s', max_batch_size: 4, \"sequence_batching\": {iterative_sequence: true,"
+        " direct: {'max_queue_delay_microseconds': 10000000,},}, input: [{name: 'IN', "
+        "data_type: 'TYPE_INT32', dims: [1,],},],}")
+    assert cfg.name == "it's"
+    assert cfg.max_batch_size == 4
+    assert cfg.sequence_batching.iterative_sequence
+    assert cfg.sequence_batching.direct.max_queue_delay_microseconds == 10000000
+    assert list(cfg.input[0].dims) == [1]
+    # A key that is a literal or a number is refused, as by protobuf; the message is about the
+    # client's own text.
+    for text in ('{true: 1}', '{42: 1}', "{name: }"):
+        err = error_of(model_config_from_json, text)
+        assert err.code is Code.INVALID_ARG
+        assert err.message.startswith("model configuration is not valid JSON: Expecting ")
+
+
 @pytest.mark.parametrize(
     "obj, message",
     [

@@ -14,7 +14,6 @@ config override: unknown fields are errors and enum names are matched case-insen
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
+from . import lenient_json
 
 _INT64_CPP_TYPES = frozenset({FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64})
 
@@ -58,7 +58,7 @@ def model_config_from_json(obj: dict[str, Any] | str | bytes) -> mc.ModelConfig:
     """Parse a config given as JSON (text or an already-decoded dict); INVALID_ARG if wrong."""
     if isinstance(obj, (str, bytes)):
         try:
-            obj = json.loads(obj)
+            obj = lenient_json.loads(obj)
         except ValueError as exc:
             raise TritonError.invalid_arg(f"model configuration is not valid JSON: {exc}") from None
     if not isinstance(obj, dict):

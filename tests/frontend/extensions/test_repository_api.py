@@ -239,7 +239,9 @@ def test_load_with_config_override_reloads_the_loaded_model(explicit: ServerProc
     assert client.get_model_config("reloadme")["max_batch_size"] == 8
     config = json.loads(json.dumps(client.get_model_config("reloadme")))
     config["max_batch_size"] = 4
-    client.load_model("reloadme", config=json.dumps(config))
+    # Read as protobuf's parser reads it (Triton's JsonStringToMessage): an unquoted key.
+    client.load_model("reloadme",
+                      config=json.dumps(config).replace('"max_batch_size"', "max_batch_size"))
     assert client.get_model_config("reloadme")["max_batch_size"] == 4
     np.testing.assert_array_equal(infer(client, "reloadme"), [[1.5, 2.5]])
     # A plain load leaves the override serving while the model's folder is unchanged (as

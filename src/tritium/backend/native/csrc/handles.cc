@@ -279,7 +279,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
   if (!g_host_set) return no_host("TRITONBACKEND_ModelInstanceReportStatistics");
   const uint64_t ts[4] = {exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns};
   RequestState& state = *request->state;
-  if (success && !state.final_sent.load()) {  // goes with the FINAL response
+  if (success && !state.final_sent.load() && !state.rescheduled) {  // goes with the FINAL one
     std::copy(ts, ts + 4, state.stamps);
     state.has_stamps = true;
     return nullptr;

@@ -128,6 +128,9 @@ struct RequestState {
   uint64_t token;
   TRITONBACKEND_ModelInstance* instance;
   std::atomic<bool> final_sent{false};
+  // Released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE: this execution sends no FINAL
+  // response, so statistics reported after the release are recorded at once.
+  bool rescheduled = false;
   bool has_stamps = false;
   uint64_t stamps[4] = {0, 0, 0, 0};
   std::atomic<uint64_t> response_index{0};
@@ -176,6 +179,11 @@ struct TRITONBACKEND_Request {
   std::vector<Parameter> parameters;
   std::vector<std::unique_ptr<TRITONBACKEND_State>> states;
 };
+
+// Whether the last Execute this thread ran released `request` (and so deleted it already);
+// forgotten once this thread builds the next batch (its requests may reuse those addresses).
+bool tritium_released_by_last_execute(TRITONBACKEND_Request* request);
+void tritium_forget_released();
 
 struct TRITONBACKEND_ResponseFactory {
   std::shared_ptr<RequestState> request;

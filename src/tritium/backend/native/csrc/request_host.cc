@@ -8,6 +8,7 @@
 TRITIUM_EXPORT TRITONBACKEND_Request* tritium_request_new(
     TRITONBACKEND_ModelInstance* instance, uint64_t token, const char* id, uint64_t correlation_id,
     const char* correlation_id_string, uint32_t flags, uint64_t timeout_us) {
+  tritium_forget_released();
   auto* r = new TRITONBACKEND_Request{};
   r->state = std::make_shared<RequestState>();
   r->state->token = token;
@@ -48,8 +49,12 @@ TRITIUM_EXPORT void tritium_request_add_parameter(
   r->parameters.push_back(Parameter::of_host(key, type, string_value, int_value, double_value));
 }
 
-// The server takes a request back (Execute failed, or the instance is going away).
-TRITIUM_EXPORT void tritium_request_delete(TRITONBACKEND_Request* r) { delete r; }
+// The server takes a request back (Execute failed, or the instance is going away); one the
+// failed Execute released (the server may not have heard: released after its FINAL response)
+// is gone already (requests.cc).
+TRITIUM_EXPORT void tritium_request_delete(TRITONBACKEND_Request* r) {
+  if (!tritium_released_by_last_execute(r)) delete r;
+}
 
 // Every output of a response in one call (the server copies or takes them right after).
 TRITIUM_EXPORT uint32_t tritium_response_outputs(

@@ -47,6 +47,12 @@ struct Queued {
 static thread_local std::vector<Queued>* tl_queue = nullptr;
 static thread_local TRITONBACKEND_ModelInstance* tl_instance = nullptr;
 static thread_local std::vector<Queued> tl_taken;
+// Requests released during the Execute this thread runs: deleted when it returns, as Triton's
+// backends (its iterative_sequence test backend among them) still report a request's
+// statistics after releasing it, rescheduled or not, within Execute. `tl_just_released`: the
+// last Execute's, which the server must not delete again when that Execute failed.
+static thread_local std::vector<TRITONBACKEND_Request*>* tl_released = nullptr;
+static thread_local std::vector<TRITONBACKEND_Request*> tl_just_released;
 
 // Runs a backend's Execute; `queue` != 0 holds this thread's responses for tritium_queued_*.
 TRITIUM_EXPORT TRITONSERVER_Error* tritium_execute(
@@ -58,12 +64,24 @@ TRITIUM_EXPORT TRITONSERVER_Error* tritium_execute(
     tl_queue = &pending;
     tl_instance = instance;
   }
+  std::vector<TRITONBACKEND_Request*> released;
+  tl_released = &released;
   TRITONSERVER_Error* err = execute(instance, requests, count);
+  tl_released = nullptr;
   tl_queue = nullptr;
   tl_instance = nullptr;
+  for (TRITONBACKEND_Request* request : released) delete request;
+  tl_just_released.swap(released);  // addresses only, from here on
   tl_taken.insert(tl_taken.end(), pending.begin(), pending.end());
   return err;
 }
+
+bool tritium_released_by_last_execute(TRITONBACKEND_Request* request) {
+  return std::find(tl_just_released.begin(), tl_just_released.end(), request) !=
+         tl_just_released.end();
+}
+
+void tritium_forget_released() { tl_just_released.clear(); }
 
 TRITIUM_EXPORT uint32_t tritium_queued_count() { return static_cast<uint32_t>(tl_taken.size()); }
 
@@ -330,8 +348,13 @@ TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request,
     if (!g_host_set) return no_host("TRITONBACKEND_RequestRelease");
     TRITONSERVER_Error* err = g_host.release(request->state->token, flags);
     if (err != nullptr) return err;  // not released: the backend still owns it
+    state.rescheduled = reschedule;
   }
-  delete request;
+  if (tl_released != nullptr) {
+    tl_released->push_back(request);
+  } else {
+    delete request;
+  }
   return nullptr;
 }
 
