@@ -3,7 +3,8 @@
 // true } every request has a sequence of its own) and releases it with
 // TRITONSERVER_REQUEST_RELEASE_RESCHEDULE until it has run n times; then OUTPUT0 = runs (FINAL).
 // When the server refuses to reschedule, the request is answered with the server's error.
-// Every run is reported (TRITONBACKEND_ModelInstanceReportStatistics), as Triton counts them.
+// Every run is reported (TRITONBACKEND_ModelInstanceReportStatistics), as Triton counts them,
+// after the request is released, as Triton's own iterative_sequence test backend reports.
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -39,8 +40,6 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
   const uint64_t start = now_ns();
   for (uint32_t r = 0; r < count; ++r) {
     TRITONBACKEND_Request* request = requests[r];
-    RETURN_IF_ERROR(
-        TRITONBACKEND_ModelInstanceReportStatistics(instance, request, true, start, start, start, start));
     TRITONBACKEND_Input* input = nullptr;
     RETURN_IF_ERROR(TRITONBACKEND_RequestInput(request, "INPUT0", &input));
     int32_t wanted = 0;
@@ -53,17 +52,18 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
       runs = ++g_runs[id];
       if (runs >= wanted) g_runs.erase(id);
     }
+    TRITONSERVER_Error* refused = nullptr;
     if (runs < wanted) {
-      TRITONSERVER_Error* refused = TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE);
-      if (refused == nullptr) continue;  // the server runs it again
-      {
+      refused = TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE);
+      if (refused != nullptr) {
         std::lock_guard<std::mutex> guard(g_lock);
         g_runs.erase(id);
       }
-      RETURN_IF_ERROR(respond(request, runs, refused));
-      continue;
     }
-    RETURN_IF_ERROR(respond(request, runs, nullptr));
+    if (runs >= wanted || refused != nullptr) RETURN_IF_ERROR(respond(request, runs, refused));
+    // Released (to run again, or answered): reported all the same.
+    RETURN_IF_ERROR(
+        TRITONBACKEND_ModelInstanceReportStatistics(instance, request, true, start, start, start, now_ns()));
   }
   return nullptr;
 }
