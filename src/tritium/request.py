@@ -142,6 +142,7 @@ class InferenceRequest:
         "reported_statistics",
         "form",
         "output_query",
+        "collects_statistics",
     )
 
     def __init__(
@@ -207,6 +208,9 @@ class InferenceRequest:
         # a frontend whose request writes outputs to shared memory, and by the C API for a
         # request whose response allocator has a query function. None: host memory.
         self.output_query: OutputQuery | None = None
+        # False for the sequence batcher's null requests: statistics never count them, as
+        # Triton's core makes them with collect_stats_ off (a backend may still report them).
+        self.collects_statistics = True
 
     @property
     def requested_output_names(self) -> list[str]:

@@ -243,6 +243,8 @@ class ModelStatistics:
         """Called once per request, when its final response is sent (`reason`: why it
         failed, one of FAILURE_REASONS). A request its backend counts (a compiled backend's)
         counts here only what the backend reported before that response."""
+        if not request.collects_statistics:
+            return
         if request.statistics_by_backend:
             reported = request.reported_statistics
             if reported is not None:
@@ -266,7 +268,9 @@ class ModelStatistics:
                         compute_start_ns: int, compute_end_ns: int, exec_end_ns: int) -> None:
         """TRITONBACKEND_ModelInstanceReportStatistics: the backend's account of one request
         (a failure counts with reason BACKEND). Like Triton, the report moves no
-        last_inference: the batch report does."""
+        last_inference: the batch report does. A null request's report is left out."""
+        if not request.collects_statistics:
+            return
         end = time.perf_counter_ns()
         if success:
             self._record_success(request, exec_start_ns, compute_start_ns, compute_end_ns,

@@ -39,6 +39,8 @@ def repository(tmp_path_factory):
     write_model(repo, "counting_batch", backend + IO + _reporting("batch"))
     write_model(repo, "counting_responses", backend + IO + _reporting("responses")
                 + "model_transaction_policy { decoupled: true }\n")
+    write_model(repo, "counting_sequence", backend + IO + _reporting("batch")
+                + "max_batch_size: 2\nsequence_batching { direct { } }\n")
     write_model(repo, "counting_memory", backend + IO + _reporting("none")
                 + 'parameters { key: "memory_usage" value: { string_value: "1" } }\n'
                 + "instance_group [ { kind: KIND_CPU count: 2 } ]\n")
@@ -123,6 +125,24 @@ def test_request_and_batch_reports_make_the_counts_and_durations(http, grpc):
         assert _duration(batch, "compute_input") == (5, 5 * 1000)
         assert _duration(batch, "compute_infer") == (5, 5 * 2000)
         assert _duration(batch, "compute_output") == (5, 5 * 3000)
+
+
+def test_null_requests_of_the_sequence_batcher_are_not_counted(http):
+    """Under `direct`, a slot without a request gets a null one; the backend reports every
+    request of its batch, but, as in Triton (null requests collect no statistics), only the
+    client's requests count."""
+    steps = [(1, True, False, 2), (2, True, False, 4), (1, False, True, 6), (2, False, True, 8)]
+    for sequence_id, start, end, value in steps:
+        tensor = httpclient.InferInput("IN", [1, 1], "INT32")
+        tensor.set_data_from_numpy(np.array([[value]], np.int32))
+        result = http.infer("counting_sequence", [tensor], sequence_id=sequence_id,
+                            sequence_start=start, sequence_end=end)
+        assert int(result.as_numpy("OUT").reshape(-1)[0]) == value
+    stats = http.get_inference_statistics("counting_sequence")["model_stats"][0]
+    assert stats["inference_count"] == 4
+    assert _duration(stats["inference_stats"], "success")[0] == 4
+    # Sequence 2 runs in slot 1, after a null request in slot 0: batches of 2.
+    assert stats["execution_count"] == 4
 
 
 def _stream(grpc, model: str, count: int) -> list:

@@ -9,6 +9,7 @@ values and messages are those the reference Triton 2.51 gave for the same models
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import threading
 import time
@@ -451,3 +452,36 @@ def test_bad_initial_state_fails_the_model_load_with_tritons_message(tmp_path: P
             "the state data type.") in log
     assert (f"failed to open text file for read {tmp_path}/no_file/initial_state/missing: "
             "No such file or directory") in log
+
+
+def _sequences_of_sizes(seq_server, model: str, sizes: list[int]) -> list[dict[str, Any]]:
+    """One single-request sequence per size, sent at once: INPUT of shape [1, size]. The
+    INFO of each answer."""
+    infos: dict[int, dict[str, Any]] = {}
+
+    def run(index: int, size: int) -> None:
+        with httpclient.InferenceServerClient(seq_server.http_url) as client:
+            tensor = httpclient.InferInput("INPUT", [1, size], "INT32")
+            tensor.set_data_from_numpy(np.ones((1, size), np.int32))
+            result = client.infer(model, [tensor], sequence_id=700 + index,
+                                  sequence_start=True, sequence_end=True)
+            infos[index] = json.loads(result.as_numpy("INFO").reshape(-1)[0])
+
+    threads = [threading.Thread(target=run, args=item) for item in enumerate(sizes)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(infos) == len(sizes)
+    return [infos[index] for index in range(len(sizes))]
+
+
+@pytest.mark.parametrize("model, sizes", [("seq_direct_var", [2, 3]),
+                                          ("seq_oldest_var", [1, 2, 1, 2])])
+def test_requests_of_different_shapes_never_share_a_batch(seq_server, model, sizes):
+    """As Triton's sequence batcher (enforce_equal_shape_tensors): an input of variable size
+    that does not allow ragged batches must have one shape across a batch; under `direct` the
+    slot of a request of another shape gets a null request (the request waits), under
+    `oldest` the batch ends before it."""
+    for info, size in zip(_sequences_of_sizes(seq_server, model, sizes), sizes, strict=True):
+        assert {tuple(shape) for shape in info["shapes"]} == {(1, size)}, info

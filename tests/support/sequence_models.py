@@ -33,7 +33,7 @@ STATE = """
 def accumulator_config(name: str, max_batch_size: int, strategy: str = "direct { }", *,
                        count: int = 1, idle_us: int = 5_000_000, key: str = "slot",
                        controls: str = CONTROLS.format(corrid="TYPE_UINT64"),
-                       delay_ms: int = 0) -> str:
+                       delay_ms: int = 0, dims: str = "[1]") -> str:
     return f"""
 name: "{name}"
 backend: "python"
@@ -43,8 +43,8 @@ sequence_batching {{
   {strategy}
   {controls}
 }}
-input [ {{ name: "INPUT" data_type: TYPE_INT32 dims: [1] }} ]
-output [ {{ name: "OUTPUT" data_type: TYPE_INT32 dims: [1] }},
+input [ {{ name: "INPUT" data_type: TYPE_INT32 dims: {dims} }} ]
+output [ {{ name: "OUTPUT" data_type: TYPE_INT32 dims: {dims} }},
          {{ name: "INFO" data_type: TYPE_STRING dims: [1] }} ]
 instance_group [ {{ count: {count} kind: KIND_CPU }} ]
 parameters {{ key: "key" value: {{ string_value: "{key}" }} }}
@@ -70,6 +70,14 @@ def sequence_repository(repo: Path) -> Path:
     add_accumulator(repo, "seq_oldest", accumulator_config(
         "seq_oldest", 4, "oldest { max_candidate_sequences: 4 "
         "max_queue_delay_microseconds: 200000 preferred_batch_size: [ 4 ] }", key="corrid"))
+    # INPUT of variable size: requests of different sizes never share a batch.
+    add_accumulator(repo, "seq_direct_var", accumulator_config(
+        "seq_direct_var", 2, "direct { max_queue_delay_microseconds: 2000000 "
+        "minimum_slot_utilization: 1.0 }", dims="[-1]"))
+    add_accumulator(repo, "seq_oldest_var", accumulator_config(
+        "seq_oldest_var", 4, "oldest { max_candidate_sequences: 4 "
+        "max_queue_delay_microseconds: 500000 preferred_batch_size: [ 4 ] }", key="corrid",
+        dims="[-1]"))
     add_accumulator(repo, "seq_single", accumulator_config("seq_single", 0))
     # Long enough that a request sent after a stream's cancellation still finds the first
     # request running (1 s was not, on a loaded machine: the slot had already been released).

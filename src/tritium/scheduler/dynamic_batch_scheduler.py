@@ -24,6 +24,7 @@ from ..errors import TritonError
 from ..request import InferenceRequest
 from .base import ExecutionInstance, drop_cancelled, server_stopping
 from .default import execution_slots
+from .equal_inputs import RequiredEqualInputs
 from .priority_queue import PriorityQueue
 from .response_order import ResponseOrder
 
@@ -46,14 +47,7 @@ class DynamicBatchScheduler:
         self._delay_ns = batching.max_queue_delay_microseconds * 1000
         self._queue = PriorityQueue(batching)
         self._order = ResponseOrder() if batching.preserve_ordering else None
-        # Inputs whose shapes must agree within a batch (Triton's enforce_equal_shape_tensors):
-        # shape tensors, and variable-size inputs that do not allow ragged batches.
-        self._equal_shape_inputs = tuple(
-            i.name for i in config.input
-            if i.is_shape_tensor or (not i.allow_ragged_batch and -1 in i.dims)
-        )
-        # With optional inputs, requests batch together only if they give the same inputs.
-        self._has_optional = any(i.optional for i in config.input)
+        self._equal = RequiredEqualInputs(config)
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         # With timeouts in the queue policies, a watcher applies them at the deadline, even
@@ -111,10 +105,9 @@ class DynamicBatchScheduler:
         if not self._quiet_enqueue or not self._timed_waiters or queued >= self._max_preferred \
                 or queued in self._preferred:
             return False
-        if self._equal_shape_inputs or self._has_optional:
+        if self._equal.active:
             first = next(iter(self._queue))
-            return _same_form(request, first) \
-                or self._shape_key(request) == self._shape_key(first)
+            return self._equal.match(request, first, self._equal.key(first))
         return True
 
     def stop(self) -> None:
@@ -213,21 +206,21 @@ class DynamicBatchScheduler:
         oldest = now
         shape: Hashable = None
         first: InferenceRequest | None = None
-        check_shapes = bool(self._equal_shape_inputs) or self._has_optional
+        equal = self._equal
+        check_shapes = equal.active
         for request in self._queue:
             size = request.batch_size if request.batch_size > 1 else 1
             if first is None:
                 first = request
                 if check_shapes:
-                    shape = self._shape_key(request)
+                    shape = equal.key(request)
             else:
                 if pending + size > max_preferred and not best_count:
                     best_count = count
                 if pending + size > max_batch_size:
                     send_now = True
                     break
-                if check_shapes and not _same_form(request, first) \
-                        and self._shape_key(request) != shape:
+                if check_shapes and not equal.match(request, first, shape):
                     send_now = True
                     break
             pending += size
@@ -249,26 +242,6 @@ class DynamicBatchScheduler:
         if closest_deadline:
             wait_ns = min(wait_ns, max(closest_deadline - now, 1000))
         return 0, wait_ns
-
-    def _shape_key(self, request: InferenceRequest) -> Hashable:
-        inputs = request.inputs
-        names = self._equal_shape_inputs
-        if len(names) == 1 and not self._has_optional:  # the usual case, without a generator
-            tensor = inputs.get(names[0])
-            return (tensor.shape[1:] if tensor is not None else None,)
-        key = tuple(
-            inputs[name].shape[1:] if name in inputs else None
-            for name in self._equal_shape_inputs
-        )
-        if self._has_optional:
-            return key, frozenset(inputs)
-        return key
-
-
-def _same_form(request: InferenceRequest, other: InferenceRequest) -> bool:
-    """Whether both requests were decoded from one template: then their inputs have the same
-    names and shapes, and comparing their shape keys can be skipped."""
-    return request.form is not None and request.form is other.form
 
 
 def _size_of(requests: list[InferenceRequest]) -> int:

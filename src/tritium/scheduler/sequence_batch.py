@@ -26,6 +26,7 @@ from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest, ResponseSender
 from ..tensor import Tensor
 from .base import ExecutionInstance
+from .equal_inputs import RequiredEqualInputs
 from .sequence_control import SequenceControls
 from .sequence_state import ImplicitState, SequenceValues
 
@@ -75,6 +76,7 @@ class SequenceBatch:
         # woken).
         self._wait_s: float | None = None
         self._max_batch = max(1, config.max_batch_size)
+        self._equal = RequiredEqualInputs(config)
         self._configure(config)
 
     def _configure(self, config: mc.ModelConfig) -> None:
@@ -182,10 +184,14 @@ class DirectSequenceBatch(SequenceBatch):
                 return None
         batch: list[InferenceRequest] = []
         template: InferenceRequest | None = None
+        equal = self._equal
+        required = equal.key(first[0]) if equal.active else None
         for slot in range(top + 1):
             queue = queues[slot]
-            if not queue:
-                # Triton's null request keeps the other sequences at their slot positions.
+            # Triton's null request keeps the other sequences at their slot positions; a
+            # request whose shapes differ from the first one's waits for a later batch.
+            head = queue[0] if queue else None
+            if head is None or (equal.active and not equal.match(head, first[0], required)):
                 if template is None:
                     template = _null_template(*first)
                 batch.append(self._null_request(template, slot))
@@ -204,6 +210,7 @@ class DirectSequenceBatch(SequenceBatch):
         null.requested_outputs = list(template.requested_outputs)
         null.batch_size = 1
         null.response_sender = ResponseSender(_discard)
+        null.collects_statistics = False
         self._controls.apply(null, ready=False)
         values = self._values[slot]
         if self._states:
@@ -288,13 +295,27 @@ class OldestSequenceBatch(SequenceBatch):
         issued = self._issued
         if not issued:
             return None
-        if len(issued) < self._target and self._delay_ns and not self._stopping:
+        if len(issued) < self._target and self._delay_ns and not self._stopping \
+                and self._alike(len(issued)) == len(issued):  # a different shape: send now
             waited = time.perf_counter_ns() - issued[0][2]
             if waited < self._delay_ns:
                 self._wait_s = (self._delay_ns - waited) / 1e9
                 return None
         count = min(len(issued), self._max_batch)
-        return [issued.popleft() for _ in range(count)]
+        return [issued.popleft() for _ in range(self._alike(count))]
+
+    def _alike(self, count: int) -> int:
+        """How many of the first `count` issued requests may batch with the oldest: up to the
+        first whose shapes differ, as Triton's dynamic batcher stops there."""
+        equal = self._equal
+        if not equal.active:
+            return count
+        first = self._issued[0][1]
+        required = equal.key(first)
+        for index in range(1, count):
+            if not equal.match(self._issued[index][1], first, required):
+                return index
+        return count
 
 
 def fail_all(requests: SlotQueue, error: TritonError) -> None:

@@ -3,8 +3,9 @@
 // model's config parameter "report" says:
 //   "none":      answers OUT = IN[0] and reports nothing (as NVIDIA's minimal backend);
 //   "batch":     answers OUT = IN[0], reports each request (before sending the response when
-//                IN[0] is even, after it when odd; IN[0] < 0: an error response reported as a
-//                failure) and the whole batch: input 1000 ns, infer 2000 ns, output 3000 ns;
+//                IN[0] is even, after it when odd or 0, as a null request's zeros; IN[0] < 0:
+//                an error response reported as a failure) and the whole batch: input
+//                1000 ns, infer 2000 ns, output 3000 ns;
 //   "responses": decoupled, sends IN[0] responses OUT = i, each reported as a response of
 //                1000 ns compute infer and 2000 ns compute output, then a flags-only FINAL
 //                reported as an empty response of 500 ns (IN[0] < 0: one error response,
@@ -107,7 +108,7 @@ static TRITONSERVER_Error* answer(TRITONBACKEND_ModelInstance* instance,
                                   TRITONBACKEND_Request* request, int32_t value, Report report,
                                   uint64_t exec_start) {
   const bool success = value >= 0;
-  const bool report_first = value % 2 == 0;
+  const bool report_first = value % 2 == 0 && value != 0;
   auto report_request = [&]() {
     return TRITONBACKEND_ModelInstanceReportStatistics(instance, request, success, exec_start,
                                                        exec_start + 1000, exec_start + 3000,

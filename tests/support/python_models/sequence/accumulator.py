@@ -59,6 +59,9 @@ class TritonPythonModel:
                 "controls": controls,
                 "position": position,
                 "batch": len(requests),
+                # Every request's INPUT shape in this execution (null requests' too).
+                "shapes": [list(pb_utils.get_input_tensor_by_name(r, "INPUT").as_numpy().shape)
+                           for r in requests],
                 "instance": self.instance,
             }
             outputs.append(pb_utils.Tensor("OUTPUT", total.astype(np.int32)))
