@@ -80,12 +80,17 @@ def repository(tmp_path_factory):
     write_model(repo, "bls", 'backend: "native_bls"\n' + bls_io)
     write_model(repo, "bls_raw", 'backend: "native_bls"\n' + bls_io +
                 'parameters { key: "raw_input" value: { string_value: "1" } }\n')
-    write_model(repo, "accumulate", 'backend: "native_accumulate"\n'
-                'input [ { name: "INPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
-                'output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
-                'sequence_batching { state [ { input_name: "STATE_IN" output_name: "STATE_OUT"'
-                ' data_type: TYPE_FP32 dims: [ 1 ] } ] }\n'
-                'instance_group [ { kind: KIND_CPU count: 2 } ]\n')  # a slot per sequence
+    accumulate_io = ('backend: "native_accumulate"\n'
+                     'input [ { name: "INPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+                     'output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+                     'instance_group [ { kind: KIND_CPU count: 2 } ]\n')  # a slot per sequence
+    state = ('state [ { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32'
+             ' dims: [ 1 ] %s } ]')
+    write_model(repo, "accumulate", accumulate_io + f"sequence_batching {{ {state % ''} }}\n")
+    write_model(repo, "accumulate_in_place", accumulate_io
+                + f"sequence_batching {{ {state % 'use_same_buffer_for_input_output: true'} }}\n"
+                + 'parameters { key: "in_place" value: { string_value: "1" } }\n')
+    write_model(repo, "accumulate_stateless", accumulate_io + "sequence_batching { }\n")
     write_model(repo, "iterate", 'backend: "native_iterate"\n' + errors_io +
                 'sequence_batching { iterative_sequence: true }\n')
     write_model(repo, "iterate_plain", 'backend: "native_iterate"\n' + errors_io)
@@ -371,6 +376,33 @@ def test_implicit_state_with_the_sequence_batcher(grpc):
     assert step(202, 5.0) == 15.0
     assert step(101, 4.0, end=True) == 7.0
     assert step(101, 1.0, start=True, end=True) == 1.0
+
+
+def _accumulate(grpc, model: str, sequence: int, values: list[float]) -> list[float]:
+    sums = []
+    for index, value in enumerate(values):
+        tensor = grpcclient.InferInput("INPUT", [1], "FP32")
+        tensor.set_data_from_numpy(np.array([value], np.float32))
+        result = grpc.infer(model, [tensor], sequence_id=sequence, sequence_start=index == 0,
+                            sequence_end=index == len(values) - 1)
+        sums.append(float(result.as_numpy("OUTPUT")[0]))
+    return sums
+
+
+def test_a_state_using_the_same_buffer_is_updated_in_place(grpc):
+    """use_same_buffer_for_input_output: TRITONBACKEND_StateBuffer hands out the state input's
+    own memory, and what the backend writes there is the state, without StateUpdate (Triton's
+    L0_implicit_state single_state_buffer); each sequence has its own."""
+    assert _accumulate(grpc, "accumulate_in_place", 301, [1.0, 2.0, 4.0]) == [1.0, 3.0, 7.0]
+    assert _accumulate(grpc, "accumulate_in_place", 302, [10.0, 5.0]) == [10.0, 15.0]
+
+
+def test_a_state_of_a_model_without_states_is_refused_with_tritons_message(grpc):
+    with pytest.raises(InferenceServerException) as failed:
+        _accumulate(grpc, "accumulate_stateless", 401, [1.0])
+    assert failed.value.message() == (
+        "unable to add state 'STATE_OUT'. State configuration is missing for model "
+        "'accumulate_stateless'.")
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])

@@ -31,13 +31,19 @@ RUNTIMES = ["stand-in", pytest.param("cuda", marks=gpu)]
 def repository(tmp_path_factory):
     base = tmp_path_factory.mktemp("gpu_memory")
     backends = compile_backends(base / "backends", {
-        "native_identity": "identity", "native_bls": "bls"})
+        "native_identity": "identity", "native_bls": "bls", "native_accumulate": "accumulate"})
     repo = base / "models"
     write_model(repo, "identity_fp32", 'backend: "native_identity"\n' + FP32)
     # No instance_group: KIND_GPU on a GPU machine, KIND_CPU (device 0) elsewhere.
     write_model(repo, "gpu_memory", 'backend: "native_bls"\n' + FP32 +
                 'output [ { name: "LIVE" data_type: TYPE_INT64 dims: [ 1 ] } ]\n'
                 'parameters { key: "device_memory" value: { string_value: "1" } }\n')
+    write_model(repo, "device_state", 'backend: "native_accumulate"\n'
+                'input [ { name: "INPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+                'output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+                'sequence_batching { state [ { input_name: "STATE_IN" output_name: "STATE_OUT"'
+                ' data_type: TYPE_FP32 dims: [ 1 ] } ] }\n'
+                'parameters { key: "device_state" value: { string_value: "1" } }\n')
     return backends, repo, compile_fake_cudart(base / "fake_cudart")
 
 
@@ -66,6 +72,24 @@ def test_device_buffers_round_trip_through_bls(server, protocol):
     result = _infer(module, url, data)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), 2 * data)
     if server.runtime == "stand-in":  # every device buffer was freed
+        assert result.as_numpy("LIVE").tolist() == [0]
+
+
+def test_an_implicit_state_kept_in_device_memory(server):
+    """TRITONBACKEND_StateBuffer in GPU memory, as a backend asks for it (Triton's
+    implicit_state test backend does): the backend writes the state there, the server reads it
+    back at TRITONBACKEND_StateUpdate and the next request of the sequence starts from it."""
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    sums = []
+    for step, value in enumerate((1.5, 2.0, 4.0)):
+        tensor = grpcclient.InferInput("INPUT", [1], "FP32")
+        tensor.set_data_from_numpy(np.array([value], np.float32))
+        result = client.infer("device_state", [tensor], sequence_id=42,
+                              sequence_start=step == 0, sequence_end=step == 2)
+        sums.append(float(result.as_numpy("OUTPUT")[0]))
+    assert sums == [1.5, 3.5, 7.5]
+    if server.runtime == "stand-in":  # the state's device buffers were freed with the requests
+        result = _infer(httpclient, server.http_url, np.ones(2, np.float32))
         assert result.as_numpy("LIVE").tolist() == [0]
 
 

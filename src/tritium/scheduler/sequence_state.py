@@ -29,11 +29,14 @@ SequenceValues = dict[str, np.ndarray]  # state input name -> the sequence's cur
 
 
 class _StateSpec:
-    __slots__ = ("input_name", "output_name", "datatype", "initial")
+    __slots__ = ("input_name", "output_name", "datatype", "initial", "in_place")
 
     def __init__(self, state: mc.ModelSequenceBatching.State, batching: bool, model_dir: Path):
         self.input_name = state.input_name
         self.output_name = state.output_name
+        # use_same_buffer_for_input_output: a compiled backend may write the new state into
+        # the state input's own memory, so each sequence holds a private, writable array.
+        self.in_place = state.use_same_buffer_for_input_output
         self.datatype = wire_datatype(state.data_type)
         if len(state.initial_state) > 1:
             raise TritonError.invalid_arg(
@@ -135,8 +138,9 @@ class ImplicitState:
 
     def initial(self) -> SequenceValues:
         """The values a new sequence starts from (shared arrays: states are replaced, never
-        written in place)."""
-        return {spec.input_name: spec.initial for spec in self._specs}
+        written in place, but for a state the backend may update in place)."""
+        return {spec.input_name: spec.initial.copy() if spec.in_place else spec.initial
+                for spec in self._specs}
 
     def attach(self, request: InferenceRequest, values: SequenceValues) -> None:
         """Give `request` the sequence's state inputs, ask the model for its state outputs, and
@@ -151,7 +155,7 @@ class ImplicitState:
             )
             if spec.output_name not in client_wants:
                 request.requested_outputs.append(RequestedOutput(spec.output_name))
-        outputs = {spec.output_name: spec.input_name for spec in self._specs}
+        outputs = {spec.output_name: spec for spec in self._specs}
         original = request.response_sender
         assert original is not None
 
@@ -159,9 +163,10 @@ class ImplicitState:
             if response is not None and response.error is None:
                 kept = []
                 for tensor in response.outputs:
-                    input_name = outputs.get(tensor.name)
-                    if input_name is not None:
-                        values[input_name] = np.asarray(tensor.data)
+                    spec = outputs.get(tensor.name)
+                    if spec is not None:
+                        values[spec.input_name] = (np.array(tensor.data) if spec.in_place
+                                                   else np.asarray(tensor.data))
                         if tensor.name not in client_wants:
                             continue
                     kept.append(tensor)

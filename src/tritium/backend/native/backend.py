@@ -191,7 +191,9 @@ class NativeBackend:
             native.token, model.backend.state, model.name.encode(), model.version,
             str(model.repository_path).encode(), int(model.auto_complete))
         for state in model.config.sequence_batching.state:
-            self.lib.tritium_model_add_state(native.handle, state.output_name.encode())
+            self.lib.tritium_model_add_state(native.handle, state.output_name.encode(),
+                                             state.input_name.encode(),
+                                             int(state.use_same_buffer_for_input_output))
         model.state = native
         try:
             self._call("TRITONBACKEND_ModelInitialize", native.handle)

@@ -103,7 +103,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_backend_delete": (None, [P]),
     "tritium_backend_policy": (c_int, [P]),
     "tritium_model_new": (P, [c_uint64, P, c_char_p, c_uint64, c_char_p, c_int]),
-    "tritium_model_add_state": (None, [P, c_char_p]),
+    "tritium_model_add_state": (None, [P, c_char_p, c_char_p, c_int]),
     "tritium_model_delete": (None, [P]),
     "tritium_instance_new": (P, [c_uint64, P, c_char_p, c_int, ctypes.c_int32, c_int,
                                     c_char_p]),

@@ -26,8 +26,9 @@ TRITIUM_EXPORT TRITONBACKEND_Model* tritium_model_new(
     const char* repository, int auto_complete) {
   return new TRITONBACKEND_Model{token, backend, name, repository, version, auto_complete != 0};
 }
-TRITIUM_EXPORT void tritium_model_add_state(TRITONBACKEND_Model* m, const char* output_name) {
-  m->state_names.emplace_back(output_name);
+TRITIUM_EXPORT void tritium_model_add_state(TRITONBACKEND_Model* m, const char* output_name,
+                                            const char* input_name, int same_buffer) {
+  m->states.push_back({output_name, input_name, same_buffer != 0});
 }
 TRITIUM_EXPORT void tritium_model_delete(TRITONBACKEND_Model* m) { delete m; }
 

@@ -79,7 +79,11 @@ struct TRITONBACKEND_Model {
   uint64_t version;
   bool auto_complete;
   void* state = nullptr;
-  std::vector<std::string> state_names;  // sequence_batching.state output names
+  struct StateConfig {
+    std::string output_name, input_name;
+    bool same_buffer;  // use_same_buffer_for_input_output
+  };
+  std::vector<StateConfig> states;  // sequence_batching.state
 };
 
 struct TRITONBACKEND_ModelInstance {
@@ -152,7 +156,17 @@ struct TRITONBACKEND_State {
   TRITONSERVER_DataType datatype;
   std::vector<int64_t> shape;
   std::vector<char> buffer;
+  // With use_same_buffer_for_input_output: the request's input of this state, whose memory
+  // (the sequence's own state array, on the server's side) TRITONBACKEND_StateBuffer hands
+  // out when the size matches, so the backend updates the state in place. `in_place`: it did.
+  char* input = nullptr;
+  uint64_t input_size = 0;
+  bool in_place = false;
+  // A buffer the backend asked for in GPU memory (attributes say which device); its bytes are
+  // copied to `buffer` when the state is updated. Freed with the state (state.cc).
+  void* device = nullptr;
   TRITONSERVER_BufferAttributes attributes;
+  ~TRITONBACKEND_State();
 };
 
 // Triton's core has one object behind TRITONSERVER_InferenceRequest and TRITONBACKEND_Request
