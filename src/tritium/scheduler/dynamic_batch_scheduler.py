@@ -24,6 +24,7 @@ from ..errors import TritonError
 from ..request import InferenceRequest
 from .base import ExecutionInstance, drop_cancelled, server_stopping
 from .default import execution_slots
+from .delay_hook import RECHECK_S, delay_count
 from .equal_inputs import RequiredEqualInputs
 from .priority_queue import PriorityQueue
 from .response_order import ResponseOrder
@@ -48,6 +49,8 @@ class DynamicBatchScheduler:
         self._queue = PriorityQueue(batching)
         self._order = ResponseOrder() if batching.preserve_ordering else None
         self._equal = RequiredEqualInputs(config)
+        # Triton's testing hook: no batch until this many requests are queued (then 0).
+        self._held_until = delay_count("TRITONSERVER_DELAY_SCHEDULER")
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         # With timeouts in the queue policies, a watcher applies them at the deadline, even
@@ -158,6 +161,11 @@ class DynamicBatchScheduler:
         timeout expired (to reject outside the lock)."""
         with self._lock:
             while True:
+                if self._held_until:
+                    if len(self._queue) < self._held_until and not self._stopping:
+                        self._ready.wait(RECHECK_S)
+                        continue
+                    self._held_until = 0
                 now = perf_counter_ns()
                 rejected, closest_deadline = self._queue.expire(now)
                 if rejected:

@@ -26,6 +26,7 @@ from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest, ResponseSender
 from ..tensor import Tensor
 from .base import ExecutionInstance
+from .delay_hook import RECHECK_S
 from .equal_inputs import RequiredEqualInputs
 from .sequence_control import SequenceControls
 from .sequence_state import ImplicitState, SequenceValues
@@ -37,6 +38,12 @@ SlotQueue = deque["InferenceRequest | None"]
 class SlotOwner(Protocol):
     """What a batcher asks of the scheduler: give a freed slot to a backlogged sequence, and
     take back the requests an execution released."""
+
+    # TRITONSERVER_DELAY_SCHEDULER (delay_hook); 0: not set.
+    delay_count: int
+
+    def delaying(self, batcher: SequenceBatch, queued: int) -> bool:
+        """Whether batches stay held back, `batcher` now holding `queued` requests."""
 
     def released(self, requests: list[InferenceRequest]) -> None:
         """Execute returned: requeue what the backend rescheduled, end iterative sequences."""
@@ -120,7 +127,13 @@ class SequenceBatch:
             self._thread = None
 
     def _run(self) -> None:
+        held = self.owner.delay_count > 0
         while True:
+            if held:  # Triton's testing hook (delay_hook), before any batch
+                held = self._held()
+                if held:
+                    time.sleep(RECHECK_S)
+                    continue
             with self._wake:
                 batch = self._next_batch()
                 while batch is None:
@@ -129,6 +142,16 @@ class SequenceBatch:
                     self._wake.wait(self._wait_s)
                     batch = self._next_batch()
             self._execute(batch)
+
+    def _held(self) -> bool:
+        """Whether TRITONSERVER_DELAY_SCHEDULER still holds batches back: fewer requests are
+        queued in the model's slots than it says (or the backlog holds fewer than
+        TRITONSERVER_BACKLOG_DELAY_SCHEDULER)."""
+        with self._wake:
+            if self._stopping:
+                return False
+            queued = sum(len(queue) for queue in self._queues)
+        return self.owner.delaying(self, queued)
 
     def _next_batch(self) -> list | None:
         """Lock held: what to execute now, or None (then sleep `_wait_s`)."""
@@ -289,6 +312,12 @@ class OldestSequenceBatch(SequenceBatch):
 
     def _drained(self) -> bool:
         return super()._drained() and not self._issued
+
+    def _held(self) -> bool:
+        """`oldest` batches through a dynamic batch of its own: held back until that many
+        requests are issued, as Triton's dynamic batcher is."""
+        with self._wake:
+            return not self._stopping and len(self._issued) < self.owner.delay_count
 
     def _next_batch(self) -> list[tuple[int, InferenceRequest, int]] | None:
         self._wait_s = None

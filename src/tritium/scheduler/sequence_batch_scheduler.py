@@ -31,6 +31,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest
 from .base import ExecutionInstance, server_stopping
+from .delay_hook import delay_count
 from .sequence_batch import (
     DirectSequenceBatch,
     OldestSequenceBatch,
@@ -102,6 +103,10 @@ class SequenceBatchScheduler:
         self._stopping = False
         self._reaper_wake = threading.Condition(self._lock)
         self._reaper: threading.Thread | None = None
+        # Triton's testing hooks (delay_hook): the requests queued in each batcher's slots.
+        self.delay_count = delay_count("TRITONSERVER_DELAY_SCHEDULER")
+        self._backlog_delay_count = delay_count("TRITONSERVER_BACKLOG_DELAY_SCHEDULER")
+        self._queued_counts = [0] * len(self._batchers)
 
     # -- the Scheduler contract ---------------------------------------------------------------
 
@@ -235,6 +240,17 @@ class SequenceBatchScheduler:
                 queue.extend(backlog.requests)
                 return
             heapq.heappush(self._free, where)
+
+    def delaying(self, batcher: SequenceBatch, queued: int) -> bool:
+        """Triton's DelayScheduler: hold back until the batchers together hold
+        TRITONSERVER_DELAY_SCHEDULER requests, and the backlog
+        TRITONSERVER_BACKLOG_DELAY_SCHEDULER."""
+        with self._lock:
+            self._queued_counts[self._index[id(batcher)]] = queued
+            if sum(self._queued_counts) < self.delay_count:
+                return True
+            backlogged = sum(len(backlog.requests) for backlog in self._backlogs)
+            return backlogged < self._backlog_delay_count
 
     def released(self, requests: Sequence[InferenceRequest]) -> None:
         """After execute returned (no lock held): what the backend released with
