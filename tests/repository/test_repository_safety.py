@@ -98,16 +98,22 @@ def test_override_file_path_with_dot_dot_is_refused(server: ServerProcess, key: 
     assert "fresh" not in loaded(server)
 
 
-def test_absolute_override_file_path_is_refused(server: ServerProcess,
-                                                tmp_path: Path) -> None:
+def test_an_absolute_override_file_path_stays_in_the_override_directory(
+        server: ServerProcess, tmp_path: Path) -> None:
+    """As Triton joins it to its override directory: `file:/1/x` is `1/x` there, and
+    `file:<elsewhere>/1/model.py` is no version folder of the model (Triton 2.51's answer)."""
     target = tmp_path / "1" / "model.py"
     grpc = grpcclient.InferenceServerClient(server.grpc_url)
     with pytest.raises(InferenceServerException) as info:
         grpc.load_model("fresh", config=CONFIG, files={f"file:{target}": b"escaped"})
     assert info.value.status() == "StatusCode.INVALID_ARGUMENT"
     assert info.value.message() == (
-        f"invalid file override 'file:{target}': the path must stay inside the model directory")
+        "load failed for model 'fresh': at least one version must be available under the "
+        "version policy of model 'fresh'\n")
     assert not target.exists()
+    grpc.load_model("fresh", config=CONFIG, files={"file:/1/weights.bin": b"\x00"})
+    assert grpc.is_model_ready("fresh")
+    grpc.unload_model("fresh")
 
 
 def test_override_directory_is_removed_when_the_model_is_unloaded(

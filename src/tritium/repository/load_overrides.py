@@ -72,14 +72,15 @@ class OverrideDirectory:
 
 
 def _relative_path(key: str) -> PurePosixPath:
-    """`file:<version>/<path>` -> the relative path, refusing anything that could leave."""
-    text = key[len(FILE_PREFIX):]
+    """`file:<version>/<path>` -> the relative path, refusing anything that could leave. A
+    leading `/` is inside the override directory too, as Triton joins the path to it
+    (`file:/1/model.py` is `1/model.py`)."""
+    text = key[len(FILE_PREFIX):].lstrip("/")
     path = PurePosixPath(text)
     if (
         not text
         or "\0" in text
         or "\\" in text
-        or path.is_absolute()
         or any(part in ("..", ".") for part in text.split("/"))
         or not path.parts
     ):

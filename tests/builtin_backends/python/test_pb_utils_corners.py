@@ -154,3 +154,18 @@ def test_every_line_a_failing_initialize_logs_comes_before_its_failure(
               if "initialize line " in line}
     missing = [i for i in range(300) if str(i) not in logged]
     assert not missing, f"{len(missing)} lines lost or late, first {missing[:5]}"
+
+
+def test_a_model_without_its_model_py_fails_to_load_with_tritons_message(tmp_path: Path) -> None:
+    write_model(tmp_path, "no_model_file", CONFIG.replace("corners", "no_model_file"))
+    (tmp_path / "no_model_file" / "1").mkdir(exist_ok=True)
+    with ServerProcess([tmp_path], "--exit-on-error=false") as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        [entry] = client.get_model_repository_index()
+        log = process.log()
+    expected = ("Failed to preinitialize Python stub: Python model file not found in "
+                f"'{tmp_path / 'no_model_file' / '1' / 'model.py'}'")
+    assert entry["state"] == "UNAVAILABLE"
+    assert entry["reason"] == expected
+    assert expected in log
+    assert "failed to load 'no_model_file'" in log

@@ -34,6 +34,7 @@ from support.python_backend_fixtures import (
     stub_pids,
     wait_for,
 )
+from support.models import write_model
 from support.server_process import ServerProcess
 
 # -- crashes -----------------------------------------------------------------------------------
@@ -143,3 +144,31 @@ def test_nothing_left_after_exit_crash_or_kill(tmp_path: Path) -> None:
     new = {name for name in shm_entries() - before
            if "trit" in name.lower() or "python" in name.lower()}
     assert not new
+
+
+STUCK_FINALIZE = """
+import time
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return []
+
+    def finalize(self):
+        while True:
+            time.sleep(1)
+"""
+
+
+def test_a_stub_stuck_in_finalize_ends_with_the_server(tmp_path: Path) -> None:
+    """The server gives up on it at the exit timeout and exits; the stub notices its parent
+    is gone and ends too (Triton's stub checks every 300 ms), instead of running forever."""
+    write_model(tmp_path, "stuck", 'backend: "python"\n'
+                'input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+                'output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n',
+                files={"1/model.py": STUCK_FINALIZE})
+    server = ServerProcess([tmp_path], "--exit-timeout-secs=2").start()
+    [pid] = stub_pids(server.process.pid)
+    server.stop(signal.SIGTERM)
+    assert "Exit timeout expired" in server.log()
+    wait_for(lambda: not alive(pid), timeout=10)

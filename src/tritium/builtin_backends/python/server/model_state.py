@@ -26,10 +26,10 @@ class PythonModelState:
         else:
             filename = model.config.default_model_filename or "model.py"
             self.model_path = model.version_path / filename
-        if not self.model_path.is_file():
-            raise TritonError.invalid_arg(
-                f"unable to find the Python model file '{self.model_path}' for model "
-                f"'{model.name}'"
+        if not self.model_path.is_file():  # Triton's stub says so, as INTERNAL
+            raise TritonError.internal(
+                "Failed to preinitialize Python stub: Python model file not found in "
+                f"'{self.model_path}'"
             )
         self._env = ExecutionEnv(model)
         self.python = self._env.python

@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 
 from ..wire.messages import DONE, Connection
 from ..wire.shm_ring import Ring
@@ -52,6 +53,8 @@ def main(argv: list[str]) -> None:
     if sys.path and sys.path[0] == source_dir:
         del sys.path[0]
     threading.Thread(target=stub.read_async, name="stub-reader", daemon=True).start()
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="stub-parent-watch",
+                     daemon=True).start()
     exec_conn.send((DONE, None, {"pid": os.getpid()}))  # hello: ready for commands
     profile_dir = os.environ.get("TRITIUM_STUB_PROFILE")
     if profile_dir:  # development aid: a cProfile of the main thread per stub
@@ -64,6 +67,19 @@ def main(argv: list[str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End the stub once the server is gone, whatever the model is doing: a stub stuck in
+    `finalize` (or any call) would otherwise outlive it (Triton's stub checks its parent every
+    300 ms too). An orphan's parent becomes another process."""
+    while True:
+        time.sleep(_PARENT_CHECK_S)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+_PARENT_CHECK_S = 0.3
 
 
 # How the server starts a stub: its argv[1] is the directory holding `tritium` and
