@@ -20,6 +20,7 @@ import numpy as np
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from support.models import write_model
 from support.python_backend_fixtures import (
     REPO,
     add_sub_inputs,
@@ -34,7 +35,6 @@ from support.python_backend_fixtures import (
     stub_pids,
     wait_for,
 )
-from support.models import write_model
 from support.server_process import ServerProcess
 
 # -- crashes -----------------------------------------------------------------------------------
