@@ -169,3 +169,72 @@ def test_a_model_without_its_model_py_fails_to_load_with_tritons_message(tmp_pat
     assert entry["reason"] == expected
     assert expected in log
     assert "failed to load 'no_model_file'" in log
+
+
+UNTIL_CANCELLED = """
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            count = 0
+            while not request.is_cancelled() and count < 1000:
+                sender.send(pb_utils.InferenceResponse(
+                    [pb_utils.Tensor("OUT", np.array([count], np.int32))]))
+                count += 1
+                time.sleep(0.01)
+            sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError(
+                "cancelled", pb_utils.TritonError.CANCELLED)),
+                flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+CANCELLER = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            stream = pb_utils.InferenceRequest(
+                model_name="until_cancelled", requested_output_names=["OUT"],
+                inputs=[pb_utils.Tensor("IN", np.zeros(1, np.float32))]).exec(decoupled=True)
+            seen, last_code = 0, None
+            for response in stream:
+                if response.has_error():
+                    last_code = response.error().code()
+                    continue
+                seen += 1
+                if seen == 3:
+                    stream.cancel()
+            cancelled = int(last_code == pb_utils.TritonError.CANCELLED)
+            responses.append(pb_utils.InferenceResponse(
+                [pb_utils.Tensor("REPORT", np.array([seen, cancelled], np.int32))]))
+        return responses
+"""
+
+
+def test_cancelling_a_bls_response_stream_cancels_the_request(tmp_path: Path) -> None:
+    """ResponseIterator.cancel(): the model answering the BLS request sees
+    request.is_cancelled() and stops (Triton's L0_backend_python decoupled_bls_cancel)."""
+    io = ('input { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] }\n'
+          'output { name: "%s" data_type: TYPE_INT32 dims: [ %s ] }\n')
+    write_model(tmp_path, "until_cancelled", 'backend: "python"\n' + io % ("OUT", "1")
+                + "model_transaction_policy { decoupled: true }\n",
+                files={"1/model.py": UNTIL_CANCELLED})
+    write_model(tmp_path, "canceller", 'backend: "python"\n' + io % ("REPORT", "2"),
+                files={"1/model.py": CANCELLER})
+    with ServerProcess([tmp_path]) as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        tensor = httpclient.InferInput("IN", [1], "FP32")
+        tensor.set_data_from_numpy(np.zeros(1, np.float32))
+        seen, cancelled = client.infer("canceller", [tensor]).as_numpy("REPORT").tolist()
+    assert cancelled == 1
+    assert 3 <= seen < 100  # stopped soon after the cancel, far from its 1000

@@ -65,6 +65,7 @@ class AsyncChannel:
         self._query_ids = itertools.count(1)
         self._calls: dict[str, Callable[..., Any]] = {
             "is_cancelled": self._is_cancelled,
+            "bls_cancel": self.executor.cancel,
             "is_model_ready": self._is_model_ready,
             "load_model": self._load_model,
             "unload_model": self._unload_model,

@@ -32,6 +32,17 @@ class RequestExecutor:
 
     def __init__(self, stub: StubLink) -> None:
         self.stub = stub
+        # The requests not finally answered yet, by their BLS id (for `cancel`). One dict
+        # operation at a time, each atomic under the GIL.
+        self._in_flight: dict[int, InferenceRequest] = {}
+
+    def cancel(self, bls_id: int) -> None:
+        """ResponseIterator.cancel() in the stub: the request is cancelled, as a client's
+        would be (the callee sees request.is_cancelled(); a queued one is answered
+        CANCELLED). Nothing happens once it was finally answered."""
+        request = self._in_flight.get(bls_id)
+        if request is not None:
+            request.cancelled = True
 
     def on_bls(self, message: tuple) -> None:
         """A BLS message from the stub: build the request, hand it to the server."""
@@ -70,8 +81,10 @@ class RequestExecutor:
                 flags=flags,
                 timeout_us=timeout_us,
             )
+            self._in_flight[bls_id] = request
             stub.server.infer_async(request, deliver)
         except Exception as exc:
+            self._in_flight.pop(bls_id, None)
             error = exc if isinstance(exc, TritonError) else TritonError.internal(str(exc))
             text = error.message
             if error.code in (Code.NOT_FOUND, Code.UNAVAILABLE):
@@ -109,6 +122,8 @@ class RequestExecutor:
 
     def _send_response(self, bls_id: int, response: InferenceResponse | None,
                        flags: int) -> None:
+        if flags & RESPONSE_COMPLETE_FINAL:
+            self._in_flight.pop(bls_id, None)
         stub = self.stub
         if stub.dead or stub.writer is None or stub.async_conn is None:
             return

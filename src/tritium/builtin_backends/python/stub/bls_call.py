@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
+from collections.abc import Callable
 from typing import Any
 
 
@@ -28,6 +29,8 @@ class BlsCall:
         self.waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
         # The request's inputs, while the callee may map their GPU memory.
         self.keep: list | None = None
+        # Tells the server to cancel the request (set by the runtime that sent it).
+        self.cancel: Callable[[], None] | None = None
 
     def put(self, response: Any, final: bool) -> None:
         """A response (or None with only the final flag) from the reader thread."""
@@ -91,4 +94,10 @@ class ResponseIterator:
         return response
 
     def cancel(self) -> None:
-        """Triton's ResponseIterator.cancel(): the server is not told (not supported yet)."""
+        """Triton's ResponseIterator.cancel(): the server cancels the request, as a client's
+        (the model answering it sees `request.is_cancelled()`); nothing once it is done."""
+        call = self._call
+        with call.cond:
+            done = call.final
+        if not done and call.cancel is not None:
+            call.cancel()

@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import os
 import threading
+from functools import partial
 from typing import Any, Protocol
 
 from ..wire import messages
@@ -128,6 +129,7 @@ class StubRuntime:
         )
         bls_id = next(self._ids)
         call = BlsCall(stub.pb, decoupled)
+        call.cancel = partial(self._call, "bls_cancel", bls_id)
         if on_device:
             call.keep = list(request._inputs)  # the callee maps their memory until the end
         self._bls[bls_id] = call
