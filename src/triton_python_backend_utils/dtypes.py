@@ -41,6 +41,7 @@ _NUMPY_OF_TRITON = {
     13: np.object_,
 }
 _TYPE_BYTES = 13
+_TYPE_BF16 = 14  # no numpy type: its elements are kept as uint16 (bf16.py)
 
 
 def triton_to_numpy_type(data_type: int) -> type | None:

@@ -7,8 +7,9 @@ from typing import Any, cast
 
 import numpy as np
 
+from . import bf16
 from .device_tensor import KDL_CUDA, NOT_CONTIGUOUS, DeviceTensor
-from .dtypes import _NUMPY_OF_TRITON, _TYPE_BYTES
+from .dtypes import _NUMPY_OF_TRITON, _TYPE_BF16, _TYPE_BYTES
 from .errors import TritonModelException
 from .pybind_args import IncompatibleArguments, as_str, pybind_constructor
 
@@ -59,14 +60,14 @@ class Tensor:
         self._device: DeviceTensor | None = None
 
     @classmethod
-    def _from_server(cls, name: str, array: np.ndarray) -> Tensor:
-        """An input the server sent (stub only): its name and array are already valid, so the
-        checks of the public constructor are skipped.
+    def _from_server(cls, name: str, array: np.ndarray, bf16: bool = False) -> Tensor:
+        """A tensor the server sent (stub only): its name and array are already valid, so the
+        checks of the public constructor are skipped. A BF16 tensor's elements are uint16.
         """
         tensor = cls.__new__(cls)
         tensor._name = name
         tensor._array = array
-        dtype = _TRITON_OF_DTYPE.get(array.dtype)
+        dtype = _TYPE_BF16 if bf16 else _TRITON_OF_DTYPE.get(array.dtype)
         tensor._dtype = _TYPE_BYTES if dtype is None else dtype
         tensor._device = None
         return tensor
@@ -98,6 +99,10 @@ class Tensor:
     def as_numpy(self) -> np.ndarray:
         if self._array is None:
             raise TritonModelException("Tensor is stored in GPU and cannot be converted to NumPy.")
+        if self._dtype == _TYPE_BF16:
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
+                "from_dlpack() instead.")
         return self._array
 
     def triton_dtype(self) -> int:
@@ -124,6 +129,8 @@ class Tensor:
         if array is None:
             assert self._device is not None
             return self._device.__dlpack__(stream=stream, **kwargs)
+        if self._dtype == _TYPE_BF16:
+            return bf16.to_dlpack(array)
         if not array.flags.writeable and "max_version" not in kwargs:
             # A pre-1.0 DLPack capsule cannot mark memory read-only: hand out a copy.
             array = array.copy()
@@ -140,6 +147,8 @@ class Tensor:
         host memory or on a GPU."""
         if name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
+        if bf16.is_bf16(tensor):  # numpy has no bfloat16: its elements as uint16
+            return Tensor._checked_host(name, bf16.from_dlpack(tensor), True)
         if _is_capsule(tensor):
             try:
                 array = np.from_dlpack(cast(Any, _DLPackCapsule(tensor)))
@@ -161,9 +170,11 @@ class Tensor:
         )
 
     @staticmethod
-    def _checked_host(name: str, array: np.ndarray) -> Tensor:
+    def _checked_host(name: str, array: np.ndarray, is_bf16: bool = False) -> Tensor:
         if not array.flags.c_contiguous:
             raise TritonModelException(NOT_CONTIGUOUS)
+        if is_bf16:
+            return Tensor._from_server(name, array, True)
         return Tensor(name, array)
 
     def __repr__(self) -> str:

@@ -9,6 +9,7 @@ import json
 import signal
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
@@ -238,3 +239,45 @@ def test_cancelling_a_bls_response_stream_cancels_the_request(tmp_path: Path) ->
         seen, cancelled = client.infer("canceller", [tensor]).as_numpy("REPORT").tolist()
     assert cancelled == 1
     assert 3 <= seen < 100  # stopped soon after the cancel, far from its 1000
+
+
+IDENTITY_BF16 = """
+import torch
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            tensor = pb_utils.get_input_tensor_by_name(request, "INPUT0")
+            try:
+                tensor.as_numpy()
+                refused = "accepted"
+            except pb_utils.TritonModelException as exc:
+                refused = str(exc)
+            doubled = torch.utils.dlpack.from_dlpack(tensor.to_dlpack()) * 2
+            responses.append(pb_utils.InferenceResponse(
+                [pb_utils.Tensor.from_dlpack("OUTPUT0", torch.utils.dlpack.to_dlpack(doubled))],
+                parameters={"as_numpy": refused}))
+        return responses
+"""
+
+
+def test_bf16_tensors_go_through_dlpack(tmp_path: Path) -> None:
+    """As Triton's pb_utils (L0_backend_python test_bf16): as_numpy() refuses BF16, DLPack
+    carries it to and from torch, and the server answers BF16."""
+    write_model(tmp_path, "identity_bf16", 'backend: "python"\n'
+                'input { name: "INPUT0" data_type: TYPE_BF16 dims: [ 3 ] }\n'
+                'output { name: "OUTPUT0" data_type: TYPE_BF16 dims: [ 3 ] }\n',
+                files={"1/model.py": IDENTITY_BF16})
+    with ServerProcess([tmp_path]) as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        tensor = httpclient.InferInput("INPUT0", [3], "BF16")
+        tensor.set_data_from_numpy(np.array([1.0, -2.5, 3.0], ml_dtypes.bfloat16))
+        result = client.infer("identity_bf16", [tensor])
+    assert result.get_output("OUTPUT0")["datatype"] == "BF16"
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0").astype(np.float32), [2.0, -5.0, 6.0])
+    assert result.get_response()["parameters"]["as_numpy"] == (
+        "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
+        "from_dlpack() instead.")

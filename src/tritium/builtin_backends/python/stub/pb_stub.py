@@ -317,7 +317,8 @@ class Stub:
                 inputs = []
                 if descriptors:
                     assert block is not None  # the inputs travel in the block
-                    inputs = [tensor(name, block.array(datatype, shape, offset, nbytes, decoupled))
+                    inputs = [tensor(name, block.array(datatype, shape, offset, nbytes, decoupled),
+                                     datatype == "BF16")
                               for name, datatype, shape, offset, nbytes in descriptors]
                 if on_device:
                     inputs += self._device_inputs(on_device)

@@ -15,7 +15,7 @@ from ..wire.shm_tensors import Block, read_tensors
 # TRITONSERVER_DataType code (pb_utils.Tensor.triton_dtype()) -> wire datatype.
 WIRE_OF_CODE = {
     1: "BOOL", 2: "UINT8", 3: "UINT16", 4: "UINT32", 5: "UINT64", 6: "INT8", 7: "INT16",
-    8: "INT32", 9: "INT64", 10: "FP16", 11: "FP32", 12: "FP64", 13: "BYTES",
+    8: "INT32", 9: "INT64", 10: "FP16", 11: "FP32", 12: "FP64", 13: "BYTES", 14: "BF16",
 }
 # pb_utils.TritonError code -> the server's error code name.
 _CODE_NAMES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED",
@@ -39,7 +39,7 @@ def wire_response(response: Any, descriptors: list) -> tuple:
 def pb_response(pb: Any, wire: tuple, block: Block | None) -> Any:
     """A response from the server -> a pb_utils InferenceResponse (tensors copied out)."""
     descriptors, error, parameters = wire
-    tensors = [pb.Tensor(name, array) for name, _dt, array
+    tensors = [pb.Tensor._from_server(name, array, datatype == "BF16") for name, datatype, array
                in read_tensors(descriptors, block, True)]
     pb_error = None
     if error is not None:
