@@ -25,7 +25,7 @@ def test_plain_names_are_accepted(name: str) -> None:
     check_model_name(name)
 
 
-@pytest.mark.parametrize("key", ["file:", "file:/etc/x", "file:../x", "file:1/../../x",
+@pytest.mark.parametrize("key", ["file:", "file:/", "file:/../x", "file:../x", "file:1/../../x",
                                  "file:./1/x", "file:1\\..\\x", "file:1/\0x"])
 def test_paths_that_could_leave_are_refused_before_anything_is_written(
         key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,10 +37,13 @@ def test_paths_that_could_leave_are_refused_before_anything_is_written(
 
 
 def test_accepted_files_land_inside_and_go_away(tmp_path: Path) -> None:
-    override = OverrideDirectory("m", {"file:1/model.py": b"code", "file:1/sub/w.bin": b"\1"})
+    # A leading / is inside the override directory too, as Triton joins the path to it.
+    override = OverrideDirectory("m", {"file:1/model.py": b"code", "file:/1/sub/w.bin": b"\1",
+                                       "file:/etc/x": b"\2"})
     assert override.path.name == "m"
     assert (override.path / "1" / "model.py").read_bytes() == b"code"
     assert (override.path / "1" / "sub" / "w.bin").read_bytes() == b"\1"
+    assert (override.path / "etc" / "x").read_bytes() == b"\2"
     assert inside(override.path / "1" / "sub" / "w.bin", override.root)
     override.remove()
     assert not override.root.exists()
