@@ -324,14 +324,14 @@ class OldestSequenceBatch(SequenceBatch):
         issued = self._issued
         if not issued:
             return None
-        if len(issued) < self._target and self._delay_ns and not self._stopping \
-                and self._alike(len(issued)) == len(issued):  # a different shape: send now
+        alike = self._alike(len(issued))
+        # A request of another shape ends the batch: it goes now, without waiting.
+        if alike == len(issued) < self._target and self._delay_ns and not self._stopping:
             waited = time.perf_counter_ns() - issued[0][2]
             if waited < self._delay_ns:
                 self._wait_s = (self._delay_ns - waited) / 1e9
                 return None
-        count = min(len(issued), self._max_batch)
-        return [issued.popleft() for _ in range(self._alike(count))]
+        return [issued.popleft() for _ in range(min(alike, self._max_batch))]
 
     def _alike(self, count: int) -> int:
         """How many of the first `count` issued requests may batch with the oldest: up to the

@@ -46,18 +46,16 @@ static std::string log_request(const TRITONSERVER_InferenceRequest* r) {
 static TRITONSERVER_Error* check_length_indicators(const TRITONSERVER_InferenceRequest* r,
                                                    const ServerInput& in) {
   uint64_t element_left = 0;  // bytes of the current element's content still to come
-  bool in_element = false;
   for (const auto& b : in.buffers) {
     if (b.attributes.memory_type == TRITONSERVER_MEMORY_GPU) return nullptr;
     const char* at = static_cast<const char*>(b.base);
     uint64_t left = b.byte_size;
     while (left > 0) {
-      if (in_element) {
+      if (element_left > 0) {
         uint64_t take = element_left < left ? element_left : left;
         at += take;
         left -= take;
         element_left -= take;
-        in_element = element_left > 0;
         continue;
       }
       if (left < sizeof(uint32_t)) {
@@ -74,7 +72,6 @@ static TRITONSERVER_Error* check_length_indicators(const TRITONSERVER_InferenceR
       at += sizeof(length);
       left -= sizeof(length);
       element_left = length;
-      in_element = length > 0;
     }
   }
   return nullptr;

@@ -163,13 +163,15 @@ static const char* const kServerFactory =
 static TRITONSERVER_Error* server_output(TRITONSERVER_InferenceResponse* response, uint32_t index,
                                          const char** name, TRITONSERVER_DataType* datatype,
                                          const int64_t** shape, uint64_t* dim_count) {
-  TRITIUM_REQUIRE_INDEX(index, response->outputs, "response has", "outputs");
-  const ServerOutput& o = response->outputs[index];
-  if (name != nullptr) *name = o.name.c_str();
-  *datatype = o.datatype;
-  *shape = o.shape.data();
-  *dim_count = o.shape.size();
-  return nullptr;
+  const char* unused_name = nullptr;
+  const void* base = nullptr;
+  size_t byte_size = 0;
+  TRITONSERVER_MemoryType memory_type;
+  int64_t memory_type_id = 0;
+  void* userp = nullptr;
+  return TRITONSERVER_InferenceResponseOutput(response, index, name != nullptr ? name : &unused_name,
+                                              datatype, shape, dim_count, &base, &byte_size,
+                                              &memory_type, &memory_type_id, &userp);
 }
 
 static TRITONSERVER_Error* server_output_by_name(
