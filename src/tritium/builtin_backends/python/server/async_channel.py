@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from tritium.backend import (
@@ -33,7 +35,8 @@ from tritium.backend import (
 )
 
 from ..wire import messages
-from ..wire.shm_tensors import open_block
+from ..wire.shm_ring import Ring
+from ..wire.shm_tensors import TensorWriter, open_block
 from .custom_metrics import StubMetrics
 from .gpu_input_models import takes_gpu_inputs
 from .process_requests import response_from_wire
@@ -52,7 +55,10 @@ class AsyncChannel:
 
     def __init__(self, stub: StubLink) -> None:
         self.stub = stub
-        self.executor = RequestExecutor(stub)
+        self.executor = RequestExecutor(stub, stub)
+        # The channels of processes forked from the stub, closed when the stub dies.
+        self._forked: set[messages.Connection] = set()
+        self._forked_lock = threading.Lock()
         self.metrics = StubMetrics(stub.backend.metric_families, stub.server)
         # Async-socket frames handled so far, and whether an execute waits for more of them.
         self.processed = 0
@@ -65,7 +71,6 @@ class AsyncChannel:
         self._query_ids = itertools.count(1)
         self._calls: dict[str, Callable[..., Any]] = {
             "is_cancelled": self._is_cancelled,
-            "bls_cancel": self.executor.cancel,
             "is_model_ready": self._is_model_ready,
             "load_model": self._load_model,
             "unload_model": self._unload_model,
@@ -87,8 +92,9 @@ class AsyncChannel:
             messages.RESPONSE: self._on_response,
             messages.BLS: self.executor.on_bls,
             messages.LOG: self._on_log,
-            messages.CALL: self._on_call,
+            messages.CALL: partial(self._on_call, conn=conn, executor=self.executor),
             messages.READY_REPLY: self._on_ready_reply,
+            messages.ATTACH: partial(self._on_attach, conn=conn),
         }
         while True:
             try:
@@ -121,9 +127,14 @@ class AsyncChannel:
                 self._waiters -= 1
 
     def stub_died(self) -> None:
-        """Release whoever waits on the stub, and drop the metrics it made."""
+        """Release whoever waits on the stub (its forked processes too: their channels
+        close), and drop the metrics it made."""
         with self._processed_cond:
             self._processed_cond.notify_all()
+        with self._forked_lock:
+            forked, self._forked = self._forked, set()
+        for conn in forked:
+            conn.close()
         for query in list(self._ready_queries.values()):
             query[1] = False
             query[0].set()
@@ -200,21 +211,63 @@ class AsyncChannel:
         _, level, text, filename, line = message
         model_log.log(_LOG_LEVELS.get(level, logging.INFO), "%s:%s] %s", filename, line, text)
 
+    # -- processes forked from the stub --------------------------------------------------
+
+    def _on_attach(self, message: tuple, conn: messages.Connection) -> None:
+        """A process forked from the stub (or from such a process) sent its channel's sockets:
+        serve its BLS requests, calls and log lines on a thread of their own."""
+        receiving, sending = (socket.socket(fileno=conn.fds.popleft()) for _ in range(2))
+        forked = messages.Connection(receiving, sending)
+        with self._forked_lock:
+            if self.stub.dead:
+                forked.close()
+                return
+            self._forked.add(forked)
+        threading.Thread(target=self._serve_forked, args=(forked,), daemon=True,
+                         name=f"{self.stub.name}-forked-reader").start()
+
+    def _serve_forked(self, conn: messages.Connection) -> None:
+        endpoint = _ForkedEndpoint(conn, TensorWriter(None, f"{self.stub.name}-forked"))
+        executor = RequestExecutor(self.stub, endpoint)
+        handlers: dict[int, Callable[[tuple], None]] = {
+            messages.BLS: executor.on_bls,
+            messages.LOG: self._on_log,
+            messages.CALL: partial(self._on_call, conn=conn, executor=executor),
+            messages.ATTACH: partial(self._on_attach, conn=conn),
+        }
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            try:
+                handlers[message[0]](message)
+            except Exception:
+                log.exception("stub '%s': failed to handle a forked process's message",
+                              self.stub.name)
+        with self._forked_lock:
+            self._forked.discard(conn)
+        conn.close()
+
     # -- calls the stub makes ---------------------------------------------------------------
 
-    def _on_call(self, message: tuple) -> None:
+    def _on_call(self, message: tuple, conn: messages.Connection,
+                 executor: RequestExecutor) -> None:
+        """A call from the stub (or a process forked from it), answered on its channel."""
         if message[2] in ("is_model_ready", "load_model", "unload_model"):
             # May ask a stub's is_ready() (this one's included) or take seconds to load a
             # model: not on this reader thread.
-            threading.Thread(target=self._answer_call, args=(message,), daemon=True).start()
+            threading.Thread(target=self._answer_call, args=(message, conn, executor),
+                             daemon=True).start()
         else:
-            self._answer_call(message)
+            self._answer_call(message, conn, executor)
 
-    def _answer_call(self, message: tuple) -> None:
+    def _answer_call(self, message: tuple, conn: messages.Connection,
+                     executor: RequestExecutor) -> None:
         _, call_id, name, args = message
         error = value = None
         try:
-            method = self._calls.get(name)
+            method = executor.cancel if name == "bls_cancel" else self._calls.get(name)
             if method is None:
                 raise TritonError.unsupported(f"unknown call '{name}'")
             value = method(*args)
@@ -222,8 +275,6 @@ class AsyncChannel:
             error = exc.message
         except Exception as exc:
             error = str(exc) or type(exc).__name__
-        conn = self.stub.async_conn
-        assert conn is not None
         try:
             conn.send((messages.REPLY, call_id, error, value))
         except OSError:
@@ -251,3 +302,13 @@ class AsyncChannel:
 
     def _unload_model(self, name: str, unload_dependents: bool) -> None:
         self.stub.server.unload_model(name, unload_dependents)
+
+
+class _ForkedEndpoint:
+    """The channel of a process forked from the stub, as the BLS executor sees it: no ring in
+    either direction (`TensorWriter` without one)."""
+
+    def __init__(self, conn: messages.Connection, writer: TensorWriter) -> None:
+        self.async_conn: messages.Connection | None = conn
+        self.from_stub: Ring | None = None
+        self.writer: TensorWriter | None = writer

@@ -22,16 +22,18 @@ from tritium.backend import (
 
 from ..wire import messages
 from ..wire.shm_tensors import open_block, read_tensors
-from .stub_link import StubLink
+from .stub_link import Endpoint, StubLink
 
 Delivery = Callable[[InferenceResponse | None, int], None]
 
 
 class RequestExecutor:
-    """Runs the BLS requests of one stub."""
+    """Runs the BLS requests that come on one channel of a stub (`endpoint`: the stub's async
+    socket, or the channel of a process forked from it)."""
 
-    def __init__(self, stub: StubLink) -> None:
+    def __init__(self, stub: StubLink, endpoint: Endpoint) -> None:
         self.stub = stub
+        self.endpoint = endpoint
         # The requests not finally answered yet, by their BLS id (for `cancel`). One dict
         # operation at a time, each atomic under the GIL.
         self._in_flight: dict[int, InferenceRequest] = {}
@@ -50,8 +52,9 @@ class RequestExecutor:
         (model_name, model_version, request_id, correlation_id, flags, timeout_us,
          parameters, output_names, descriptors, device_inputs) = wire
         stub = self.stub
-        assert stub.async_conn is not None and stub.from_stub is not None
-        block = open_block(block_descriptor, stub.from_stub, stub.async_conn.fds)
+        endpoint = self.endpoint
+        assert endpoint.async_conn is not None
+        block = open_block(block_descriptor, endpoint.from_stub, endpoint.async_conn.fds)
         inputs = {}
         try:
             for name, datatype, array in read_tensors(descriptors, block, True):
@@ -124,8 +127,8 @@ class RequestExecutor:
                        flags: int) -> None:
         if flags & RESPONSE_COMPLETE_FINAL:
             self._in_flight.pop(bls_id, None)
-        stub = self.stub
-        if stub.dead or stub.writer is None or stub.async_conn is None:
+        endpoint = self.endpoint
+        if self.stub.dead or endpoint.writer is None or endpoint.async_conn is None:
             return
         fds: list[int] = []
         wire = block = None
@@ -136,13 +139,13 @@ class RequestExecutor:
                     [(t.name, t.datatype, t.data) for t in response.outputs]
                     if error is None else []
                 )
-                descriptors, block, fds = stub.writer.pack(tensors)
+                descriptors, block, fds = endpoint.writer.pack(tensors)
                 wire = (
                     descriptors,
                     None if error is None else (error.code.name, error.message),
                     json.dumps(response.parameters) if response.parameters else None,
                 )
-            stub.async_conn.send((messages.BLS_RESPONSE, bls_id, wire, flags, block), fds)
+            endpoint.async_conn.send((messages.BLS_RESPONSE, bls_id, wire, flags, block), fds)
         except OSError:
             pass  # the stub has gone; its reader thread deals with that
         finally:

@@ -35,6 +35,16 @@ class InstanceOwner(Protocol):
     instance: ModelInstance
 
 
+class Endpoint(Protocol):
+    """One channel the stub side sends BLS requests and calls on: the stub's own async socket
+    (the `StubLink` itself), or the channel of a process forked from the stub, which has no
+    ring (its tensors come and go in one-off segments)."""
+
+    async_conn: messages.Connection | None
+    from_stub: Ring | None
+    writer: TensorWriter | None
+
+
 class StubLink(Protocol):
     """The server's end of one stub: its sockets and rings, the requests it holds, its fate."""
 

@@ -53,6 +53,7 @@ def main(argv: list[str]) -> None:
     if sys.path and sys.path[0] == source_dir:
         del sys.path[0]
     threading.Thread(target=stub.read_async, name="stub-reader", daemon=True).start()
+    stub.runtime.follow_forks()
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="stub-parent-watch",
                      daemon=True).start()
     exec_conn.send((DONE, None, {"pid": os.getpid()}))  # hello: ready for commands

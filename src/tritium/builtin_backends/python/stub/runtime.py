@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import socket
 import threading
+import traceback
 from functools import partial
 from typing import Any, Protocol
 
@@ -27,6 +29,7 @@ class RuntimeHost(Protocol):
     """What the runtime needs of the stub that creates it (`pb_stub.Stub`): a protocol, so
     that the stub imports the runtime and not the other way round."""
 
+    exec_conn: messages.Connection
     async_conn: messages.Connection
     in_ring: Ring
     writer: TensorWriter
@@ -56,6 +59,76 @@ class StubRuntime:
         self._ids = itertools.count(1)
         self._calls: dict[int, _Waiter] = {}
         self._bls: dict[int, BlsCall] = {}
+        # The channel made for the child of a fork in progress, per forking thread.
+        self._forking = threading.local()
+
+    # -- processes the model forks -----------------------------------------------------------
+
+    def follow_forks(self) -> None:
+        """Give each process forked from this one (a `multiprocessing` worker, `os.fork()`)
+        a channel of its own to the server, as Triton's stub lets a forked child make BLS
+        requests: the child must not share the async socket (another process's frames would
+        interleave with ours, and our reader thread would take its replies) nor produce into
+        the rings (their positions are this process's)."""
+        os.register_at_fork(before=self._before_fork, after_in_parent=self._after_fork_parent,
+                            after_in_child=self._after_fork_child)
+
+    def _before_fork(self) -> None:
+        ours, theirs = messages.channel()
+        conn: messages.Connection | None = ours
+        try:
+            self.async_conn.send((messages.ATTACH,), [sock.fileno() for sock in theirs])
+        except OSError:
+            ours.drop()
+            conn = None  # the server has gone: the child gets no channel
+        finally:
+            for sock in theirs:
+                sock.close()
+        self._forking.conn = conn
+
+    def _after_fork_parent(self) -> None:
+        conn = getattr(self._forking, "conn", None)
+        self._forking.conn = None
+        if conn is not None:
+            conn.drop()  # the child's now
+
+    def _after_fork_child(self) -> None:
+        conn = getattr(self._forking, "conn", None)
+        self._forking = threading.local()
+        self._calls = {}
+        self._bls = {}
+        self.writer = TensorWriter(None, self.writer.name)
+        # The sockets this process inherited are the stub's (or its parent's channel): held
+        # open here, they would hide the stub's death from the server until this one ends.
+        self.stub.exec_conn.drop()
+        self.async_conn.drop()
+        if conn is None:
+            conn = messages.Connection(*socket.socketpair())
+            conn.close()  # every send fails: the server was gone at the fork
+        self.async_conn = conn
+        threading.Thread(target=self._read_forked, args=(conn,), name="stub-fork-reader",
+                         daemon=True).start()
+
+    def _read_forked(self, conn: messages.Connection) -> None:
+        """A forked child's reader thread: the replies to its own calls and BLS requests.
+        When the server closes the channel (the stub died, the server stopped), whoever waits
+        is released with an error."""
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            try:
+                if message[0] == messages.BLS_RESPONSE:
+                    self.on_bls_response(message)
+                elif message[0] == messages.REPLY:
+                    self.on_reply(message)
+            except Exception:
+                traceback.print_exc()
+        for call_id in list(self._calls):
+            self.on_reply((messages.REPLY, call_id, "the server closed the connection", None))
+        for bls_id in list(self._bls):
+            self.on_bls_response((messages.BLS_RESPONSE, bls_id, None, messages.FINAL, None))
 
     # -- what the reader thread hands back ---------------------------------------------------
 

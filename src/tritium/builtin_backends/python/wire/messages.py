@@ -37,6 +37,11 @@ BLS = 11  # (BLS, bls_id, BLS request, decoupled, block)
 LOG = 13  # (LOG, level, message, filename, line)
 CALL = 14  # (CALL, call_id, name, args) -> (REPLY, call_id, error, value)
 READY_REPLY = 15  # (READY_REPLY, query_id, ready)
+# (ATTACH,) with two fds: the server's sockets (receive, send) of a new channel for a process
+# forked from the stub, which sends its own BLS requests, calls and log lines on it (it must
+# not share this socket or the rings with the stub). Also sent on such a channel, by a process
+# forked from that process.
+ATTACH = 16
 
 # server -> stub, on the async socket
 BLS_RESPONSE = 20  # (BLS_RESPONSE, bls_id, response | None, flags, block)
@@ -158,6 +163,13 @@ class Connection:
         else:
             self._view[:pending] = self._view[start:end]
         self._start, self._end = 0, pending
+
+    def drop(self) -> None:
+        """Close this process's descriptors of the sockets, and nothing more: a process forked
+        after they were made keeps using them (`close` would shut them for it too)."""
+        self.closed = True
+        self.sock.close()
+        self._sending.close()
 
     def close(self) -> None:
         """Shut the socket (the peer sees EOF) and close any fds nobody took."""

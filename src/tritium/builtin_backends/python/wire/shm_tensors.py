@@ -102,9 +102,11 @@ class Block:
 
 
 class TensorWriter:
-    """Packs the tensors of one outgoing message into one block."""
+    """Packs the tensors of one outgoing message into one block: in `ring` when it has room,
+    else in a one-off segment. Without a ring (a channel of a process forked from a stub,
+    which must not produce into the rings the stub produces into), always a segment."""
 
-    def __init__(self, ring: Ring, name: str) -> None:
+    def __init__(self, ring: Ring | None, name: str) -> None:
         self.ring = ring
         self.name = name
 
@@ -123,10 +125,12 @@ class TensorWriter:
                 nbytes = array.nbytes
             staged.append((name, datatype, array.shape, data, nbytes))
             total += (nbytes + ALIGN - 1) & ~(ALIGN - 1)
-        reserved = self.ring.alloc(total) if total else (0, 0, Ring.HEADER)
+        ring = self.ring
+        reserved = (0, 0, Ring.HEADER) if not total else (
+            ring.alloc(total) if ring is not None else None)
         fd = -1
         if reserved is not None:
-            buffer = self.ring.buffer
+            buffer = ring.buffer if ring is not None else memoryview(b"")
             base = reserved[2]
             block: Any = reserved
             fds: list[int] = []
@@ -157,8 +161,9 @@ class TensorWriter:
         return descriptors, block, fds
 
 
-def open_block(block: Any, ring: Ring, fds: deque) -> Block | None:
-    """The receiver's view of a message's block (None when the message has no tensors)."""
+def open_block(block: Any, ring: Ring | None, fds: deque) -> Block | None:
+    """The receiver's view of a message's block (None when the message has no tensors).
+    `ring` is None on a channel whose sender has no ring (see `TensorWriter`)."""
     if block is None:
         return None
     if block == -1:
@@ -172,7 +177,9 @@ def open_block(block: Any, ring: Ring, fds: deque) -> Block | None:
         return Block(segment, 0, None, False)
     start, end, base = block
     if start == end:
-        return Block(ring.mapping, base, None, True)
+        return Block(b"", 0, None, True)  # only empty tensors
+    if ring is None:
+        raise ValueError("a block in a ring on a channel that has none")
     return Block(ring.mapping, base, lambda: ring.release(start, end), True)
 
 
