@@ -135,6 +135,9 @@ def test_bad_calls_get_tritons_errors_and_the_server_keeps_serving(setup):
         "Already exists Tritium runs one server per process: delete the server made before")
     assert steps["unknown_model"] == (
         "Not found Request for unknown model: 'no_such_model' is not found")
+    # As in Triton, the request is refused when it is made (TRITONSERVER_InferenceRequestNew).
+    assert steps["request_for_unknown_version"] == (
+        "Not found Request for unknown model: 'simple' version 7 is not found")
     assert steps["wrong_shape"].startswith(
         "Invalid argument [request id: c-api-1] unexpected shape for input 'INPUT1' for model "
         "'simple'. Expected [-1,16], got [1,3].")

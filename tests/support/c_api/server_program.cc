@@ -383,6 +383,9 @@ int errors(const char* repository, const char* backends) {
   expect_error("second_server", TRITONSERVER_ServerNew(&second, options));
   TRITONSERVER_ServerOptionsDelete(options);
   infer_add_sub(server, "unknown_model", "no_such_model", 16);
+  TRITONSERVER_InferenceRequest* unmade = nullptr;
+  expect_error("request_for_unknown_version",
+               TRITONSERVER_InferenceRequestNew(&unmade, server, "simple", 7));
   infer_add_sub(server, "wrong_shape", "simple", 3);
   infer_add_sub(server, "byte_size_mismatch", "simple", 16, TRITONSERVER_TYPE_INT32, 4);
   infer_add_sub(server, "model_error", "failing", 4, TRITONSERVER_TYPE_FP32);

@@ -104,6 +104,10 @@ def server_call(op: int, name: str, version: int, argument: str | None) -> int |
         if request is not None:
             request.cancelled = True
         return 0
+    if op == 14:  # TRITONSERVER_InferenceRequestNew: Triton's GetModel, and its errors
+        if not server.model_ready(name, _version(version)):
+            server.model_config_json(name, _version(version))  # raises what Triton says
+        return 0
     raise TritonError.unsupported(f"server call {op} is not supported by Tritium")
 
 

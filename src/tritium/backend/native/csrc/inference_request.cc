@@ -25,6 +25,14 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestNew(
     TRITONSERVER_InferenceRequest** request, TRITONSERVER_Server*, const char* model_name,
     const int64_t model_version) {
   TRITIUM_NOT_NULL(model_name, "TRITONSERVER_InferenceRequestNew");
+  if (g_host_set) {
+    // As Triton, a request is made for a model that serves: an unknown or unready one fails
+    // here, with the message an inference would get.
+    int64_t unused = 0;
+    TRITONSERVER_Error* err =
+        g_host.server_call(OP_MODEL_SERVES, model_name, model_version, nullptr, &unused, nullptr);
+    if (err != nullptr) return err;
+  }
   auto* r = new TRITONSERVER_InferenceRequest{};
   r->model = model_name;
   r->version = model_version;
