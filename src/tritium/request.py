@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import TritonError
 from .tensor import Tensor
+from .trace import Trace
 
 # TRITONSERVER_RESPONSE_COMPLETE_FINAL: the flag marking a request's last response.
 RESPONSE_COMPLETE_FINAL = 1
@@ -143,6 +144,7 @@ class InferenceRequest:
         "form",
         "output_query",
         "collects_statistics",
+        "trace",
     )
 
     def __init__(
@@ -211,6 +213,9 @@ class InferenceRequest:
         # False for the sequence batcher's null requests: statistics never count them, as
         # Triton's core makes them with collect_stats_ off (a backend may still report them).
         self.collects_statistics = True
+        # The request's trace (`trace.Trace`), when its frontend's trace setting sampled it:
+        # the server stamps the request's activities in it when the request ends.
+        self.trace: Trace | None = None
 
     @property
     def requested_output_names(self) -> list[str]:

@@ -225,6 +225,7 @@ class InferenceServer:
             raise TritonError.internal("Exit timeout expired. Exiting immediately.") from None
         finally:
             self._live = False
+            self.trace_settings.close()
 
     def _unload_everything(self, deadline: float) -> None:
         if self._poller is not None:

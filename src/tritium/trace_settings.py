@@ -1,11 +1,14 @@
-"""Trace settings: the trace extension's global and per-model settings (Triton's TraceManager).
+"""Trace settings: the trace extension's global and per-model settings (Triton's TraceManager),
+and the sampler of each setting in use (`trace.py`), which decides the requests to trace and
+gathers their traces for the file.
 
-Tracing output itself is not produced yet; the settings are accepted, validated and reported
-exactly as Triton does, so clients and tools that configure tracing work unchanged. The rules
-are Triton's: `--trace-config` gives the start-up default; a global update overrides some
-fields of it; a model setting overrides some fields of the global one and follows the global
-one for the rest; clearing a field (null) makes it follow again. The trace file is fixed at
-start-up (never changed over the network).
+The rules are Triton's: `--trace-config` gives the start-up default; a global update overrides
+some fields of it; a model setting overrides some fields of the global one and follows the
+global one for the rest; clearing a field (null) makes it follow again. The trace file is fixed
+at start-up (never changed over the network). An update replaces the samplers it changes: what
+they gathered is written, and the traces a setting may still take (`trace_count`, reported as
+it counts down) carry over unless the update sets the count. Only the "triton" mode writes
+traces, at the TIMESTAMPS level (TENSORS adds nothing here).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import TritonError
+from .trace import Trace, TraceFile, TraceSampler
 
 LEVELS = ("TIMESTAMPS", "TENSORS")
 MODES = ("triton", "opentelemetry")
@@ -68,10 +72,53 @@ class TraceSettings:
         self._global: dict[str, Any] = {}
         self._models: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        # The sampler of each setting in use: "" the global one, else a model's own.
+        self._samplers: dict[str, TraceSampler] = {}
+        # Counts left by replaced samplers, for their successors.
+        self._carried: dict[str, int] = {}
+        self._files: dict[str, TraceFile] = {}
+        # Whether any setting may trace: frontends ask nothing more of a server that doesn't.
+        self.active = _writes(self.default)
 
     def get(self, model: str = "") -> TraceSetting:
         with self._lock:
-            return self._effective(model, self._global, self._models.get(model, {}))
+            setting = self._effective(model, self._global, self._models.get(model, {}))
+            key = model if model in self._models else ""
+            sampler = self._samplers.get(key)
+            count = sampler.count if sampler is not None else self._carried.get(key)
+            return setting if count is None else replace(setting, trace_count=count)
+
+    def start(self, model: str) -> Trace | None:
+        """A trace for this request of `model`, if its setting samples it."""
+        key = model if model in self._models else ""
+        sampler = self._samplers.get(key)
+        if sampler is None:
+            with self._lock:
+                sampler = self._samplers.get(key)
+                if sampler is None:
+                    sampler = self._samplers[key] = self._new_sampler(key)
+        return Trace(sampler) if sampler.take() else None
+
+    def _new_sampler(self, key: str) -> TraceSampler:
+        setting = self._effective(key, self._global, self._models.get(key, {}))
+        file = None
+        if _writes(setting):
+            file = self._files.get(setting.trace_file)
+            if file is None:
+                file = self._files[setting.trace_file] = TraceFile(setting.trace_file)
+        count = self._carried.pop(key, setting.trace_count)
+        return TraceSampler(setting.trace_rate, count, setting.log_frequency, file)
+
+    def close(self) -> None:
+        """The server stops: every sampler writes what it gathered, and the files end."""
+        with self._lock:
+            samplers, self._samplers = list(self._samplers.values()), {}
+            files = list(self._files.values())
+            self.active = False
+        for sampler in samplers:
+            sampler.retire()
+        for file in files:
+            file.close()
 
     def _effective(self, model: str, global_overrides: dict[str, Any],
                    model_overrides: dict[str, Any]) -> TraceSetting:
@@ -106,13 +153,41 @@ class TraceSettings:
                 raise TritonError.invalid_arg(
                     f"Attempting to set invalid trace setting :{reason}"
                 )
+            self._replace_samplers(model, "trace_count" in changes)
             if not model:
                 self._global = overrides
             elif overrides:
                 self._models[model] = overrides
             else:
                 self._models.pop(model, None)
+            self.active = any(_writes(self._effective(name, self._global, self._models.get(
+                name, {}))) for name in ("", *self._models))
             return setting
+
+    def _replace_samplers(self, model: str, count_set: bool) -> None:
+        """Before an update of the global setting (model "") or a model's: retire the samplers
+        it changes, keeping their remaining counts for their successors unless the update sets
+        the count (a model that gets a setting of its own starts from the global count left)."""
+        if model:
+            affected = [model] if model in self._samplers else []
+            if not count_set and model not in self._models and "" in self._samplers:
+                self._carried[model] = self._samplers[""].count
+        else:
+            affected = list(self._samplers)
+        for key in affected:
+            sampler = self._samplers.pop(key)
+            follows_global = key and "trace_count" not in self._models.get(key, {})
+            if count_set and (key == model or follows_global):
+                self._carried.pop(key, None)
+            else:
+                self._carried[key] = sampler.count
+            sampler.retire()
+
+
+def _writes(setting: TraceSetting) -> bool:
+    """Whether requests under `setting` may be traced to its file."""
+    return ("TIMESTAMPS" in setting.trace_level and setting.trace_mode == "triton"
+            and bool(setting.trace_file) and setting.trace_rate != 0)
 
 
 def parse_trace_config(values: Iterable[str]) -> TraceSetting:

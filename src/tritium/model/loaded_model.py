@@ -40,6 +40,28 @@ from .request_normalizer import RequestSpec, normalize_request
 log = logging.getLogger("tritium.model")
 
 
+
+def _trace_request(request: InferenceRequest, model: str, version: int,
+                   request_start: int) -> None:
+    """The request's activities, into its trace, as it ends (a compiled backend's own account
+    of its execution where it gave one)."""
+    assert request.trace is not None
+    end = perf_counter_ns()
+    times = (request.exec_start_ns, request.compute_input_end_ns,
+             request.compute_output_start_ns, request.exec_end_ns)
+    if not times[0] and request.reported_statistics is not None:
+        times = request.reported_statistics
+    start, input_end, output_start, exec_end = times
+    if start:  # as the statistics read them: an execution still ending ends now
+        exec_end = exec_end or end
+        output_start = output_start or exec_end
+        input_end = input_end or start
+    request.trace.record_request(model, version, request.id, zip(
+        ("REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
+         "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END"),
+        (request_start, request.queue_start_ns, start, input_end, output_start, exec_end,
+         end), strict=True))
+
 class ModelRetired(TritonError):
     """Raised by `LoadedModel.hold` once the version is being unloaded or replaced.
 
@@ -106,6 +128,7 @@ class LoadedModel(abc.ABC):
 
     def _run(self, request: InferenceRequest, deliver: Deliver) -> None:
         """ResolvedModel.submit, on the slot `hold` took: validate and queue `request`."""
+        request_start = perf_counter_ns() if request.trace is not None else 0
         spec = self._spec
         if spec is None:
             spec = self._spec = RequestSpec(self.config)
@@ -139,6 +162,8 @@ class LoadedModel(abc.ABC):
                     failed = True
                     reason = failure_reason(request, response.error)
             if flags & RESPONSE_COMPLETE_FINAL:
+                if request.trace is not None:
+                    _trace_request(request, name, int(version), request_start)
                 record_request(request, not failed, reason)
                 finish_one()
             deliver(response, flags)

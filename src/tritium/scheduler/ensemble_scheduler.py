@@ -252,6 +252,8 @@ class _EnsembleRun:
             priority=request.priority,
             timeout_us=request.timeout_us,
         )
+        if request.trace is not None:
+            step_request.trace = request.trace.child()
         out_batch = 0
         if batching and inputs:
             out_batch = next(iter(inputs.values())).shape[0]

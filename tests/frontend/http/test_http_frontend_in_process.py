@@ -36,8 +36,10 @@ class StandInServer:
         self.ready = True
         self.tasks: set[asyncio.Task] = set()
         from tritium.shared_memory import SharedMemoryManager
+        from tritium.trace_settings import TraceSettings
 
         self.shared_memory = SharedMemoryManager(enabled=False)
+        self.trace_settings = TraceSettings()
 
     def is_live(self) -> bool:
         return True

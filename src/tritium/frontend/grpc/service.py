@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from time import perf_counter_ns
 from typing import Any
 
 import grpc
 from tritonclient.grpc import service_pb2 as pb
 
 from ...errors import Code, TritonError
-from ...request import InferenceResponse, parse_version
+from ...request import InferenceRequest, InferenceResponse, parse_version
 from ...server import InferenceServer
 from .. import loop_bridge
 from ..extensions import logging_api, trace_api
@@ -248,6 +249,7 @@ class _InferenceService:
         if parsed is None:
             return call.abort(grpc.StatusCode.INTERNAL, _UNPARSABLE)
         message, raws, key = parsed
+        received = perf_counter_ns()
         try:
             # Like Triton: the model (and whether ModelInfer may serve it) is settled before the
             # tensors are looked at, so an unknown model wins over anything wrong in the data.
@@ -263,8 +265,10 @@ class _InferenceService:
                 if self.header_forward is not None:
                     forward_headers(request, self.header_forward, context.invocation_metadata())
                 config, labels = model.config, model.labels
+                if self.server.trace_settings.active:
+                    _start_trace(self.server, request, received)
 
-                def answer(response: InferenceResponse) -> None:
+                def reply(response: InferenceResponse) -> None:
                     if response.error is not None:
                         return _fail(call, response.error)
                     try:
@@ -276,12 +280,31 @@ class _InferenceService:
                         return _internal(call, message.model_name, exc)
                     call.reply(data)
 
+                def answer(response: InferenceResponse) -> None:
+                    trace = request.trace
+                    if trace is None:
+                        return reply(response)
+                    trace.capture("GRPC_SEND_START", perf_counter_ns())
+                    reply(response)
+                    trace.capture("GRPC_SEND_END", perf_counter_ns())
+                    trace.finish()
+
                 call.on_cancel = partial(setattr, request, "cancelled", True)
                 loop_bridge.final_on_loop(model.submit, request, answer, context.loop)
         except TritonError as err:
             _fail(call, err)
         except Exception as exc:
             _internal(call, message.model_name, exc)
+
+
+def _start_trace(server: InferenceServer, request: InferenceRequest, received: int) -> None:
+    """Trace the request if its model's trace setting samples it (the message was read whole
+    when the call began: its wait for the read starts and ends then)."""
+    trace = server.trace_settings.start(request.model_name)
+    if trace is not None:
+        trace.capture("GRPC_WAITREAD_START", received)
+        trace.capture("GRPC_WAITREAD_END", received)
+        request.trace = trace
 
 
 # What Triton answers when a message does not parse.

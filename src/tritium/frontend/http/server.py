@@ -25,6 +25,7 @@ import asyncio
 import http
 import logging
 from collections import deque
+from time import perf_counter_ns
 from typing import Any, Protocol, cast
 from urllib.parse import unquote
 
@@ -84,7 +85,8 @@ class Request:
     percent-decoded (str), lowercase header names with their values, the whole body (empty,
     and `too_large` set, when it was larger than the endpoint accepts)."""
 
-    __slots__ = ("method", "raw_path", "path", "headers", "body", "too_large", "header_names")
+    __slots__ = ("method", "raw_path", "path", "headers", "body", "too_large", "header_names",
+                 "recv_start_ns", "recv_end_ns")
 
     def __init__(self, method: bytes, raw_path: bytes, headers: list[tuple[bytes, bytes]],
                  body: bytes, too_large: bool = False) -> None:
@@ -96,6 +98,8 @@ class Request:
         self.headers = headers
         self.body = body
         self.too_large = too_large
+        # When its first and last bytes arrived (a trace's HTTP_RECV_START and _END).
+        self.recv_start_ns = self.recv_end_ns = 0
         # The header names as sent (same order as `headers`), kept only for endpoints that
         # forward headers as request parameters (--http-header-forward-pattern).
         self.header_names: list[bytes] | None = None
@@ -140,6 +144,7 @@ class HttpConnection(asyncio.Protocol):
         self._content_length = False
         self._close_after = False  # chunked with Content-Length: no keep-alive after the answer
         self._in_message = False
+        self._recv_start_ns = 0
         self._parsing_head = False  # the request being parsed is a HEAD (its refusals too)
         # The request being answered, and those pipelined behind it.
         self._busy = False
@@ -216,6 +221,7 @@ class HttpConnection(asyncio.Protocol):
     # -- httptools callbacks -------------------------------------------------------------------
 
     def on_message_begin(self) -> None:
+        self._recv_start_ns = perf_counter_ns()
         self._in_message = True
         self._parsing_head = False
         self._url = b""
@@ -288,6 +294,8 @@ class HttpConnection(asyncio.Protocol):
             too_large,
         )
         request.header_names = self._names
+        request.recv_start_ns = self._recv_start_ns
+        request.recv_end_ns = perf_counter_ns()
         keep_alive = (parser.get_http_version() != "1.0" and parser.should_keep_alive()
                       and not self._close_after)
         self._close_after = False

@@ -1,0 +1,178 @@
+"""Request traces in Triton's "triton" trace mode (Triton's TraceManager::Trace, TraceSetting
+and TraceFile): which requests are traced, what a trace records, and how it reaches the file.
+
+A frontend starts a trace for the requests its model's trace setting samples (every
+`trace_rate`-th request, at most `trace_count` of them), and stamps its own activities
+(HTTP_RECV_START, GRPC_SEND_END, ...). The server core stamps the request's (REQUEST_START,
+QUEUE_START, COMPUTE_START, COMPUTE_INPUT_END, COMPUTE_OUTPUT_START, COMPUTE_END, REQUEST_END)
+when the request ends, and an ensemble step gets a child trace naming its parent. When the
+frontend has sent the answer, the trace, its children included, goes to its setting's stream,
+in Triton's format: a JSON array of objects, one per activity, each `{"id": N, "timestamps":
+[{"name": ..., "ns": ...}]}`, each request's first one preceded by `{"id": N, "model_name": ...,
+"model_version": V[, "request_id": ...][, "parent_id": P]}`. Timestamps are the monotonic clock
+in nanoseconds (Triton's steady clock).
+
+The stream is written, as Triton writes it, to `<file>.<index>` each time `log_frequency`
+traces have gathered or the last of `trace_count` traces is in, and otherwise to `<file>` when
+the setting is replaced or the server stops.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+from collections.abc import Iterable
+from typing import IO
+
+log = logging.getLogger("tritium.trace")
+
+# Trace ids, unique in the process (Triton's core numbers its traces from 1).
+_ids = itertools.count(1)
+
+
+class TraceFile:
+    """One trace file, and its indexed siblings `<path>.0`, `<path>.1`, ..."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._handle: IO[str] | None = None
+        self._index = itertools.count()
+        self._closed = False
+
+    def save(self, text: str, indexed: bool) -> None:
+        """Traces (objects joined by commas) to the next indexed file, or appended to the
+        array of the file itself (opened, and emptied, at its first save)."""
+        if self._closed:
+            return  # a trace that ended after the server stopped
+        try:
+            if indexed:
+                with open(f"{self.path}.{next(self._index)}", "w", encoding="utf-8") as file:
+                    file.write("[" + text + "]")
+                return
+            with self._lock:
+                if self._handle is None:
+                    self._handle = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+                    self._handle.write("[")
+                else:
+                    self._handle.write(",")
+                self._handle.write(text)
+                self._handle.flush()
+        except OSError as exc:
+            log.error("failed creating trace file: %s", exc)
+
+    def close(self) -> None:
+        """End the file's array (when anything was written to it)."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+            self._closed = True
+        if handle is not None:
+            try:
+                handle.write("]")
+                handle.close()
+            except OSError as exc:
+                log.error("failed writing trace file: %s", exc)
+
+
+class TraceSampler:
+    """One trace setting in use (Triton's TraceSetting): which requests it samples, how many
+    it may still trace (`count`, -1 for no limit), and the traces gathered for its file."""
+
+    def __init__(self, rate: int, count: int, log_frequency: int, file: TraceFile | None) -> None:
+        self.rate = rate
+        self.count = count
+        self.log_frequency = log_frequency
+        self.file = file
+        self._lock = threading.Lock()
+        self._sample = 0  # requests seen
+        self._collected = 0  # traces written to the stream
+        self._stream: list[str] = []
+        self._retired = False
+
+    def take(self) -> bool:
+        """Whether this request is traced: every `rate`-th one, while `count` lasts."""
+        with self._lock:
+            if self.rate == 0 or self.count == 0 or self.file is None:
+                return False
+            self._sample += 1
+            if self._sample % self.rate:
+                return False
+            if self.count > 0:
+                self.count -= 1
+            return True
+
+    def write(self, text: str) -> None:
+        """A finished trace: into the stream, and the stream to an indexed file when the last
+        of `count` traces is in or `log_frequency` of them have gathered."""
+        with self._lock:
+            self._stream.append(text)
+            self._collected += 1
+            full = (self.count == 0 and self._collected == self._sample) or (
+                self.log_frequency != 0 and len(self._stream) >= self.log_frequency)
+            if not (full or self._retired):
+                return
+            stream, self._stream = self._stream, []
+        assert self.file is not None
+        self.file.save(",".join(stream), indexed=full or self.log_frequency != 0)
+
+    def retire(self) -> None:
+        """The setting is replaced (or the server stops): what it gathered goes to the file,
+        indexed when `log_frequency` is set; traces still running follow as they end."""
+        with self._lock:
+            self._retired = True
+            stream, self._stream = self._stream, []
+        if stream and self.file is not None:
+            self.file.save(",".join(stream), indexed=self.log_frequency != 0)
+
+
+class Trace:
+    """One traced request, and the traces of the requests it spawns (an ensemble's steps),
+    which are written with it."""
+
+    __slots__ = ("id", "parent_id", "_root", "_parts", "_sampler")
+
+    def __init__(self, sampler: TraceSampler, root: Trace | None = None,
+                 parent_id: int = 0) -> None:
+        self.id = next(_ids)
+        self.parent_id = parent_id
+        self._root = root if root is not None else self
+        self._sampler = sampler
+        # The root's: each trace's JSON objects, by trace id, in the order they were made.
+        self._parts: dict[int, list[str]] = {} if root is None else root._parts
+        self._parts[self.id] = []
+
+    def child(self) -> Trace:
+        """The trace of a request this one's request makes (Triton's spawned child trace)."""
+        return Trace(self._sampler, self._root, self.id)
+
+    def capture(self, name: str, ns: int) -> None:
+        """A frontend's activity (HTTP_RECV_START, GRPC_SEND_END, ...)."""
+        self._parts[self.id].append(_timestamp(self.id, name, ns))
+
+    def record_request(self, model: str, version: int, request_id: str,
+                       activities: Iterable[tuple[str, int]]) -> None:
+        """The server's account of the request, when it ends: which model served it, then
+        its activities in order (those with no time are left out)."""
+        header = {"id": self.id, "model_name": model, "model_version": version}
+        if request_id:
+            header["request_id"] = request_id
+        if self.parent_id:
+            header["parent_id"] = self.parent_id
+        parts = self._parts[self.id]
+        parts.append(json.dumps(header, separators=(",", ":")))
+        parts.extend(_timestamp(self.id, name, ns) for name, ns in activities if ns)
+
+    def finish(self) -> None:
+        """The frontend has answered: the trace and its children go to the stream."""
+        text = ",".join(part for parts in self._parts.values() for part in parts)
+        if text:
+            self._sampler.write(text)
+
+
+def _timestamp(trace_id: int, name: str, ns: int) -> str:
+    return f'{{"id":{trace_id},"timestamps":[{{"name":"{name}","ns":{ns}}}]}}'
+
+
+__all__ = ["Trace", "TraceFile", "TraceSampler"]

@@ -1,0 +1,152 @@
+"""Trace files, as Triton writes them in its "triton" trace mode (`--trace-config
+triton,file=F --trace-config level=TIMESTAMPS`): which requests are traced (rate, count, each
+model's own setting), what a trace holds (the frontend's and the server's activities, in
+order; an ensemble's steps as child traces), and when the file and its indexed siblings are
+written (log_frequency, the last of `count`, a replaced setting, the server's stop)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from support.models import identity_config, write_model
+from support.server_process import ServerProcess
+
+HTTP_ORDER = ["HTTP_RECV_START", "HTTP_RECV_END", "REQUEST_START", "QUEUE_START",
+              "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END",
+              "REQUEST_END", "HTTP_SEND_START", "HTTP_SEND_END"]
+GRPC_ORDER = ["GRPC_WAITREAD_START", "GRPC_WAITREAD_END", *HTTP_ORDER[2:-2], "GRPC_SEND_START",
+              "GRPC_SEND_END"]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("trace_files")
+    write_model(repo, "identity_fp32", identity_config("identity_fp32"))
+    write_model(repo, "other", identity_config("other"))
+    write_model(repo, "chain", 'name: "chain"\nplatform: "ensemble"\nmax_batch_size: 8\n'
+                'input { name: "X" data_type: TYPE_FP32 dims: [ -1 ] }\n'
+                'output { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }\n'
+                'ensemble_scheduling {\n'
+                '  step { model_name: "identity_fp32" model_version: -1\n'
+                '         input_map { key: "INPUT0" value: "X" }\n'
+                '         output_map { key: "OUTPUT0" value: "t" } }\n'
+                '  step { model_name: "other" model_version: -1\n'
+                '         input_map { key: "INPUT0" value: "t" }\n'
+                '         output_map { key: "OUTPUT0" value: "Y" } }\n'
+                '}\n')
+    return repo
+
+
+def _serve(repo: Path, trace_file: Path, *settings: str) -> ServerProcess:
+    flags = [f"--trace-config=triton,file={trace_file}", "--trace-config=level=TIMESTAMPS"]
+    return ServerProcess([repo], *flags, *(f"--trace-config={s}" for s in settings))
+
+
+def _http_infer(process: ServerProcess, model: str = "identity_fp32", request_id: str = ""
+                ) -> None:
+    client = httpclient.InferenceServerClient(process.http_url)
+    tensor = httpclient.InferInput("X" if model == "chain" else "INPUT0", [1, 2], "FP32")
+    tensor.set_data_from_numpy(np.ones((1, 2), np.float32))
+    client.infer(model, [tensor], request_id=request_id)
+
+
+def _grpc_infer(process: ServerProcess, model: str = "identity_fp32") -> None:
+    client = grpcclient.InferenceServerClient(process.grpc_url)
+    tensor = grpcclient.InferInput("INPUT0", [1, 2], "FP32")
+    tensor.set_data_from_numpy(np.ones((1, 2), np.float32))
+    client.infer(model, [tensor])
+
+
+def _traces(path: Path) -> dict[int, dict]:
+    """The file's objects merged by trace id (as Triton's qa/common/trace_summary.py reads
+    them): the request's header fields and its activities' names and times, in file order."""
+    text = path.read_text()
+    if not text.endswith("]"):
+        text += "]"  # a file still being written: its array ends when the server stops
+    traces: dict[int, dict] = {}
+    for entry in json.loads(text):
+        trace = traces.setdefault(entry["id"], {"names": [], "times": []})
+        for stamp in entry.get("timestamps", ()):
+            trace["names"].append(stamp["name"])
+            trace["times"].append(stamp["ns"])
+        trace.update({k: v for k, v in entry.items() if k not in ("id", "timestamps")})
+    return traces
+
+
+def test_each_request_is_traced_from_the_frontend_to_its_answer(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    trace_file = tmp_path / "trace.json"
+    with _serve(repo, trace_file, "rate=1") as process:
+        _http_infer(process, request_id="first")
+        _grpc_infer(process)
+        _http_infer(process, "chain")
+    assert trace_file.read_text().endswith("]")  # the array ends when the server stops
+    traces = _traces(trace_file)
+    http, grpc_trace, chain, *steps = traces.values()
+    assert http["model_name"] == "identity_fp32" and http["model_version"] == 1
+    assert http["request_id"] == "first" and "parent_id" not in http
+    assert http["names"] == HTTP_ORDER
+    assert http["times"] == sorted(http["times"])
+    assert grpc_trace["names"] == GRPC_ORDER
+    assert grpc_trace["times"] == sorted(grpc_trace["times"])
+    # An ensemble's steps are traced as children of its trace, written with it.
+    chain_id = list(traces)[2]
+    assert chain["model_name"] == "chain" and chain["names"][0] == "HTTP_RECV_START"
+    assert [(s["model_name"], s["parent_id"]) for s in steps] == [
+        ("identity_fp32", chain_id), ("other", chain_id)]
+    assert all(s["names"][0] == "REQUEST_START" and s["names"][-1] == "REQUEST_END"
+               for s in steps)
+
+
+def test_rate_count_and_a_replaced_setting(repo: Path, tmp_path: Path) -> None:
+    """Every rate-th request is traced; a new count is counted down (and reported so), its
+    last trace writes `<file>.0`; the setting it replaced wrote its traces to the file."""
+    trace_file = tmp_path / "trace.json"
+    with _serve(repo, trace_file, "rate=2") as process:
+        for _ in range(6):
+            _http_infer(process)
+        client = httpclient.InferenceServerClient(process.http_url)
+        client.update_trace_settings(settings={"trace_rate": "1", "trace_count": "2"})
+        assert len(_traces(trace_file)) == 3  # written when its setting was replaced
+        for _ in range(4):
+            _http_infer(process)
+        assert client.get_trace_settings()["trace_count"] == "0"
+        assert len(_traces(Path(f"{trace_file}.0"))) == 2
+    assert len(_traces(trace_file)) == 3
+    assert not Path(f"{trace_file}.1").exists()
+
+
+def test_log_frequency_writes_indexed_files(repo: Path, tmp_path: Path) -> None:
+    trace_file = tmp_path / "trace.json"
+    with _serve(repo, trace_file, "rate=1", "triton,log-frequency=2") as process:
+        for _ in range(5):
+            _http_infer(process)
+        assert [len(_traces(Path(f"{trace_file}.{i}"))) for i in range(2)] == [2, 2]
+    # The one left over is written at the stop, to the next indexed file.
+    assert len(_traces(Path(f"{trace_file}.2"))) == 1
+    assert not trace_file.exists()
+
+
+def test_a_models_own_setting(repo: Path, tmp_path: Path) -> None:
+    """A model's setting is its own (here: tracing off for it); the others follow the
+    global one."""
+    trace_file = tmp_path / "trace.json"
+    with _serve(repo, trace_file, "rate=1") as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        client.update_trace_settings("other", {"trace_level": ["OFF"]})
+        _http_infer(process, "other")
+        _http_infer(process, "identity_fp32")
+    assert [t["model_name"] for t in _traces(trace_file).values()] == ["identity_fp32"]
+
+
+def test_no_file_without_tracing(repo: Path, tmp_path: Path) -> None:
+    trace_file = tmp_path / "trace.json"
+    with ServerProcess([repo], f"--trace-config=triton,file={trace_file}") as process:
+        _http_infer(process)
+    assert not trace_file.exists()
