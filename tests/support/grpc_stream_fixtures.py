@@ -62,6 +62,10 @@ def stream_server(tmp_path_factory: pytest.TempPathFactory):
     write_model(repo, "repeat_int32", REPEAT.format(name="repeat_int32", optional=""))
     write_model(repo, "repeat_optional", REPEAT.format(
         name="repeat_optional", optional="optional: true"))
+    # Triton's L0_grpc_state_cleanup: the repeat backend, not decoupled, sends several
+    # responses to one request.
+    write_model(repo, "repeat_non_decoupled", REPEAT.format(
+        name="repeat_non_decoupled", optional="").replace("decoupled: True", "decoupled: False"))
     write_model(repo, "identity_int32", identity_config(
         "identity_int32", "TYPE_INT32", max_batch_size=0))
     write_model(repo, "identity_slow", identity_config(

@@ -152,6 +152,28 @@ def test_non_decoupled_model_over_the_stream(client):
     assert is_final(first) and is_final(second)
 
 
+def test_an_ordinary_model_that_sends_several_responses_answers_with_the_first(client):
+    """As Triton 2.51 writes it (L0_grpc_state_cleanup test_non_decoupled_streaming_multi_
+    response): one message per request, the first response, once the request is complete."""
+    got = Collector()
+    client.start_stream(callback=got)
+    try:
+        client.async_stream_infer("repeat_non_decoupled", repeat_inputs(
+            [100, 101, 102, 103], [0, 0, 0, 0]), request_id="0")
+        client.async_stream_infer("identity_int32", [int32_input("INPUT0", [7])],
+                                  request_id="after")
+        got.wait_count(2)
+    finally:
+        client.stop_stream()
+    # Held in arrival order: any other response of the first request would come before the
+    # second request's answer.
+    assert [error for _, error in got.items] == [None, None]
+    (first, _), (after, _) = got.items
+    assert first.get_response().id == "0"
+    assert (int(first.as_numpy("OUT")[0]), int(first.as_numpy("IDX")[0])) == (100, 0)
+    assert after.as_numpy("OUTPUT0").tolist() == [7]
+
+
 def test_unary_infer_on_decoupled_model_fails_as_triton(client):
     with pytest.raises(InferenceServerException) as info:
         client.infer("square_int32", square_inputs(1))

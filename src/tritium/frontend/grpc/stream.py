@@ -15,7 +15,9 @@ as a ModelStreamInferResponse, as Triton's src/grpc/stream_infer_handler.cc writ
   `triton_final_response: true`;
 - responses of decoupled models are written as they are produced; the one response of each
   request for an ordinary model (or one that failed before the model was known to be
-  decoupled) is written in the order the requests arrived, after the earlier ones';
+  decoupled) is written in the order the requests arrived, after the earlier ones'. An
+  ordinary model that sends several responses to a request (through a response sender)
+  answers with the first one, written once the request is complete, as Triton writes it;
 - when the client half-closes, the stream ends with OK once every request has finished; a
   message that does not parse ends the reading the same way (Triton's failed Read);
 - when the client goes away or cancels, every request still running is cancelled
@@ -222,9 +224,14 @@ class _Stream:
         emit: Any,
     ) -> None:
         empty_final = decoupled and enable_empty_final_response(message)
+        answered = False  # an ordinary model's request: its first response is its answer
         try:
             async with aclosing(loop_bridge.responses(model.submit, request)) as responses:
                 async for response, final in responses:
+                    if answered and not (self.grpc_errors and response is not None
+                                         and response.error is not None):
+                        continue
+                    answered = not decoupled and response is not None
                     if response is None:
                         if final and empty_final:
                             emit(encode_stream_head(message, True))
