@@ -657,8 +657,9 @@ def test_tritonfrontend_services(repo: Path):
             client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
             assert client.is_server_live()
             client.close()
-        with pytest.raises(tritonserver.InvalidArgumentError, match="invalid port"):
-            KServeHttp(server, KServeHttp.Options(port=70000))
+        with pytest.raises(tritonserver.InvalidArgumentError,
+                           match="Options.port must be 0 to 65535, got 70000"):
+            KServeHttp.Options(port=70000)
     finally:
         server.stop()  # stops the HTTP service still running
     with pytest.raises(ConnectionRefusedError):
@@ -683,5 +684,44 @@ def test_poll_model_repository(tmp_path: Path):
     try:
         with pytest.raises(tritonserver.UnavailableError, match="polling is disabled"):
             server.poll_model_repository()
+    finally:
+        server.stop()
+
+
+def test_tritonfrontend_options_are_checked_as_tritons(tmp_path: Path) -> None:
+    """As Triton 2.51's L0_python_api test_kserve.py: option ranges and types, the options'
+    own type, TLS refused rather than ignored, and a second start."""
+    for bad in ({"port": -15}, {"thread_count": -5}, {"header_forward_pattern": 10}):
+        with pytest.raises(tritonserver.InvalidArgumentError):
+            KServeHttp.Options(**bad)
+    for bad in ({"port": -5}, {"keepalive_timeout_ms": -20_000},
+                {"infer_allocation_pool_size": "big pool"}, {"server_key": 10}):
+        with pytest.raises(tritonserver.InvalidArgumentError):
+            KServeGrpc.Options(**bad)
+    options = KServeGrpc.Options(infer_compression_level=KServeGrpc.Grpc_compression_level.HIGH,
+                                 reuse_port=True, infer_allocation_pool_size="12",
+                                 http2_max_pings_without_data=10)
+    assert (options.infer_compression_level, options.infer_allocation_pool_size) == (3, 12)
+
+    from support.models import identity_config, write_model
+
+    write_model(tmp_path, "identity_fp32", identity_config("identity_fp32"))
+    server = tritonserver.Server(model_repository=str(tmp_path)).start(wait_until_ready=True)
+    try:
+        with pytest.raises(tritonserver.InvalidArgumentError, match=(
+                "Incorrect type for options. options argument must be of type "
+                "KServeHttp.Options")):
+            KServeHttp.Server(server, {"port": 8001})
+        with pytest.raises(tritonserver.UnsupportedError, match="TLS is not supported"):
+            KServeGrpc(server, KServeGrpc.Options(use_ssl=True))
+        (port,) = free_ports(1)
+        service = KServeHttp(server, KServeHttp.Options(address="127.0.0.1", port=port))
+        service.start()
+        try:
+            with pytest.raises(tritonserver.AlreadyExistsError,
+                               match="server is already running."):
+                service.start()
+        finally:
+            service.stop()
     finally:
         server.stop()

@@ -12,12 +12,43 @@ same core as `Model.infer`; stopping the server stops its services (Triton's wou
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, ClassVar
 
-from .errors import InvalidArgumentError
+from .errors import AlreadyExistsError, InvalidArgumentError, UnsupportedError
 from .frontends import Frontends, HeaderPattern
 from .server import Server
+
+
+class _Checked:
+    """Options checked as Triton's pydantic dataclasses check them: each value of its field's
+    type (an int may come as a string of digits), ports within 0-65535, counts and times not
+    negative. A wrong one raises InvalidArgumentError naming the field."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.type == "str" and not isinstance(value, str):
+                raise InvalidArgumentError(f"Options.{f.name} must be a string, got {value!r}")
+            if f.type == "bool" and not isinstance(value, bool):
+                raise InvalidArgumentError(f"Options.{f.name} must be a bool, got {value!r}")
+            if f.type == "int":
+                value = _integer(f.name, value)
+                top = 65535 if f.name == "port" else None
+                if value < 0 or (top is not None and value > top):
+                    bounds = f"0 to {top}" if top is not None else ">= 0"
+                    raise InvalidArgumentError(f"Options.{f.name} must be {bounds}, got {value}")
+                setattr(self, f.name, value)
+
+
+def _integer(name: str, value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value)
+    raise InvalidArgumentError(f"Options.{name} must be an integer, got {value!r}")
 
 
 class _Service:
@@ -26,24 +57,35 @@ class _Service:
     _kind: ClassVar[str]
 
     @dataclass
-    class Options:
+    class Options(_Checked):
         address: str = "0.0.0.0"
         port: int = 0
 
     def __init__(self, server: Server, options: Any = None) -> None:
         self._server = server
-        self._options = options if options is not None else type(self).Options()
-        if not 0 <= self._options.port <= 65535:
-            raise InvalidArgumentError(f"invalid port {self._options.port}")
+        kind = type(self)
+        if options is None:
+            options = kind.Options()
+        if not isinstance(options, kind.Options):
+            raise InvalidArgumentError(
+                f"Incorrect type for options. options argument must be of type "
+                f"{kind.__name__}.Options")
+        if getattr(options, "use_ssl", False) or getattr(options, "use_mutual_auth", False):
+            raise UnsupportedError(
+                "TLS is not supported by the in-process KServeGrpc: serve with `tritium serve "
+                "--grpc-use-ssl=true` and its --grpc-server-cert/--grpc-server-key flags")
+        self._options = options
         self._frontends: Frontends | None = None
         self.port: int | None = None
 
     def start(self) -> None:
         if self._frontends is not None:
-            raise InvalidArgumentError(f"{type(self).__name__} already started")
+            raise AlreadyExistsError(
+                f"Failed to start {type(self).__name__}: server is already running.")
         ports: dict[str, int | None] = {"http": None, "grpc": None, "metrics": None}
         ports[self._kind] = self._options.port
-        pattern = getattr(self._options, "header_forward_pattern", "")
+        pattern = (getattr(self._options, "forward_header_pattern", "")
+                   or getattr(self._options, "header_forward_pattern", ""))
         try:
             forward = {self._kind: HeaderPattern(pattern)} if pattern else {}
         except ValueError as exc:
@@ -70,7 +112,7 @@ class KServeHttp(_Service):
     _kind = "http"
 
     @dataclass
-    class Options:
+    class Options(_Checked):
         address: str = "0.0.0.0"
         port: int = 8000
         reuse_port: bool = False
@@ -78,14 +120,46 @@ class KServeHttp(_Service):
         header_forward_pattern: str = ""
 
 
+class Grpc_compression_level(IntEnum):  # noqa: N801 (Triton's name)
+    """Triton's gRPC compression levels (KServeGrpc.Grpc_compression_level)."""
+
+    NONE = 0
+    LOW = 1
+    MED = 2
+    HIGH = 3
+    COUNT = 4
+
+
 class KServeGrpc(_Service):
+    """Triton's KServeGrpc. Its options are checked as Triton checks them; the ones that set
+    the gRPC server's keepalive, compression and allocation pool are accepted and change
+    nothing here (as the corresponding `tritium serve` flags), and TLS is refused."""
+
     _kind = "grpc"
+    Grpc_compression_level = Grpc_compression_level
 
     @dataclass
-    class Options:
+    class Options(_Checked):
         address: str = "0.0.0.0"
         port: int = 8001
         reuse_port: bool = False
+        use_ssl: bool = False
+        server_cert: str = ""
+        server_key: str = ""
+        root_cert: str = ""
+        use_mutual_auth: bool = False
+        keepalive_time_ms: int = 7_200_000
+        keepalive_timeout_ms: int = 20_000
+        keepalive_permit_without_calls: bool = False
+        http2_max_pings_without_data: int = 2
+        http2_min_recv_ping_interval_without_data_ms: int = 300_000
+        http2_max_ping_strikes: int = 2
+        max_connection_age_ms: int = 0
+        max_connection_age_grace_ms: int = 0
+        infer_compression_level: int = Grpc_compression_level.NONE
+        infer_allocation_pool_size: int = 8
+        forward_header_pattern: str = ""
+        # Tritium's earlier name of forward_header_pattern, still read.
         header_forward_pattern: str = ""
 
 
@@ -93,7 +167,7 @@ class Metrics(_Service):
     _kind = "metrics"
 
     @dataclass
-    class Options:
+    class Options(_Checked):
         address: str = "0.0.0.0"
         port: int = 8002
         thread_count: int = 1
