@@ -73,7 +73,7 @@ def stream_server(tmp_path_factory: pytest.TempPathFactory):
         extra='parameters { key: "execute_delay_ms" value: { string_value: "300" } }'))
     # A decoupled Triton Python-backend model that notes each request it saw cancelled.
     shutil.copytree(GEN_STREAM, repo / "gen_stream", ignore=shutil.ignore_patterns("__pycache__"))
-    with ServerProcess([repo]) as process:
+    with ServerProcess([repo], "--log-verbose=1") as process:
         process.repo = repo
         yield process
 

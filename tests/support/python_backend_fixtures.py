@@ -28,13 +28,13 @@ REPO = MODELS / "repo"
 
 
 def one_model_server(tmp_path_factory: pytest.TempPathFactory, name: str, config: str,
-                     model_py: str) -> Iterator[ServerProcess]:
-    """For a module-scoped fixture (`yield from`): a server over a repository holding one
-    Python model, written from `config` and its version 1 `model.py`; `server.repo` is that
-    repository."""
+                     model_py: str, *flags: str) -> Iterator[ServerProcess]:
+    """For a module-scoped fixture (`yield from`): a server (given `flags`) over a repository
+    holding one Python model, written from `config` and its version 1 `model.py`;
+    `server.repo` is that repository."""
     repo = tmp_path_factory.mktemp("repo")
     write_model(repo, name, config, files={"1/model.py": model_py})
-    with ServerProcess([repo]) as process:
+    with ServerProcess([repo], *flags) as process:
         process.repo = repo  # type: ignore[attr-defined]
         yield process
 

@@ -55,7 +55,7 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    yield from one_model_server(tmp_path_factory, "waiter", CONFIG, MODEL)
+    yield from one_model_server(tmp_path_factory, "waiter", CONFIG, MODEL, "--log-verbose=1")
 
 
 def _wait_input(seconds: float) -> grpcclient.InferInput:
@@ -98,6 +98,8 @@ def test_a_call_the_client_cancels_is_cancelled_in_the_model(server) -> None:
 
     assert asyncio.run(cancel_mid_call()) is grpc.StatusCode.CANCELLED
     assert _seen_cancelled(server.repo, "dropped")
+    # Triton's verbose line, which its L0_request_cancellation greps the log for.
+    server.wait_log("Cancellation notification received for ModelInferHandler")
     with grpcclient.InferenceServerClient(server.grpc_url) as client:
         result = client.infer("waiter", [_wait_input(0.0)])
         np.testing.assert_array_equal(result.as_numpy("OUT"), np.array([0.0], np.float32))

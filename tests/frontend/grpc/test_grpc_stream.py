@@ -246,6 +246,8 @@ def test_aio_cancel_mid_stream_then_a_new_stream_works(stream_server):
 
     assert asyncio.run(main()) == [2, 2]
     wait_until_idle(stream_server, "repeat_int32")
+    # Triton's verbose line, which its L0_request_cancellation greps the log for.
+    stream_server.wait_log("Cancellation notification received for ModelStreamInferHandler")
 
 
 # -- client going away -------------------------------------------------------------------------
