@@ -171,3 +171,29 @@ def test_stop_after_grace_cancels_stuck_request():
             task.cancel()
 
     asyncio.run(main())
+
+
+def test_a_fault_in_the_parsers_callbacks_is_a_500_not_the_clients_400(monkeypatch, caplog):
+    """A bug of ours while a request is parsed answers 500 and is logged with its traceback
+    (it used to read as the client's "Invalid HTTP request received."); a malformed request
+    is still the client's 400."""
+    from tritium.frontend.http.server import HttpConnection
+
+    def broken(self, name: bytes, value: bytes) -> None:
+        raise KeyError("a bug")
+
+    async def main() -> None:
+        frontend = HttpFrontend(StandInServer(), "127.0.0.1", 0)
+        await frontend.start()
+        try:
+            assert (await _http(frontend.port, "GET", "/v2 /x"))[0] == 400
+            with monkeypatch.context() as patch:
+                patch.setattr(HttpConnection, "on_header", broken)
+                assert await _http(frontend.port, "GET", "/v2/health/live") == (
+                    500, b"Internal Server Error")
+            assert await _http(frontend.port, "GET", "/v2/health/live") == (200, b"")
+        finally:
+            await frontend.stop(grace=1)
+
+    asyncio.run(main())
+    assert "HTTP request handling failed" in caplog.text and "KeyError" in caplog.text

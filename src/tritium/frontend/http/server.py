@@ -191,8 +191,13 @@ class HttpConnection(asyncio.Protocol):
             if self._in_message:
                 self.on_message_complete()
         except (httptools.HttpParserError, UnicodeDecodeError) as exc:
-            if isinstance(exc.__context__, Refused):
-                return self.refuse(exc.__context__.answer)
+            cause = exc.__context__
+            if isinstance(cause, Refused):
+                return self.refuse(cause.answer)
+            if cause is not None and not isinstance(cause, (ValueError, UnicodeError)):
+                # A fault of ours in a parser callback, not the client's: a 500, logged.
+                log.error("HTTP request handling failed", exc_info=cause)
+                return self.refuse(_INTERNAL_ERROR)
             log.warning("Invalid HTTP request received.")
             # A request line broken after its method: the method is known (on_url may not
             # have come yet); a broken method leaves the last request's in the parser.
