@@ -29,6 +29,9 @@ class InferenceTrace:
 
     def __init__(self, context: str | None = None) -> None:
         self._context = context
+        # The server's handle of the request this is the trace of: a BLS request made with
+        # `trace=request.trace()` is traced as that request's child (when it is traced).
+        self._request_handle: object = None
 
     def get_context(self) -> str | None:
         """The trace context as a string, or None when the request is not traced."""
@@ -153,7 +156,8 @@ class InferenceRequest:
         request._flags = flags
         request._timeout = timeout_us
         request._preferred_memory = None
-        request._trace = InferenceTrace()
+        request._trace = trace = InferenceTrace()
+        trace._request_handle = handle
         request._parameters = parameters_json
         request._handle = handle
         request._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL

@@ -24,9 +24,31 @@ GRPC_ORDER = ["GRPC_WAITREAD_START", "GRPC_WAITREAD_END", *HTTP_ORDER[2:-2], "GR
               "GRPC_SEND_END"]
 
 
+BLS_CALLER = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X")
+            for trace in (request.trace(), None):  # only the first joins the trace
+                pb_utils.InferenceRequest(
+                    model_name="identity_fp32", requested_output_names=["OUTPUT0"],
+                    inputs=[pb_utils.Tensor("INPUT0", x.as_numpy())], trace=trace).exec()
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x.as_numpy())]))
+        return responses
+"""
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("trace_files")
+    write_model(repo, "bls_caller", 'backend: "python"\nmax_batch_size: 8\n'
+                'input { name: "X" data_type: TYPE_FP32 dims: [ -1 ] }\n'
+                'output { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }\n',
+                files={"1/model.py": BLS_CALLER})
     write_model(repo, "identity_fp32", identity_config("identity_fp32"))
     write_model(repo, "other", identity_config("other"))
     write_model(repo, "chain", 'name: "chain"\nplatform: "ensemble"\nmax_batch_size: 8\n'
@@ -51,7 +73,8 @@ def _serve(repo: Path, trace_file: Path, *settings: str) -> ServerProcess:
 def _http_infer(process: ServerProcess, model: str = "identity_fp32", request_id: str = ""
                 ) -> None:
     client = httpclient.InferenceServerClient(process.http_url)
-    tensor = httpclient.InferInput("X" if model == "chain" else "INPUT0", [1, 2], "FP32")
+    tensor = httpclient.InferInput("X" if model in ("chain", "bls_caller") else "INPUT0",
+                                   [1, 2], "FP32")
     tensor.set_data_from_numpy(np.ones((1, 2), np.float32))
     client.infer(model, [tensor], request_id=request_id)
 
@@ -150,3 +173,17 @@ def test_no_file_without_tracing(repo: Path, tmp_path: Path) -> None:
     with ServerProcess([repo], f"--trace-config=triton,file={trace_file}") as process:
         _http_infer(process)
     assert not trace_file.exists()
+
+
+def test_a_python_models_bls_request_joins_the_trace_it_names(repo: Path, tmp_path: Path
+                                                             ) -> None:
+    """`pb_utils.InferenceRequest(..., trace=request.trace())` is traced as a child of the
+    request (Triton's L0_trace bls_simple); a BLS request without it is not traced."""
+    trace_file = tmp_path / "trace.json"
+    with _serve(repo, trace_file, "rate=1") as process:
+        _http_infer(process, "bls_caller")
+    caller, *children = _traces(trace_file).values()
+    assert caller["model_name"] == "bls_caller"
+    caller_id = next(iter(_traces(trace_file)))
+    assert [(c["model_name"], c["parent_id"]) for c in children] == [
+        ("identity_fp32", caller_id)]

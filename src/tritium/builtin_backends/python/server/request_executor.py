@@ -50,7 +50,7 @@ class RequestExecutor:
         """A BLS message from the stub: build the request, hand it to the server."""
         _, bls_id, wire, decoupled, block_descriptor = message
         (model_name, model_version, request_id, correlation_id, flags, timeout_us,
-         parameters, output_names, descriptors, device_inputs) = wire
+         parameters, output_names, descriptors, device_inputs, traced_by) = wire
         stub = self.stub
         endpoint = self.endpoint
         assert endpoint.async_conn is not None
@@ -84,6 +84,11 @@ class RequestExecutor:
                 flags=flags,
                 timeout_us=timeout_us,
             )
+            if traced_by is not None:
+                # `trace=request.trace()`: a child of that request's trace, if it has one.
+                parent = stub.requests.get(traced_by)
+                if parent is not None and parent.trace is not None:
+                    request.trace = parent.trace.child()
             self._in_flight[bls_id] = request
             stub.server.infer_async(request, deliver)
         except Exception as exc:

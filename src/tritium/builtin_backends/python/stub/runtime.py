@@ -198,7 +198,7 @@ class StubRuntime:
             request._model_name, int(request._model_version), request._request_id,
             request._correlation_id, request._flags, int(request._timeout),
             request._parameters, sorted(request._requested_output_names), descriptors,
-            on_device,
+            on_device, request._trace._request_handle,
         )
         bls_id = next(self._ids)
         call = BlsCall(stub.pb, decoupled)

@@ -52,8 +52,9 @@ READY_QUERY = 22  # (READY_QUERY, query_id)
 # or None. A request of an EXECUTE: (handle, id, correlation_id, flags, timeout_us,
 # parameters json, requested output names, inputs, GPU inputs). A BLS request: (model_name,
 # model_version, id, correlation_id, flags, timeout_us, parameters json, requested output
-# names, inputs, GPU inputs). Outputs and inputs are tensor descriptors (`shm_tensors`); GPU
-# inputs are [(name, `cuda_ipc.CudaIpcArray`)] (None or [] when there are none).
+# names, inputs, GPU inputs, the handle of the request whose trace it joins or None).
+# Outputs and inputs are tensor descriptors (`shm_tensors`); GPU inputs are
+# [(name, `cuda_ipc.CudaIpcArray`)] (None or [] when there are none).
 
 # Triton's response flag (TRITONSERVER_RESPONSE_COMPLETE_FINAL).
 FINAL = 1
