@@ -127,6 +127,22 @@ def test_each_request_is_traced_from_the_frontend_to_its_answer(repo: Path,
                for s in steps)
 
 
+def test_stream_requests_are_traced(repo: Path, tmp_path: Path) -> None:
+    trace_file = tmp_path / "trace.json"
+    with _serve(repo, trace_file, "rate=1") as process:
+        client = grpcclient.InferenceServerClient(process.grpc_url)
+        got: list = []
+        client.start_stream(callback=lambda result, error: got.append((result, error)))
+        tensor = grpcclient.InferInput("INPUT0", [1, 2], "FP32")
+        tensor.set_data_from_numpy(np.ones((1, 2), np.float32))
+        client.async_stream_infer("identity_fp32", [tensor], request_id="s1")
+        client.stop_stream()
+        assert [error for _, error in got] == [None]
+    (trace,) = _traces(trace_file).values()
+    assert trace["request_id"] == "s1" and trace["names"] == GRPC_ORDER
+    assert trace["times"] == sorted(trace["times"])
+
+
 def test_rate_count_and_a_replaced_setting(repo: Path, tmp_path: Path) -> None:
     """Every rate-th request is traced; a new count is counted down (and reported so), its
     last trace writes `<file>.0`; the setting it replaced wrote its traces to the file."""

@@ -34,6 +34,7 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from time import perf_counter_ns
 from typing import Any, NamedTuple
 
 import grpc
@@ -42,6 +43,7 @@ from tritonclient.grpc import service_pb2 as pb
 from ...errors import Code, TritonError
 from ...request import InferenceRequest, InferenceResponse
 from ...server import InferenceServer, ResolvedModel
+from ...trace import Trace
 from .. import loop_bridge
 from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.shared_memory import OutputRegion
@@ -163,6 +165,8 @@ class _Stream:
             request, regions = decode_infer_request(message, raws, self.server.shared_memory,
                                                     key)
             forward_headers(request, self.header_forward, self.metadata)
+            if self.server.trace_settings.active:
+                _start_trace(self.server, request)
         except TritonError as err:
             error = err
         except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving
@@ -236,6 +240,9 @@ class _Stream:
     ) -> None:
         empty_final = decoupled and enable_empty_final_response(message)
         answered = False  # an ordinary model's request: its first response is its answer
+        trace = request.trace
+        if trace is not None:
+            emit = _traced(emit, trace)
         try:
             async with aclosing(loop_bridge.responses(model.submit, request)) as responses:
                 async for response, final in responses:
@@ -258,6 +265,36 @@ class _Stream:
             # Raised before any response: the request could not be issued (Triton's
             # ServerInferAsync failing), so the client gets the error and the id only.
             emit(encode_stream_head(message, None, err.message))
+        finally:
+            if trace is not None:
+                trace.capture("GRPC_SEND_END", perf_counter_ns())
+                trace.finish()
+
+
+def _start_trace(server: InferenceServer, request: InferenceRequest) -> None:
+    """Trace the request if its model's trace setting samples it (its message was read
+    whole before it was decoded: its wait for the read starts and ends then)."""
+    trace = server.trace_settings.start(request.model_name)
+    if trace is not None:
+        now = perf_counter_ns()
+        trace.capture("GRPC_WAITREAD_START", now)
+        trace.capture("GRPC_WAITREAD_END", now)
+        request.trace = trace
+
+
+def _traced(emit: Any, trace: Trace) -> Any:
+    """`emit` that stamps GRPC_SEND_START when the request's first message goes out (its
+    GRPC_SEND_END is stamped when its last has)."""
+    started = False
+
+    def emit_traced(item: Any) -> None:
+        nonlocal started
+        if not started:
+            started = True
+            trace.capture("GRPC_SEND_START", perf_counter_ns())
+        emit(item)
+
+    return emit_traced
 
 
 class _Encoding(NamedTuple):
