@@ -22,6 +22,7 @@ import numpy
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 import tritonserver
 from support.inprocess_models import inprocess_repository
@@ -690,7 +691,7 @@ def test_poll_model_repository(tmp_path: Path):
 
 def test_tritonfrontend_options_are_checked_as_tritons(tmp_path: Path) -> None:
     """As Triton 2.51's L0_python_api test_kserve.py: option ranges and types, the options'
-    own type, TLS refused rather than ignored, and a second start."""
+    own type, and a second start."""
     for bad in ({"port": -15}, {"thread_count": -5}, {"header_forward_pattern": 10}):
         with pytest.raises(tritonserver.InvalidArgumentError):
             KServeHttp.Options(**bad)
@@ -712,8 +713,6 @@ def test_tritonfrontend_options_are_checked_as_tritons(tmp_path: Path) -> None:
                 "Incorrect type for options. options argument must be of type "
                 "KServeHttp.Options")):
             KServeHttp.Server(server, {"port": 8001})
-        with pytest.raises(tritonserver.UnsupportedError, match="TLS is not supported"):
-            KServeGrpc(server, KServeGrpc.Options(use_ssl=True))
         (port,) = free_ports(1)
         service = KServeHttp(server, KServeHttp.Options(address="127.0.0.1", port=port))
         service.start()
@@ -723,5 +722,42 @@ def test_tritonfrontend_options_are_checked_as_tritons(tmp_path: Path) -> None:
                 service.start()
         finally:
             service.stop()
+    finally:
+        server.stop()
+
+
+def test_kserve_grpc_options_are_applied(tmp_path: Path) -> None:
+    """KServeGrpc's TLS options serve TLS, as `tritium serve --grpc-use-ssl` does (a
+    plaintext client gets nothing); a compression level is accepted with them."""
+    import trustme
+
+    from support.models import identity_config, write_model
+
+    ca = trustme.CA()
+    issued = ca.issue_cert("127.0.0.1")
+    cert, key, root = tmp_path / "server.pem", tmp_path / "server.key", tmp_path / "ca.pem"
+    issued.cert_chain_pems[0].write_to_path(cert)
+    issued.private_key_pem.write_to_path(key)
+    ca.cert_pem.write_to_path(root)
+    write_model(tmp_path / "repo", "identity_fp32", identity_config("identity_fp32"))
+    server = tritonserver.Server(model_repository=str(tmp_path / "repo")).start(
+        wait_until_ready=True)
+    try:
+        (port,) = free_ports(1)
+        options = KServeGrpc.Options(
+            address="127.0.0.1", port=port, use_ssl=True, server_cert=str(cert),
+            server_key=str(key), infer_compression_level=KServeGrpc.Grpc_compression_level.HIGH)
+        with KServeGrpc(server, options):
+            url = f"127.0.0.1:{port}"
+            with grpcclient.InferenceServerClient(url, ssl=True,
+                                                  root_certificates=str(root)) as client:
+                assert client.is_server_live()
+                tensor = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+                tensor.set_data_from_numpy(numpy.ones((1, 4), numpy.float32))
+                result = client.infer("identity_fp32", [tensor])
+                assert result.as_numpy("OUTPUT0").tolist() == [[1.0] * 4]
+            with grpcclient.InferenceServerClient(url) as plain, pytest.raises(
+                    InferenceServerException, match="UNAVAILABLE|DEADLINE_EXCEEDED"):
+                plain.is_server_live(client_timeout=3)
     finally:
         server.stop()

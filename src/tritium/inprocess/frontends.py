@@ -54,13 +54,15 @@ class Frontends:
         self._running: list[Any] = []
         # Header forward pattern (tritonfrontend's Options.header_forward_pattern) per frontend.
         self.header_forward: dict[str, HeaderPattern] = {}
+        # GrpcFrontend's keyword arguments (tritonfrontend's KServeGrpc.Options).
+        self.grpc_settings: dict[str, Any] = {}
 
     def start(self, address: str, http_port: int | None, grpc_port: int | None,
               metrics_port: int | None) -> FrontendAddresses:
         """Start the frontends whose port is not None; OSError if a port cannot be bound."""
         built = [(key, make(self._server, address, port)) for key, port, make in (
             ("http", http_port, HttpFrontend),
-            ("grpc", grpc_port, GrpcFrontend),
+            ("grpc", grpc_port, self._grpc_frontend),
             ("metrics", metrics_port, self._metrics_frontend),
         ) if port is not None]
         for key, frontend in built:
@@ -90,6 +92,9 @@ class Frontends:
             if key in ("http", "grpc", "metrics"):
                 bound[key] = f"{frontend.address}:{frontend.port}"
         return FrontendAddresses(**bound)
+
+    def _grpc_frontend(self, server: InferenceServer, address: str, port: int) -> GrpcFrontend:
+        return GrpcFrontend(server, address, port, **self.grpc_settings)
 
     def _metrics_frontend(self, server: InferenceServer, address: str,
                           port: int) -> MetricsFrontend:

@@ -418,9 +418,11 @@ class Server:
     def _serve(self, address: str, http_port: int | None, grpc_port: int | None,
                metrics_port: int | None,
                header_forward: dict[str, HeaderPattern] | None = None,
+               grpc_settings: dict[str, Any] | None = None,
                ) -> tuple[Frontends, FrontendAddresses]:
         frontends = self._frontends_of_this()
         frontends.header_forward = header_forward or {}
+        frontends.grpc_settings = grpc_settings or {}
         addresses = frontends.start(address, http_port, grpc_port, metrics_port)
         self._frontends.append(frontends)
         return frontends, addresses

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, ClassVar
 
-from .errors import AlreadyExistsError, InvalidArgumentError, UnsupportedError
+from ..frontend.grpc.http2_limits import H2Limits, KeepAliveOptions
+from ..frontend.grpc.options import GrpcOptions, SslOptions
+from .errors import AlreadyExistsError, InvalidArgumentError
 from .frontends import Frontends, HeaderPattern
 from .server import Server
 
@@ -70,11 +72,7 @@ class _Service:
             raise InvalidArgumentError(
                 f"Incorrect type for options. options argument must be of type "
                 f"{kind.__name__}.Options")
-        if getattr(options, "use_ssl", False) or getattr(options, "use_mutual_auth", False):
-            raise UnsupportedError(
-                "TLS is not supported by the in-process KServeGrpc: serve with `tritium serve "
-                "--grpc-use-ssl=true` and its --grpc-server-cert/--grpc-server-key flags")
-        self._options = options
+        self._options: Any = options
         self._frontends: Frontends | None = None
         self.port: int | None = None
 
@@ -91,9 +89,13 @@ class _Service:
         except ValueError as exc:
             raise InvalidArgumentError(str(exc)) from None
         self._frontends, addresses = self._server._serve(
-            self._options.address, ports["http"], ports["grpc"], ports["metrics"], forward)
+            self._options.address, ports["http"], ports["grpc"], ports["metrics"], forward,
+            self._grpc_settings())
         bound = getattr(addresses, self._kind)
         self.port = int(bound.rsplit(":", 1)[1])
+
+    def _grpc_settings(self) -> dict[str, Any]:
+        return {}
 
     def stop(self) -> None:
         frontends, self._frontends = self._frontends, None
@@ -130,13 +132,44 @@ class Grpc_compression_level(IntEnum):  # noqa: N801 (Triton's name)
     COUNT = 4
 
 
+# KServeGrpc's compression levels as `--grpc-infer-response-compression-level` names them.
+_COMPRESSION = {Grpc_compression_level.NONE: "none", Grpc_compression_level.LOW: "low",
+                Grpc_compression_level.MED: "medium", Grpc_compression_level.HIGH: "high"}
+
+
 class KServeGrpc(_Service):
-    """Triton's KServeGrpc. Its options are checked as Triton checks them; the ones that set
-    the gRPC server's keepalive, compression and allocation pool are accepted and change
-    nothing here (as the corresponding `tritium serve` flags), and TLS is refused."""
+    """Triton's KServeGrpc: its options are checked as Triton checks them and applied as the
+    corresponding `tritium serve --grpc-*` flags are (TLS, keepalive, response compression,
+    port reuse); `infer_allocation_pool_size` changes nothing, as its flag."""
 
     _kind = "grpc"
     Grpc_compression_level = Grpc_compression_level
+
+    def _grpc_settings(self) -> dict[str, Any]:
+        options = self._options
+        keepalive = KeepAliveOptions(
+            keepalive_time_ms=options.keepalive_time_ms,
+            keepalive_timeout_ms=options.keepalive_timeout_ms,
+            keepalive_permit_without_calls=options.keepalive_permit_without_calls,
+            http2_max_pings_without_data=options.http2_max_pings_without_data,
+            http2_min_recv_ping_interval_without_data_ms=(
+                options.http2_min_recv_ping_interval_without_data_ms),
+            http2_max_ping_strikes=options.http2_max_ping_strikes,
+            # 0: no limit (Triton leaves gRPC's channel argument unset).
+            max_connection_age_ms=options.max_connection_age_ms or None,
+            max_connection_age_grace_ms=options.max_connection_age_grace_ms or None,
+        )
+        tls = None
+        if options.use_ssl or options.use_mutual_auth:  # mutual implies TLS, as Triton's
+            tls = SslOptions(options.server_cert, options.server_key, options.root_cert,
+                             use_mutual_auth=options.use_mutual_auth)
+        level = _COMPRESSION.get(options.infer_compression_level)
+        if level is None:
+            raise InvalidArgumentError(
+                f"Options.infer_compression_level must be one of 0-3, got "
+                f"{options.infer_compression_level}")
+        return {"options": GrpcOptions(limits=H2Limits(keepalive=keepalive), ssl=tls),
+                "compression_level": level, "reuse_port": options.reuse_port}
 
     @dataclass
     class Options(_Checked):

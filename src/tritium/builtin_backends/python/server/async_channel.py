@@ -96,11 +96,7 @@ class AsyncChannel:
             messages.READY_REPLY: self._on_ready_reply,
             messages.ATTACH: partial(self._on_attach, conn=conn),
         }
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
+        for message in conn.messages():
             try:
                 handlers[message[0]](message)
             except Exception:
@@ -235,11 +231,7 @@ class AsyncChannel:
             messages.CALL: partial(self._on_call, conn=conn, executor=executor),
             messages.ATTACH: partial(self._on_attach, conn=conn),
         }
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
+        for message in conn.messages():
             try:
                 handlers[message[0]](message)
             except Exception:

@@ -113,11 +113,7 @@ class StubRuntime:
         """A forked child's reader thread: the replies to its own calls and BLS requests.
         When the server closes the channel (the stub died, the server stopped), whoever waits
         is released with an error."""
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
+        for message in conn.messages():
             try:
                 if message[0] == messages.BLS_RESPONSE:
                     self.on_bls_response(message)

@@ -18,7 +18,7 @@ import socket
 import struct
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 # -- message kinds ---------------------------------------------------------------------------
 # server -> stub, on the exec socket (each answered on the same socket, in order)
@@ -144,6 +144,14 @@ class Connection:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     fd_count = len(payload) // 4
                     self.fds.extend(struct.unpack(f"{fd_count}i", payload[: fd_count * 4]))
+
+    def messages(self) -> Iterator[tuple]:
+        """Each message as it comes, until the peer has gone (or the socket failed)."""
+        while True:
+            try:
+                yield self.recv()
+            except (EOFError, OSError):
+                return
 
     def _make_room(self, needed: int) -> None:
         """Room after the unread bytes for a frame of `needed` bytes (and then some)."""
