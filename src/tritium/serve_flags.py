@@ -117,7 +117,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
                        type=_named_setting("--backend-config"))
     serve.add_argument("--cache-config", action="append", default=[],
                        type=_named_setting("--cache-config"))
-    serve.add_argument("--rate-limit", choices=["off", "execution_count"], default="off")
+    # Values of these three are case-insensitive, as Triton lower-cases them.
+    serve.add_argument("--rate-limit", choices=["off", "execution_count"], default="off",
+                       type=str.lower)
     serve.add_argument("--rate-limit-resource", action="append", default=[],
                        type=_rate_limit_resource, help="<name>:<count>[:<device>], repeatable")
     serve.add_argument("--http-port", type=int, default=8000)
@@ -137,7 +139,8 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     flag(serve, "--allow-http", default=True)
     flag(serve, "--allow-grpc", default=True)
     flag(serve, "--allow-metrics", default=True)
-    serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none")
+    serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none",
+                       type=str.lower)
     serve.add_argument("--load-model", action="append", default=[])
     serve.add_argument("--repository-poll-secs", type=_positive_seconds, default=15.0)
     flag(serve, "--strict-readiness", default=True)

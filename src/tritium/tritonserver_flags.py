@@ -134,7 +134,7 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
     grpc.add_argument("--grpc-infer-allocation-pool-size", type=_non_negative_int, default=None,
                       help="request/response objects kept for reuse; accepted (not pooled here)")
     grpc.add_argument("--grpc-infer-response-compression-level", choices=COMPRESSION_LEVELS,
-                      default="none",
+                      default="none", type=str.lower,
                       help="compress infer responses for clients that accept it: none, low "
                            "(gzip), medium or high (deflate) (default: %(default)s)")
 

@@ -105,6 +105,17 @@ def test_load_model_needs_explicit_control(repo: Path) -> None:
         "Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well.")
 
 
+def test_mode_values_are_case_insensitive_as_tritons() -> None:
+    """Triton lower-cases these values (L0_model_namespacing passes POLL and EXPLICIT)."""
+    from tritium.cli import build_parser
+
+    args = build_parser().parse_args([
+        "serve", "--model-repository=/tmp", "--model-control-mode=POLL", "--rate-limit=OFF",
+        "--grpc-infer-response-compression-level=High"])
+    assert (args.model_control_mode, args.rate_limit,
+            args.grpc_infer_response_compression_level) == ("poll", "off", "high")
+
+
 @pytest.mark.parametrize("service", ["HTTP", "GRPC", "Metrics"])
 def test_a_port_in_use_is_named_before_anything_starts(repo: Path, service: str) -> None:
     server = ServerProcess([repo])

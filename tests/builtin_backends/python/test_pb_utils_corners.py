@@ -281,3 +281,43 @@ def test_bf16_tensors_go_through_dlpack(tmp_path: Path) -> None:
     assert result.get_response()["parameters"]["as_numpy"] == (
         "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
         "from_dlpack() instead.")
+
+
+SHARED_ADD_SUB = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        for name in ("INPUT0", "INPUT1"):
+            config.add_input({"name": name, "data_type": "TYPE_FP32", "dims": [4]})
+        config.add_output({"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]})
+        return config
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", (
+            pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            + pb_utils.get_input_tensor_by_name(r, "INPUT1").as_numpy()))]) for r in requests]
+"""
+
+
+def test_auto_complete_config_from_a_module_on_a_path_the_model_adds(tmp_path: Path) -> None:
+    """Triton's L0_model_namespacing models: `sys.path.append(dir); from shared import *`
+    brings the whole model, auto_complete_config included, from elsewhere."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "shared_add_sub.py").write_text(SHARED_ADD_SUB)
+    write_model(tmp_path / "repo", "composed", 'backend: "python"\n', files={"1/model.py": (
+        f"import sys\nsys.path.append({str(shared)!r})\nfrom shared_add_sub import *\n")})
+    with ServerProcess([tmp_path / "repo"]) as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        assert [i["name"] for i in client.get_model_config("composed")["input"]] == [
+            "INPUT0", "INPUT1"]
+        tensors = []
+        for name in ("INPUT0", "INPUT1"):
+            tensor = httpclient.InferInput(name, [4], "FP32")
+            tensor.set_data_from_numpy(np.ones(4, np.float32))
+            tensors.append(tensor)
+        assert client.infer("composed", tensors).as_numpy("OUTPUT0").tolist() == [2.0] * 4

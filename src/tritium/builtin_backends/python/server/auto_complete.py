@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import logging
+import os
+import sys
 from pathlib import Path
 
 from tritium.backend import TritonError
@@ -15,19 +19,53 @@ log = logging.getLogger("tritium.backends.python")
 
 
 def may_auto_complete(model_path: Path) -> bool:
-    """Whether the model can define `auto_complete_config`: its file, or a Python file next
-    to it (a base class), names it. Saves a stub launch per model load for the many models
-    that do not (a base class from an installed package is not seen: name the method in
-    model.py, or let the config say everything)."""
-    folders = {model_path.parent, model_path.parent.parent}
-    for folder in folders:
-        for path in [model_path] + sorted(folder.glob("*.py")):
-            try:
-                if "auto_complete_config" in path.read_text(errors="replace"):
-                    return True
-            except OSError:
-                continue
+    """Whether the model can define `auto_complete_config`: its file, a Python file next to
+    it, or a module it imports from its folders or PYTHONPATH (a base class, `from helpers
+    import *`) names it, or it imports a module found nowhere the server looks (one on a
+    path the model adds itself: it may). Saves a stub launch per model load for the many
+    models that do not (a base class from an installed package is not seen: name the method
+    in model.py, or let the config say everything)."""
+    folders = [model_path.parent, model_path.parent.parent]
+    candidates = [model_path] + [p for folder in folders for p in sorted(folder.glob("*.py"))]
+    folders += [Path(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                if entry]
+    for name in _imported_modules(model_path):
+        files = [path for folder in folders
+                 for path in (folder / f"{name}.py", folder / name / "__init__.py")
+                 if path.is_file()]
+        if not files and _not_installed(name):
+            return True
+        candidates += files
+    for path in candidates:
+        try:
+            if "auto_complete_config" in path.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
     return False
+
+
+def _not_installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def _imported_modules(model_path: Path) -> set[str]:
+    """The top-level names of the modules model.py imports, other than the standard
+    library's (nothing when it does not parse: its load says why)."""
+    try:
+        tree = ast.parse(model_path.read_text(errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names)
 
 
 def auto_complete(state: PythonModelState) -> str | None:
