@@ -131,7 +131,7 @@ class Trace:
     """One traced request, and the traces of the requests it spawns (an ensemble's steps),
     which are written with it."""
 
-    __slots__ = ("id", "parent_id", "_root", "_parts", "_sampler")
+    __slots__ = ("id", "parent_id", "_root", "_parts", "_sampler", "_custom")
 
     def __init__(self, sampler: TraceSampler, root: Trace | None = None,
                  parent_id: int = 0) -> None:
@@ -142,6 +142,9 @@ class Trace:
         # The root's: each trace's JSON objects, by trace id, in the order they were made.
         self._parts: dict[int, list[str]] = {} if root is None else root._parts
         self._parts[self.id] = []
+        # Activities a backend reported while the request ran (Triton's
+        # TRITONSERVER_InferenceTraceReportActivity), placed among the server's by time.
+        self._custom: list[tuple[str, int]] = []
 
     def child(self) -> Trace:
         """The trace of a request this one's request makes (Triton's spawned child trace)."""
@@ -151,10 +154,15 @@ class Trace:
         """A frontend's activity (HTTP_RECV_START, GRPC_SEND_END, ...)."""
         self._parts[self.id].append(_timestamp(self.id, name, ns))
 
+    def report_activity(self, name: str, ns: int) -> None:
+        """A backend's own activity (CUSTOM_ACTIVITY_START, ...) during the request."""
+        self._custom.append((name, ns))
+
     def record_request(self, model: str, version: int, request_id: str,
                        activities: Iterable[tuple[str, int]]) -> None:
         """The server's account of the request, when it ends: which model served it, then
-        its activities in order (those with no time are left out)."""
+        its activities in order, the backend's own among them (those with no time are left
+        out)."""
         header = {"id": self.id, "model_name": model, "model_version": version}
         if request_id:
             header["request_id"] = request_id
@@ -162,7 +170,10 @@ class Trace:
             header["parent_id"] = self.parent_id
         parts = self._parts[self.id]
         parts.append(json.dumps(header, separators=(",", ":")))
-        parts.extend(_timestamp(self.id, name, ns) for name, ns in activities if ns)
+        timed = [(name, ns) for name, ns in activities if ns]
+        if self._custom:
+            timed = sorted(timed + self._custom, key=lambda activity: activity[1])
+        parts.extend(_timestamp(self.id, name, ns) for name, ns in timed)
 
     def finish(self) -> None:
         """The frontend has answered: the trace and its children go to the stream."""

@@ -51,6 +51,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 files={"1/model.py": BLS_CALLER})
     write_model(repo, "identity_fp32", identity_config("identity_fp32"))
     write_model(repo, "other", identity_config("other"))
+    write_model(repo, "custom", identity_config("custom", extra=(
+        'parameters [ { key: "enable_custom_tracing" value: { string_value: "true" } },\n'
+        '  { key: "nested_span_count" value: { string_value: "2" } } ]')))
     write_model(repo, "chain", 'name: "chain"\nplatform: "ensemble"\nmax_batch_size: 8\n'
                 'input { name: "X" data_type: TYPE_FP32 dims: [ -1 ] }\n'
                 'output { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }\n'
@@ -203,3 +206,22 @@ def test_a_python_models_bls_request_joins_the_trace_it_names(repo: Path, tmp_pa
     caller_id = next(iter(_traces(trace_file)))
     assert [(c["model_name"], c["parent_id"]) for c in children] == [
         ("identity_fp32", caller_id)]
+
+
+def test_a_backends_own_activities_are_in_its_requests_trace(repo: Path, tmp_path: Path
+                                                             ) -> None:
+    """The identity backend's `enable_custom_tracing` (Triton's example of
+    TRITONSERVER_InferenceTraceReportActivity), among the server's activities by time."""
+    trace_file = tmp_path / "trace.json"
+    with _serve(repo, trace_file, "rate=1") as process:
+        _http_infer(process, "custom")
+    (trace,) = _traces(trace_file).values()
+    custom = [n for n in trace["names"] if n.startswith("CUSTOM")]
+    assert custom == ["CUSTOM_ACTIVITY_START", "CUSTOM_ACTIVITY_END", "CUSTOM_SINGLE_ACTIVITY",
+                      "CUSTOM_ACTIVITY0_START", "CUSTOM_SINGLE_ACTIVITY",
+                      "CUSTOM_ACTIVITY1_START", "CUSTOM_SINGLE_ACTIVITY",
+                      "CUSTOM_ACTIVITY1_END", "CUSTOM_ACTIVITY0_END"]
+    names = trace["names"]
+    assert names.index("COMPUTE_START") < names.index("CUSTOM_ACTIVITY_START")
+    assert names.index("CUSTOM_ACTIVITY0_END") < names.index("REQUEST_END")
+    assert trace["times"] == sorted(trace["times"])
