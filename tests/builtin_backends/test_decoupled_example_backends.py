@@ -5,6 +5,7 @@ What Triton sends was checked against Triton 2.51 (tools/reference-triton.sh).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -153,6 +154,57 @@ def test_backends_check_their_models_as_triton_does(tmp_path):
         log = process.log()
     assert "expected IN shape to be [1], got [2]" in log
     assert "expected DELAY datatype to be UINT32, got TYPE_INT32" in log
+
+
+def _param(key: str, value: int) -> str:
+    return f'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}'
+
+
+def test_square_reports_each_responses_statistics_as_triton(tmp_path):
+    """Triton's L0_response_statistics: per response index, success, fail (simulated),
+    empty and cancel, with the delays they took (infer 60 ms, output 40 ms, cancel 50 ms)."""
+    delays = [_param("CUSTOM_INFER_DELAY_NS", 60_000_000),
+              _param("CUSTOM_OUTPUT_DELAY_NS", 40_000_000)]
+    write_model(tmp_path, "square_stats", SQUARE.format(name="square_stats", extra="\n".join(
+        [*delays, _param("CUSTOM_FAIL_COUNT", 1), _param("CUSTOM_EMPTY_COUNT", 1)])))
+    write_model(tmp_path, "square_cancel", SQUARE.format(name="square_cancel", extra="\n".join(
+        [*delays, _param("CUSTOM_CANCEL_DELAY_NS", 50_000_000)])))
+    with ServerProcess([tmp_path]) as process, grpcclient.InferenceServerClient(
+            process.grpc_url) as c:
+        got = Collector()
+        c.start_stream(callback=got)
+        c.async_stream_infer("square_stats", square_inputs(4))
+        got.wait_count(3)  # two outputs and the simulated failure; the empty is not sent
+        c.stop_stream()
+        stats = c.get_inference_statistics("square_stats", as_json=True)
+        got = Collector()
+        c.start_stream(callback=got)
+        c.async_stream_infer("square_cancel", square_inputs(4))
+        got.wait_count(1)
+        c.stop_stream(cancel_requests=True)
+        deadline = time.monotonic() + 10
+        cancelled: dict = {}
+        while not any(int(e.get("cancel", {}).get("count", 0)) for e in cancelled.values()):
+            assert time.monotonic() < deadline, cancelled
+            time.sleep(0.05)
+            cancelled = c.get_inference_statistics("square_cancel", as_json=True)[
+                "model_stats"][0].get("response_stats", {})
+    by_index = stats["model_stats"][0]["response_stats"]
+    kinds = {index: sorted(k for k, v in entry.items() if int(v.get("count", 0)))
+             for index, entry in by_index.items()}
+    assert kinds == {"0": ["compute_infer", "compute_output", "success"],
+                     "1": ["compute_infer", "compute_output", "success"],
+                     "2": ["compute_infer", "compute_output", "fail"],
+                     "3": ["compute_infer", "empty_response"]}
+    assert 60e6 <= int(by_index["0"]["compute_infer"]["ns"]) < 600e6
+    assert 40e6 <= int(by_index["2"]["compute_output"]["ns"]) < 400e6
+    assert 100e6 <= int(by_index["1"]["success"]["ns"]) < 1000e6
+    assert 60e6 <= int(by_index["3"]["empty_response"]["ns"]) < 600e6
+    # Cancelled once its first response arrived, while the second was being made (as in
+    # Triton's test): the second completes, the third it starts is the cancellation.
+    assert [int(cancelled[i]["success"].get("count", 0)) for i in ("0", "1")] == [1, 1]
+    assert int(cancelled["2"]["cancel"]["count"]) == 1
+    assert 50e6 <= int(cancelled["2"]["cancel"]["ns"]) < 500e6
 
 
 # -- repeat ------------------------------------------------------------------------------------

@@ -12,7 +12,12 @@ gets its final flag.
 Model parameters, as in Triton's backend (string values holding integers):
 CUSTOM_INFER_DELAY_NS and CUSTOM_OUTPUT_DELAY_NS sleep before and after producing each
 response; of the N responses, the last CUSTOM_EMPTY_COUNT are not sent at all and the
-CUSTOM_FAIL_COUNT before them are errors ("simulated failure").
+CUSTOM_FAIL_COUNT before them are errors ("simulated failure"); a request found cancelled
+before a response takes CUSTOM_CANCEL_DELAY_NS to stop.
+
+Each response is reported in the model's response statistics as Triton's backend reports it:
+from its start, its outputs made from the end of the infer delay (an empty response has
+none), a failure with its error, a cancellation as CANCELLED.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class SquareModelState(ModelState):
         super().__init__(model)
         self.infer_delay_ns = self._count("CUSTOM_INFER_DELAY_NS")
         self.output_delay_ns = self._count("CUSTOM_OUTPUT_DELAY_NS")
+        self.cancel_delay_ns = self._count("CUSTOM_CANCEL_DELAY_NS")
         self.fail_count = self._count("CUSTOM_FAIL_COUNT")
         self.empty_count = self._count("CUSTOM_EMPTY_COUNT")
         self._validate()
@@ -109,19 +115,28 @@ class SquareInstanceState(DecoupledInstanceState):
     ) -> Iterator[InferenceResponse]:
         """`count` responses carrying `count`, shaped by the CUSTOM_* test parameters."""
         state = self.model_state
+        report = self.instance.report_response_statistics
         output_shape = (1,) * dims_count
         for index in range(count):
+            start = time.perf_counter_ns()
             if request.cancelled:
+                state.sleep_ns(state.cancel_delay_ns)
+                report(index, start, 0, time.perf_counter_ns(),
+                       TritonError(Code.CANCELLED, "request cancelled"))
                 return
             state.sleep_ns(state.infer_delay_ns)
             if index + state.empty_count >= count:  # the last CUSTOM_EMPTY_COUNT: nothing
+                report(index, start, 0, time.perf_counter_ns())
                 continue
+            output_start = time.perf_counter_ns()
             data = np.full(output_shape, count, dtype=np.int32)
             response = InferenceResponse(outputs=[Tensor("OUT", "INT32", output_shape, data)])
             state.sleep_ns(state.output_delay_ns)
+            end = time.perf_counter_ns()
             if index + state.fail_count + state.empty_count >= count:
                 response = InferenceResponse(error=TritonError(Code.UNKNOWN, "simulated failure"))
             yield response
+            report(index, start, output_start, end, response.error)
 
 
 def model_initialize(model: Model) -> None:
