@@ -24,6 +24,8 @@ from .loaded_model import LoadedModel
 
 
 class EnsembleModel(LoadedModel):
+    traces_compute = False
+
     def __init__(
         self, config: mc.ModelConfig, version: int, model_path: Path, statistics: ModelStatistics
     ) -> None:

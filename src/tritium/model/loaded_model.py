@@ -42,15 +42,17 @@ log = logging.getLogger("tritium.model")
 
 
 def _trace_request(request: InferenceRequest, model: str, version: int,
-                   request_start: int) -> None:
+                   request_start: int, compute: bool) -> None:
     """The request's activities, into its trace, as it ends (a compiled backend's own account
-    of its execution where it gave one)."""
+    of its execution where it gave one; no execution for an ensemble)."""
     assert request.trace is not None
     end = perf_counter_ns()
     times = (request.exec_start_ns, request.compute_input_end_ns,
              request.compute_output_start_ns, request.exec_end_ns)
     if not times[0] and request.reported_statistics is not None:
         times = request.reported_statistics
+    if not compute:
+        times = (0, 0, 0, 0)
     start, input_end, output_start, exec_end = times
     if start:  # as the statistics read them: an execution still ending ends now
         exec_end = exec_end or end
@@ -77,6 +79,10 @@ class ModelRetired(TritonError):
 
 
 class LoadedModel(abc.ABC):
+    # Whether its requests' traces show an execution (COMPUTE_*): an ensemble's do not, as
+    # in Triton, where only its steps run on a backend.
+    traces_compute = True
+
     def __init__(
         self, name: str, version: int, repository_path: Path, statistics: ModelStatistics
     ) -> None:
@@ -163,7 +169,8 @@ class LoadedModel(abc.ABC):
                     reason = failure_reason(request, response.error)
             if flags & RESPONSE_COMPLETE_FINAL:
                 if request.trace is not None:
-                    _trace_request(request, name, int(version), request_start)
+                    _trace_request(request, name, int(version), request_start,
+                                   self.traces_compute)
                 record_request(request, not failed, reason)
                 finish_one()
             deliver(response, flags)

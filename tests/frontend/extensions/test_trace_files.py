@@ -124,6 +124,8 @@ def test_each_request_is_traced_from_the_frontend_to_its_answer(repo: Path,
     # An ensemble's steps are traced as children of its trace, written with it.
     chain_id = list(traces)[2]
     assert chain["model_name"] == "chain" and chain["names"][0] == "HTTP_RECV_START"
+    # The ensemble itself executes nothing (Triton's shows no COMPUTE_* either).
+    assert not any(name.startswith("COMPUTE") for name in chain["names"])
     assert [(s["model_name"], s["parent_id"]) for s in steps] == [
         ("identity_fp32", chain_id), ("other", chain_id)]
     assert all(s["names"][0] == "REQUEST_START" and s["names"][-1] == "REQUEST_END"
