@@ -147,18 +147,12 @@ class KServeGrpc(_Service):
 
     def _grpc_settings(self) -> dict[str, Any]:
         options = self._options
-        keepalive = KeepAliveOptions(
-            keepalive_time_ms=options.keepalive_time_ms,
-            keepalive_timeout_ms=options.keepalive_timeout_ms,
-            keepalive_permit_without_calls=options.keepalive_permit_without_calls,
-            http2_max_pings_without_data=options.http2_max_pings_without_data,
-            http2_min_recv_ping_interval_without_data_ms=(
-                options.http2_min_recv_ping_interval_without_data_ms),
-            http2_max_ping_strikes=options.http2_max_ping_strikes,
-            # 0: no limit (Triton leaves gRPC's channel argument unset).
-            max_connection_age_ms=options.max_connection_age_ms or None,
-            max_connection_age_grace_ms=options.max_connection_age_grace_ms or None,
-        )
+        # The keepalive options have KeepAliveOptions' names; a connection age of 0 is no
+        # limit (Triton leaves gRPC's channel argument unset).
+        values = {f.name: getattr(options, f.name) for f in dataclasses.fields(KeepAliveOptions)}
+        for age in ("max_connection_age_ms", "max_connection_age_grace_ms"):
+            values[age] = values[age] or None
+        keepalive = KeepAliveOptions(**values)
         tls = None
         if options.use_ssl or options.use_mutual_auth:  # mutual implies TLS, as Triton's
             tls = SslOptions(options.server_cert, options.server_key, options.root_cert,
