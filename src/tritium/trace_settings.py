@@ -82,11 +82,15 @@ class TraceSettings:
 
     def get(self, model: str = "") -> TraceSetting:
         with self._lock:
-            setting = self._effective(model, self._global, self._models.get(model, {}))
-            key = model if model in self._models else ""
-            sampler = self._samplers.get(key)
-            count = sampler.count if sampler is not None else self._carried.get(key)
-            return setting if count is None else replace(setting, trace_count=count)
+            return self._current(model)
+
+    def _current(self, model: str) -> TraceSetting:
+        """The effective setting, its count as its sampler has counted it down."""
+        setting = self._effective(model, self._global, self._models.get(model, {}))
+        key = model if model in self._models else ""
+        sampler = self._samplers.get(key)
+        count = sampler.count if sampler is not None else self._carried.get(key)
+        return setting if count is None else replace(setting, trace_count=count)
 
     def start(self, model: str) -> Trace | None:
         """A trace for this request of `model`, if its setting samples it."""
@@ -162,7 +166,7 @@ class TraceSettings:
                 self._models.pop(model, None)
             self.active = any(_writes(self._effective(name, self._global, self._models.get(
                 name, {}))) for name in ("", *self._models))
-            return setting
+            return self._current(model)
 
     def _replace_samplers(self, model: str, count_set: bool) -> None:
         """Before an update of the global setting (model "") or a model's: retire the samplers

@@ -162,6 +162,8 @@ def test_rate_count_and_a_replaced_setting(repo: Path, tmp_path: Path) -> None:
             _http_infer(process)
         assert client.get_trace_settings()["trace_count"] == "0"
         assert len(_traces(Path(f"{trace_file}.0"))) == 2
+        # A later update that does not set the count keeps what is left of it (Triton's).
+        assert client.update_trace_settings(settings={"trace_rate": "2"})["trace_count"] == "0"
     assert len(_traces(trace_file)) == 3
     assert not Path(f"{trace_file}.1").exists()
 
