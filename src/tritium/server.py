@@ -192,6 +192,7 @@ class InferenceServer:
         """The exit begins: refuse new requests, answer those still queued UNAVAILABLE, and
         start the --exit-timeout-secs clock that `shutdown` ends by."""
         if self._exit_deadline is None:
+            log.info("Waiting for in-flight requests to complete.")  # Triton's words
             self._exit_deadline = time.monotonic() + self.options.exit_timeout_secs
         self._stopping = True
         self.lifecycle.fail_queued()

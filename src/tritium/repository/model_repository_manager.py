@@ -139,8 +139,8 @@ class ModelRepositoryManager:
                     override_config = model_config_from_json(config_json)
                 except TritonError as exc:
                     # The client hears only Triton's answer; the log says why.
-                    log.error("load request for '%s' refused: its 'config' parameter: %s",
-                              name, exc.message)
+                    log.error("Poll failed for model directory '%s': Invalid config override: "
+                              "%s", name, exc.message)
                     raise _poll_failed(name) from None  # Triton's answer to a bad config JSON
             try:
                 config = self.repository.model_config(source, override_config)

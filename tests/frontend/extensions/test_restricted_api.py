@@ -169,6 +169,8 @@ def test_grpc_streams_and_health_checks_are_restricted(restricted) -> None:
      "--http-restricted-api option format is '<config name>:<setting>=<value>'. "
      "Got statistics,k=v"),
     ("--grpc-restricted-protocol=health:k", "--grpc-restricted-protocol option format is"),
+    ("--grpc-restricted-protocol=model-reposit:k=v",
+     "unknown restricted protocol 'model-reposit'"),
 ])
 def test_bad_flags_stop_the_server(repo: Path, flag: str, message: str) -> None:
     result = subprocess.run(

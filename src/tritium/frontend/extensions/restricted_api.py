@@ -96,8 +96,13 @@ def parse_restriction(flag: str, text: str) -> tuple[list[str], Restriction]:
     groups = groups_text.split(",")
     for group in groups:
         if group not in GROUPS:
-            raise ValueError(f"unknown restricted api '{group}' ")
+            raise ValueError(f"unknown restricted {_feature(flag)} '{group}' ")
     return groups, Restriction(key, value)
+
+
+def _feature(flag: str) -> str:
+    """What Triton's messages call a group: a gRPC "protocol", an HTTP "api"."""
+    return "protocol" if flag.startswith("--grpc") else "api"
 
 
 def build_restrictions(flag: str, values: Iterable[str]) -> dict[str, Restriction]:
@@ -108,7 +113,8 @@ def build_restrictions(flag: str, values: Iterable[str]) -> dict[str, Restrictio
         for group in groups:
             if group in restrictions:
                 raise ValueError(
-                    f"restricted api '{group}' can not be specified in multiple config groups"
+                    f"restricted {_feature(flag)} '{group}' can not be specified in multiple "
+                    "config groups"
                 )
             restrictions[group] = restriction
     return restrictions
