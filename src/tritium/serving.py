@@ -24,7 +24,7 @@ from .frontend.http.limits import HttpLimits
 from .frontend.http.listen import bind
 from .frontend.metrics import MetricsFrontend
 from .server import InferenceServer, ServerOptions
-from .startup_tables import backend_table, model_table, options_table
+from .startup_tables import log_tables, model_table
 from .tritonserver_flags import metrics_settings
 
 log = logging.getLogger("tritium")
@@ -54,13 +54,12 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     try:
         await loop.run_in_executor(None, server.start)
     except TritonError as exc:
-        print(model_table(server), file=sys.stderr, flush=True)
+        log.info("\n%s", model_table(server))
         print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
         await loop.run_in_executor(None, server.shutdown)
         return 1
-    print(backend_table(server), file=sys.stderr, flush=True)
-    print(model_table(server), file=sys.stderr, flush=True)
-    print(options_table(server), file=sys.stderr, flush=True)
+    # At INFO, as Triton logs them: with --log-file they are in the file.
+    log_tables(server, log)
 
     busy_poll.install(loop, args.busy_poll_us)
     try:

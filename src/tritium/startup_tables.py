@@ -86,8 +86,8 @@ def options_table(server: InferenceServer) -> str:
 
 
 def log_tables(server: InferenceServer, log: logging.Logger) -> None:
-    """The three tables at INFO, as Triton's TRITONSERVER_ServerNew logs them (an embedded
-    server: the in-process API, a C program); `tritium serve` prints them instead."""
+    """The three tables at INFO, as Triton logs them once its server has started (`tritium
+    serve`, the in-process API, a C program's TRITONSERVER_ServerNew)."""
     if log.isEnabledFor(logging.INFO):
         for text in (backend_table(server), model_table(server), options_table(server)):
             log.info("\n%s", text)

@@ -67,6 +67,8 @@ def _wait_for_lines(path: Path, count: int) -> list[str]:
 def test_start_up_flags_write_tritons_lines_to_the_file(log_server) -> None:
     text = log_server.log_file.read_text()
     assert re.search(ISO8601_LINE + r"tritium\] Started HTTPService at 127\.0\.0\.1:", text)
+    # The start-up tables are INFO records, in the file as Triton writes them (L0_logging).
+    assert "| Backend " in text and "| Model " in text and "| Option " in text
     client = httpclient.InferenceServerClient(log_server.http_url)
     assert client.get_log_settings() == {**DEFAULTS, "log_file": str(log_server.log_file),
                                          "log_format": "ISO8601"}
