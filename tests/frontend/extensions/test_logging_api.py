@@ -95,6 +95,24 @@ def test_settings_change_what_is_logged_and_how(log_server) -> None:
     assert re.match(ISO8601_LINE, lines[-1])
 
 
+def test_a_verbose_server_logs_each_http_request_as_triton(log_server) -> None:
+    """Triton's verbose line per HTTP request (method as libevhtp numbers it, path): its
+    L0_logging counts the /v2/logging calls in the log."""
+    client = httpclient.InferenceServerClient(log_server.http_url)
+    client.get_log_settings()
+    assert "HTTP request: 0 /v2/logging" not in log_server.log_file.read_text()
+    try:
+        client.update_log_settings({"log_verbose_level": 1})
+        client.get_log_settings()
+        deadline = time.monotonic() + 10
+        while "HTTP request: 0 /v2/logging" not in log_server.log_file.read_text():
+            assert time.monotonic() < deadline, "no verbose request line"
+            time.sleep(0.05)
+    finally:
+        client.update_log_settings({"log_verbose_level": 0})
+    assert "HTTP request: 2 /v2/logging" in log_server.log_file.read_text()  # the reset
+
+
 def test_http_and_grpc_read_and_change_the_same_settings(log_server) -> None:
     http = httpclient.InferenceServerClient(log_server.http_url)
     grpc = grpcclient.InferenceServerClient(log_server.grpc_url)

@@ -36,6 +36,10 @@ from .shared_memory import handle as _shared_memory_call
 from .shared_memory import parse_path as _shared_memory_path
 
 log = logging.getLogger("tritium.http")
+# The method numbers Triton's verbose request line shows (libevhtp's htp_method).
+_METHOD_CODES = {method: code for code, method in enumerate(
+    (b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"MKCOL", b"COPY", b"MOVE", b"OPTIONS",
+     b"PROPFIND", b"PROPPATCH", b"LOCK", b"UNLOCK", b"TRACE", b"CONNECT", b"PATCH"))}
 
 _JSON = b"application/json"
 _TEXT = b"text/plain"
@@ -100,6 +104,9 @@ class HttpApp:
         self.restrictions = HttpRestrictions(restrictions) if restrictions else None
 
     def __call__(self, conn: HttpConnection, request: Request) -> None:
+        if log.isEnabledFor(logging.DEBUG):  # --log-verbose: Triton's line for each request
+            log.debug("HTTP request: %d %s", _METHOD_CODES.get(request.method, -1),
+                      request.path)
         try:
             self._route(conn, request)
         except ConnectionError:
