@@ -23,7 +23,9 @@ import itertools
 import json
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from time import perf_counter_ns
 from typing import IO
 
 log = logging.getLogger("tritium.trace")
@@ -174,6 +176,17 @@ class Trace:
         if self._custom:
             timed = sorted(timed + self._custom, key=lambda activity: activity[1])
         parts.extend(_timestamp(self.id, name, ns) for name, ns in timed)
+
+    @contextmanager
+    def sending(self, send: str) -> Iterator[None]:
+        """Around the frontend's sending of the answer (`send`: HTTP_SEND, GRPC_SEND; stamped
+        _START and _END), after which the trace is finished."""
+        self.capture(f"{send}_START", perf_counter_ns())
+        try:
+            yield
+        finally:
+            self.capture(f"{send}_END", perf_counter_ns())
+            self.finish()
 
     def finish(self) -> None:
         """The frontend has answered: the trace and its children go to the stream."""

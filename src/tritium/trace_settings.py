@@ -16,10 +16,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import TritonError
 from .trace import Trace, TraceFile, TraceSampler
+
+if TYPE_CHECKING:
+    from .request import InferenceRequest
 
 LEVELS = ("TIMESTAMPS", "TENSORS")
 MODES = ("triton", "opentelemetry")
@@ -92,16 +95,21 @@ class TraceSettings:
         count = sampler.count if sampler is not None else self._carried.get(key)
         return setting if count is None else replace(setting, trace_count=count)
 
-    def start(self, model: str) -> Trace | None:
-        """A trace for this request of `model`, if its setting samples it."""
-        key = model if model in self._models else ""
+    def start(self, request: InferenceRequest, read: str, read_start_ns: int,
+              read_end_ns: int) -> None:
+        """Trace `request` if its model's setting samples it; its trace begins with the
+        frontend's read of it (`read`: HTTP_RECV, GRPC_WAITREAD; stamped _START and _END)."""
+        key = request.model_name if request.model_name in self._models else ""
         sampler = self._samplers.get(key)
         if sampler is None:
             with self._lock:
                 sampler = self._samplers.get(key)
                 if sampler is None:
                     sampler = self._samplers[key] = self._new_sampler(key)
-        return Trace(sampler) if sampler.take() else None
+        if sampler.take():
+            trace = request.trace = Trace(sampler)
+            trace.capture(f"{read}_START", read_start_ns)
+            trace.capture(f"{read}_END", read_end_ns)
 
     def _new_sampler(self, key: str) -> TraceSampler:
         setting = self._effective(key, self._global, self._models.get(key, {}))

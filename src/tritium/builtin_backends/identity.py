@@ -74,10 +74,12 @@ class IdentityInstanceState(ModelInstanceState):
         mapping = state.output_for_input
         outputs = {mapping[name]: data for name, data in inputs.items()}
         wanted = self.requested_outputs
-        for name, (dtype, shape) in state.zeros_for_missing.items():
-            if name not in outputs and (not wanted or name in wanted):
-                batch = next((len(d) for d in inputs.values() if d.ndim), 1)
-                lead = (batch,) if state.max_batch_size > 0 else ()
+        missing = [(name, spec) for name, spec in state.zeros_for_missing.items()
+                   if name not in outputs and (not wanted or name in wanted)]
+        if missing:
+            lead = ((next((len(d) for d in inputs.values() if d.ndim), 1),)
+                    if state.max_batch_size > 0 else ())
+            for name, (dtype, shape) in missing:
                 outputs[name] = (np.full(lead + shape, b"", dtype) if dtype == np.object_
                                  else np.zeros(lead + shape, dtype))
         return outputs

@@ -40,30 +40,6 @@ from .request_normalizer import RequestSpec, normalize_request
 log = logging.getLogger("tritium.model")
 
 
-
-def _trace_request(request: InferenceRequest, model: str, version: int,
-                   request_start: int, compute: bool) -> None:
-    """The request's activities, into its trace, as it ends (a compiled backend's own account
-    of its execution where it gave one; no execution for an ensemble)."""
-    assert request.trace is not None
-    end = perf_counter_ns()
-    times = (request.exec_start_ns, request.compute_input_end_ns,
-             request.compute_output_start_ns, request.exec_end_ns)
-    if not times[0] and request.reported_statistics is not None:
-        times = request.reported_statistics
-    if not compute:
-        times = (0, 0, 0, 0)
-    start, input_end, output_start, exec_end = times
-    if start:  # as the statistics read them: an execution still ending ends now
-        exec_end = exec_end or end
-        output_start = output_start or exec_end
-        input_end = input_end or start
-    request.trace.record_request(model, version, request.id, zip(
-        ("REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
-         "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END"),
-        (request_start, request.queue_start_ns, start, input_end, output_start, exec_end,
-         end), strict=True))
-
 class ModelRetired(TritonError):
     """Raised by `LoadedModel.hold` once the version is being unloaded or replaced.
 
@@ -169,8 +145,7 @@ class LoadedModel(abc.ABC):
                     reason = failure_reason(request, response.error)
             if flags & RESPONSE_COMPLETE_FINAL:
                 if request.trace is not None:
-                    _trace_request(request, name, int(version), request_start,
-                                   self.traces_compute)
+                    self._trace(request, request_start)
                 record_request(request, not failed, reason)
                 finish_one()
             deliver(response, flags)
@@ -186,6 +161,29 @@ class LoadedModel(abc.ABC):
             request.response_sender = None
             finish_one()
             raise
+
+    def _trace(self, request: InferenceRequest, request_start: int) -> None:
+        """The request's activities, into its trace, as it ends: its execution as the
+        statistics read it (a compiled backend's own account where it gave one; an
+        execution still ending ends now), none for an ensemble."""
+        assert request.trace is not None
+        end = perf_counter_ns()
+        start = input_end = output_start = exec_end = 0
+        if self.traces_compute:
+            start, input_end, output_start, exec_end = (
+                request.reported_statistics
+                if not request.exec_start_ns and request.reported_statistics is not None
+                else (request.exec_start_ns, request.compute_input_end_ns,
+                      request.compute_output_start_ns, request.exec_end_ns))
+        if start:
+            exec_end = exec_end or end
+            output_start = output_start or exec_end
+            input_end = input_end or start
+        request.trace.record_request(self.name, self.version, request.id, zip(
+            ("REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
+             "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END"),
+            (request_start, request.queue_start_ns, start, input_end, output_start, exec_end,
+             end), strict=True))
 
     def _finish_one(self) -> None:
         with self._lock:

@@ -267,7 +267,10 @@ class _InferenceService:
                     forward_headers(request, self.header_forward, context.invocation_metadata())
                 config, labels = model.config, model.labels
                 if self.server.trace_settings.active:
-                    _start_trace(self.server, request, received)
+                    # The message was read whole when the call began: its wait for the read
+                    # starts and ends then.
+                    self.server.trace_settings.start(request, "GRPC_WAITREAD", received,
+                                                     received)
 
                 def reply(response: InferenceResponse) -> None:
                     if response.error is not None:
@@ -285,10 +288,8 @@ class _InferenceService:
                     trace = request.trace
                     if trace is None:
                         return reply(response)
-                    trace.capture("GRPC_SEND_START", perf_counter_ns())
-                    reply(response)
-                    trace.capture("GRPC_SEND_END", perf_counter_ns())
-                    trace.finish()
+                    with trace.sending("GRPC_SEND"):
+                        reply(response)
 
                 call.on_cancel = partial(_cancelled, request)
                 loop_bridge.final_on_loop(model.submit, request, answer, context.loop)
@@ -308,16 +309,6 @@ def _cancelled(request: InferenceRequest) -> None:
     log.debug("Cancellation notification received for ModelInferHandler, rpc_ok=1, context "
               "%d, %d step ISSUED", context, context)
     request.cancelled = True
-
-
-def _start_trace(server: InferenceServer, request: InferenceRequest, received: int) -> None:
-    """Trace the request if its model's trace setting samples it (the message was read whole
-    when the call began: its wait for the read starts and ends then)."""
-    trace = server.trace_settings.start(request.model_name)
-    if trace is not None:
-        trace.capture("GRPC_WAITREAD_START", received)
-        trace.capture("GRPC_WAITREAD_END", received)
-        request.trace = trace
 
 
 # What Triton answers when a message does not parse.

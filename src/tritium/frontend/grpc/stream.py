@@ -166,7 +166,9 @@ class _Stream:
                                                     key)
             forward_headers(request, self.header_forward, self.metadata)
             if self.server.trace_settings.active:
-                _start_trace(self.server, request)
+                # Its message was read whole before it was decoded.
+                now = perf_counter_ns()
+                self.server.trace_settings.start(request, "GRPC_WAITREAD", now, now)
         except TritonError as err:
             error = err
         except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving
@@ -269,17 +271,6 @@ class _Stream:
             if trace is not None:
                 trace.capture("GRPC_SEND_END", perf_counter_ns())
                 trace.finish()
-
-
-def _start_trace(server: InferenceServer, request: InferenceRequest) -> None:
-    """Trace the request if its model's trace setting samples it (its message was read
-    whole before it was decoded: its wait for the read starts and ends then)."""
-    trace = server.trace_settings.start(request.model_name)
-    if trace is not None:
-        now = perf_counter_ns()
-        trace.capture("GRPC_WAITREAD_START", now)
-        trace.capture("GRPC_WAITREAD_END", now)
-        request.trace = trace
 
 
 def _traced(emit: Any, trace: Trace) -> Any:

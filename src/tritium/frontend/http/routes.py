@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
-from time import perf_counter_ns
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -324,7 +323,8 @@ class HttpApp:
             if plan.classifies:
                 plan.labels = model.labels
             if self.server.trace_settings.active:
-                _start_trace(self.server, request, http_request)
+                self.server.trace_settings.start(request, "HTTP_RECV", http_request.recv_start_ns,
+                                                 http_request.recv_end_ns)
             # If the frontend stops before the answer, the request is marked cancelled.
             conn.pending = request
             final_on_loop(model.submit, request, partial(
@@ -354,15 +354,6 @@ def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) ->
         _internal_error(conn, http_request, exc)
 
 
-def _start_trace(server: InferenceServer, request: Any, http_request: Request) -> None:
-    """Trace the request if its model's trace setting samples it."""
-    trace = server.trace_settings.start(request.model_name)
-    if trace is not None:
-        trace.capture("HTTP_RECV_START", http_request.recv_start_ns)
-        trace.capture("HTTP_RECV_END", http_request.recv_end_ns)
-        request.trace = trace
-
-
 def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: OutputPlan,
             config: Any, accept_encoding: str | None, response: Any) -> None:
     """The infer request's response, on the event loop: encode it and send it."""
@@ -370,10 +361,8 @@ def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: Out
     if trace is None:
         return _answer_untraced(conn, http_request, request, plan, config, accept_encoding,
                                 response)
-    trace.capture("HTTP_SEND_START", perf_counter_ns())
-    _answer_untraced(conn, http_request, request, plan, config, accept_encoding, response)
-    trace.capture("HTTP_SEND_END", perf_counter_ns())
-    trace.finish()
+    with trace.sending("HTTP_SEND"):
+        _answer_untraced(conn, http_request, request, plan, config, accept_encoding, response)
 
 
 def _answer_untraced(conn: HttpConnection, http_request: Request, request: Any,

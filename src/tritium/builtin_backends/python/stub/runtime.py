@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import socket
 import threading
 import traceback
 from functools import partial
@@ -101,13 +100,11 @@ class StubRuntime:
         # The sockets this process inherited are the stub's (or its parent's channel): held
         # open here, they would hide the stub's death from the server until this one ends.
         self.stub.exec_conn.drop()
-        self.async_conn.drop()
-        if conn is None:
-            conn = messages.Connection(*socket.socketpair())
-            conn.close()  # every send fails: the server was gone at the fork
-        self.async_conn = conn
-        threading.Thread(target=self._read_forked, args=(conn,), name="stub-fork-reader",
-                         daemon=True).start()
+        self.async_conn.drop()  # kept when the server was gone at the fork: every send fails
+        if conn is not None:
+            self.async_conn = conn
+            threading.Thread(target=self._read_forked, args=(conn,), name="stub-fork-reader",
+                             daemon=True).start()
 
     def _read_forked(self, conn: messages.Connection) -> None:
         """A forked child's reader thread: the replies to its own calls and BLS requests.
