@@ -142,7 +142,7 @@ def test_check_shows_backend_completion(autofill_setup) -> None:
 
 def test_device_blocking_shares_one_thread_per_device() -> None:
     from tritium.backend.handles import ExecutionPolicy
-    from tritium.scheduler.default import execution_slots
+    from tritium.scheduler.slot_threads import execution_slots
 
     class FakeInstance:
         def __init__(self, kind: str, device: int) -> None:

@@ -15,9 +15,8 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from ..backend.handles import ExecutionPolicy
 from ..config import validate_ensemble_steps, validate_model_io_config
-from ..scheduler import EnsembleServer, create_scheduler
+from ..scheduler import EnsembleScheduler, EnsembleServer
 from ..statistics import ModelStatistics
 from .labels import read_labels
 from .loaded_model import LoadedModel
@@ -55,8 +54,6 @@ class EnsembleModel(LoadedModel):
         statistics = ModelStatistics(ensemble.name, str(version))
         model = cls(ensemble, version, model_path, statistics)
         model.labels = read_labels(ensemble, model_path)
-        model.scheduler = create_scheduler(
-            ensemble, [], ExecutionPolicy.BLOCKING, server=server, statistics=statistics
-        )
+        model.scheduler = EnsembleScheduler(ensemble, server, statistics)
         model.scheduler.start()
         return model

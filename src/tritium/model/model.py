@@ -7,6 +7,12 @@ preferred groups, re-validate, create one instance per instance-group count, the
 scheduler. `unload` undoes it in reverse, after the requests in flight have finished. Taking
 requests is every loaded model's (`loaded_model.LoadedModel`); an ensemble is an EnsembleModel
 instead, which the life cycle picks.
+
+`update_instance_groups` is Triton's TritonModel::UpdateInstanceGroup, for a reload that
+changes nothing but the instance groups: every requested instance whose signature (its group
+but for name and count, and its device) matches a current instance reuses it; the others are
+created and initialized while the current ones go on serving; the scheduler then takes the new
+ones and lets the left-over ones go, and those are finalized.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from ..config import (
 from ..config.model_paths import check_model_paths
 from ..gpus import NO_GPUS, GpuInventory
 from ..response_cache import ModelResponseCache, ResponseCache
-from ..scheduler import create_scheduler
+from ..scheduler import ExecutionInstance, InstanceScheduler, create_scheduler
 from ..scheduler.rate_limiter import RateLimiter
 from ..statistics import ModelStatistics
 from .instance import TritonModelInstance
@@ -54,6 +60,12 @@ class TritonModel(LoadedModel):
         self._backend = loaded_backend
         self.handle = handle
         self.instances: list[TritonModelInstance] = []
+        self._instance_scheduler: InstanceScheduler | None = None
+        self._gpus = NO_GPUS
+        self._rate_limiter: RateLimiter | None = None
+        # Instances an update removed that a sequence batcher still runs sequences on.
+        self._draining: list[TritonModelInstance] = []
+        self._draining_lock = threading.Lock()
 
     @property
     def config(self) -> mc.ModelConfig:
@@ -95,20 +107,68 @@ class TritonModel(LoadedModel):
             backends.release(loaded)
             raise
         model = cls(backends, loaded, handle, statistics)
+        model._gpus = gpus
+        model._rate_limiter = rate_limiter
         try:
             model._complete_config(loaded, gpus)
             model.labels = read_labels(model.config, model_path)
-            model._create_instances(parallel=loaded.attributes.parallel_instance_loading,
-                                    rate_limiter=rate_limiter, gpus=gpus)
-            model.scheduler = create_scheduler(
+            model.instances = model._create_instances(_requested(model.config))
+            scheduler = create_scheduler(
                 model.config, model.instances, loaded.handle.execution_policy
             )
-            model.scheduler.start()
+            model.scheduler = model._instance_scheduler = scheduler
+            scheduler.start()
             model._cache = model_response_cache(response_cache, model)
         except BaseException:
             model._teardown()
             raise
         return model
+
+    def update_instance_groups(self, config: mc.ModelConfig) -> None:
+        """Serve with `config`'s instance groups (the rest of `config` is the model's own);
+        raises TritonError, the model serving as before, if they are invalid or an instance
+        fails to initialize."""
+        updated = _copy(self.handle.config)
+        updated.ClearField("instance_group")
+        updated.instance_group.extend(config.instance_group)
+        normalize_instance_groups(updated, self._backend.attributes.preferred_groups,
+                                  self._gpus.supported_ids)
+        validate_instance_groups(updated, gpus=self._gpus.supported_ids,
+                                 min_compute_capability=self._gpus.min_compute_capability)
+        current: dict[tuple[bytes, int], list[TritonModelInstance]] = {}
+        for instance in self.instances:
+            current.setdefault(_signature(instance.handle.group, instance.handle.device_id),
+                               []).append(instance)
+        kept: list[TritonModelInstance] = []
+        wanted: list[_Requested] = []
+        for request in _requested(updated):
+            reusable = current.get(_signature(request[0], request[1]))
+            if reusable:
+                instance = reusable.pop()
+                log.debug("Re-using model instance named '%s' with device id '%d'",
+                          instance.name, instance.handle.device_id)
+                kept.append(instance)
+            else:
+                wanted.append(request)
+        added = self._create_instances(wanted)
+        removed = [instance for left in current.values() for instance in left]
+        scheduler = self._instance_scheduler
+        assert scheduler is not None
+        with self._draining_lock:
+            self._draining += removed
+        scheduler.update_instances(added, removed, self._release)
+        self.instances = kept + added
+        self.handle._replace_config(updated)
+
+    def _release(self, instance: ExecutionInstance) -> None:
+        """The scheduler let a removed instance go: finalize it (once, whoever comes first:
+        this or the unload)."""
+        assert isinstance(instance, TritonModelInstance)
+        with self._draining_lock:
+            if instance not in self._draining:
+                return
+            self._draining.remove(instance)
+        instance.finalize()
 
     def _complete_config(self, loaded: LoadedBackend, gpus: GpuInventory) -> None:
         """After the backend's model_initialize (which may have auto-completed the
@@ -124,50 +184,58 @@ class TritonModel(LoadedModel):
         validate_model_io_config(config)
         self.handle._replace_config(config)
 
-    def _create_instances(self, *, parallel: bool, rate_limiter: RateLimiter | None,
-                          gpus: GpuInventory) -> None:
+    def _create_instances(self, requested: list[_Requested]) -> list[TritonModelInstance]:
+        """The requested instances, initialized (side by side where the backend allows it);
+        if one fails, those made are finalized and the error raised."""
         decoupled = self.decoupled
         # A server connected to Ray (--ray-address) may run a group's instances there.
         placement = self._backends.placement
-        for group in self.config.instance_group:
+        gpus = self._gpus
+        made: list[TritonModelInstance] = []
+        for group, device, index in requested:
             library = (self._backend.library if placement is None
                        else placement.library(self.handle, group, self._backend.handle.name,
                                               self._backend.library))
             kind = mc.ModelInstanceGroup.Kind.Name(group.kind)
-            devices = list(group.gpus) if group.kind == mc.ModelInstanceGroup.KIND_GPU else [0]
-            for device in devices:
-                if group.kind == mc.ModelInstanceGroup.KIND_GPU:
+            gpu = group.kind == mc.ModelInstanceGroup.KIND_GPU
+            try:
+                if gpu:
                     gpus.check_load_limit(device)
-                for index in range(group.count):
-                    # Triton's TritonModelInstance name: "<group>_<index>", even alone.
-                    name = f"{group.name}_{index}"
-                    handle = InstanceHandle(self.handle, name, kind, device, group,
-                                            self.statistics)
-                    local_gpu = (group.kind == mc.ModelInstanceGroup.KIND_GPU
-                                 and library is self._backend.library)
-                    instance = TritonModelInstance(
-                        handle, library, self.statistics, decoupled, rate_limiter,
-                        gpu=device if local_gpu else -1,
-                    )
-                    self.instances.append(instance)
-        if parallel and len(self.instances) > 1:
-            errors: list[BaseException] = []
-            threads = [
-                threading.Thread(target=_collect(errors, i.initialize)) for i in self.instances
-            ]
+                # Triton's TritonModelInstance name: "<group>_<index>", even alone.
+                handle = InstanceHandle(self.handle, f"{group.name}_{index}", kind, device, group,
+                                        self.statistics)
+                made.append(TritonModelInstance(
+                    handle, library, self.statistics, decoupled, self._rate_limiter,
+                    gpu=device if gpu and library is self._backend.library else -1,
+                ))
+            except BaseException:
+                _finalize_all(made)
+                raise
+        errors: list[BaseException] = []
+        if self._backend.attributes.parallel_instance_loading and len(made) > 1:
+            threads = [threading.Thread(target=_collect(errors, i.initialize)) for i in made]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
-            if errors:
-                raise errors[0]
         else:
-            for instance in self.instances:
-                instance.initialize()
+            for instance in made:
+                _collect(errors, instance.initialize)()
+                if errors:
+                    break
+        if errors:
+            _finalize_all(made)
+            raise errors[0]
+        for instance in made:
+            log.debug("Created model instance named '%s' with device id '%d'", instance.name,
+                      instance.handle.device_id)
+        return made
 
     def _teardown(self) -> None:
         super()._teardown()
-        for instance in self.instances:
+        with self._draining_lock:
+            draining, self._draining = self._draining, []
+        for instance in self.instances + draining:
             instance.finalize()
         self.instances.clear()
         try:
@@ -189,6 +257,37 @@ def model_response_cache(
         return None
     return ModelResponseCache(cache, model.name, model._version_text,
                               [o.name for o in config.output], model.statistics)
+
+
+# One requested instance: its group, device and index in the group.
+_Requested = tuple[mc.ModelInstanceGroup, int, int]
+
+
+def _requested(config: mc.ModelConfig) -> list[_Requested]:
+    """Every instance the (normalized) instance groups ask for, in order."""
+    return [
+        (group, device, index)
+        for group in config.instance_group
+        for device in (group.gpus if group.kind == mc.ModelInstanceGroup.KIND_GPU else [0])
+        for index in range(group.count)
+    ]
+
+
+def _signature(group: mc.ModelInstanceGroup, device: int) -> tuple[bytes, int]:
+    """Triton's instance signature: two instances are alike when their groups are, but for
+    name and count, and so are their devices."""
+    alike = mc.ModelInstanceGroup()
+    alike.CopyFrom(group)
+    alike.ClearField("name")
+    alike.ClearField("count")
+    return alike.SerializeToString(deterministic=True), device
+
+
+def _finalize_all(instances: list[TritonModelInstance]) -> None:
+    """Undo the instances made for a load or update that failed (initialized or not, as
+    Triton's instances are destroyed either way)."""
+    for instance in instances:
+        instance.finalize()
 
 
 def _copy(config: mc.ModelConfig) -> mc.ModelConfig:

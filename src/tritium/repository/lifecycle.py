@@ -2,7 +2,9 @@
 
 Each version moves LOADING -> READY, or -> UNAVAILABLE with the reason; unloading goes
 UNLOADING -> UNAVAILABLE ("unloaded") after its in-flight requests finish. A reload keeps the
-old versions serving until the new ones are READY, then swaps them in at once. The versions of
+old versions serving until the new ones are READY, then swaps them in at once; a reload that
+changes only a serving version's instance groups updates its instances in place instead
+(model_timestamp says when), as Triton's does. The versions of
 one model load on a thread pool of `--model-load-thread-count` threads. As Triton's life cycle
 picks TritonModel::Create or EnsembleModel::Create, this one picks TritonModel (a backend's
 model) or EnsembleModel, to which it hands the composing models' configurations. Which models
@@ -15,7 +17,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -26,6 +30,7 @@ from ..model import EnsembleModel, LoadedModel, TritonModel
 from ..response_cache import ResponseCache
 from ..scheduler import EnsembleServer
 from ..scheduler.rate_limiter import RateLimiter
+from .model_timestamp import LoadStamp, version_fingerprint
 from .ready_state import ModelReadyState, VersionStatus
 from .scanner import ModelSource, RepositoryScanner
 
@@ -76,18 +81,41 @@ class ModelLifeCycle:
             except TritonError as exc:
                 self._fail_unloaded(name, str(exc), self._repository.available_versions(source))
                 raise
+            stamps = {v: LoadStamp(config, version_fingerprint(
+                source.path, v, self._repository.config_name)) for v in versions}
             with self._lock:
                 old = dict(self._models.get(name, {}))
                 current = self._models.setdefault(name, {})
                 for v in versions:
                     if v not in current or current[v].state is not ModelReadyState.READY:
                         current[v] = VersionStatus(v, ModelReadyState.LOADING)
-            others = [
-                self._pool.submit(self._load_version, source, config, v) for v in versions[1:]
+            updating = {v for v in versions if _updatable(old.get(v), stamps[v])}
+            tasks: list[Callable[[], LoadedModel | str]] = [
+                partial(self._update_version, old[v], config, name) if v in updating
+                else partial(self._load_version, source, config, v)
+                for v in versions
             ]
-            results = [self._load_version(source, config, versions[0])]
+            others = [self._pool.submit(task) for task in tasks[1:]]
+            results = [tasks[0]()]
             results += [future.result() for future in others]
-            self._swap(name, old, dict(zip(versions, results, strict=True)))
+            self._swap(name, old, dict(zip(versions, results, strict=True)), stamps, updating)
+
+    def _update_version(
+        self, status: VersionStatus, config: mc.ModelConfig, name: str
+    ) -> LoadedModel | str:
+        """Triton's UpdateModelConfig: the serving version with `config`'s instance groups, or
+        the reason it could not take them (it serves on as it was)."""
+        model = status.model
+        assert isinstance(model, TritonModel)
+        log.info("loading: %s:%d", name, status.version)
+        try:
+            model.update_instance_groups(config)
+        except Exception as exc:
+            reason = exc.message if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
+            log.error("failed to update '%s' version %d: %s", name, status.version, reason)
+            return reason
+        log.info("successfully loaded '%s' version %d", name, status.version)
+        return model
 
     def _load_version(
         self, source: ModelSource, config: mc.ModelConfig, version: int
@@ -178,9 +206,15 @@ class ModelLifeCycle:
         return configs
 
     def _swap(
-        self, name: str, old: dict[int, VersionStatus], loaded: dict[int, LoadedModel | str]
+        self,
+        name: str,
+        old: dict[int, VersionStatus],
+        loaded: dict[int, LoadedModel | str],
+        stamps: dict[int, LoadStamp],
+        updated: set[int],
     ) -> None:
-        """Put the newly loaded versions in service at once, retire what they replace."""
+        """Put the newly loaded versions in service at once, retire what they replace (an
+        `updated` version replaces nothing: it is the one serving)."""
         retired: list[VersionStatus] = []
         failures: list[str] = []
         with self._lock:
@@ -189,11 +223,14 @@ class ModelLifeCycle:
                 previous = old.get(version)
                 serving = previous is not None and previous.state is ModelReadyState.READY
                 if isinstance(result, LoadedModel):
-                    current[version] = VersionStatus(version, ModelReadyState.READY, "", result)
-                    if serving and previous is not None:
+                    current[version] = VersionStatus(version, ModelReadyState.READY, "", result,
+                                                     stamps[version])
+                    if serving and previous is not None and previous.model is not result:
                         retired.append(previous)
                 else:
-                    failures.append(f"version {version} is at UNAVAILABLE state: {result};")
+                    state = ModelReadyState.READY if version in updated else \
+                        ModelReadyState.UNAVAILABLE
+                    failures.append(f"version {version} is at {state.value} state: {result};")
                     failed = VersionStatus(version, ModelReadyState.UNAVAILABLE, result)
                     current[version] = previous if serving and previous else failed
             for version, status in old.items():
@@ -291,7 +328,7 @@ class ModelLifeCycle:
         with self._lock:
             return {
                 name: {
-                    v: VersionStatus(s.version, s.state, s.reason, s.model)
+                    v: VersionStatus(s.version, s.state, s.reason, s.model, s.stamp)
                     for v, s in versions.items()
                 }
                 for name, versions in self._models.items()
@@ -376,6 +413,15 @@ class ModelLifeCycle:
     def _update(self, name: str, status: VersionStatus) -> None:
         with self._lock:
             self._models.setdefault(name, {})[status.version] = status
+
+
+def _updatable(serving: VersionStatus | None, stamp: LoadStamp) -> bool:
+    """Whether a reload from `stamp` may update the serving version's instances in place:
+    a backend's model (not an ensemble) whose files and configuration but for its instance
+    groups are as it was loaded from."""
+    return (serving is not None and serving.state is ModelReadyState.READY
+            and isinstance(serving.model, TritonModel) and serving.stamp is not None
+            and serving.stamp.updatable_to(stamp.config, stamp.files))
 
 
 def _unloaded(version: int) -> VersionStatus:

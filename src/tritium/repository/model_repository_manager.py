@@ -11,7 +11,6 @@ composing model is missing or failed is refused with Triton's reason.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..errors import TritonError
 from .dependency_graph import DependencyGraph
 from .lifecycle import ModelLifeCycle
 from .load_overrides import FILE_PREFIX, OverrideDirectory, check_model_name, inside
+from .model_timestamp import fingerprint
 from .ready_state import ModelReadyState
 from .scanner import ModelSource, RepositoryScan, RepositoryScanner
 
@@ -414,18 +414,3 @@ def _poll_failed(name: str, detail: str = "") -> TritonError:
     message = f"failed to load '{name}', failed to poll from model repository"
     return TritonError.internal(f"{message}: {detail}" if detail else message)
 
-
-def fingerprint(path: Path) -> tuple:
-    """What POLL compares: every file and folder under a model directory, with its size and
-    modification time (a changed config, a new or removed version, a replaced file)."""
-    entries = []
-    for root, dirs, files in os.walk(path):
-        dirs.sort()
-        for entry in [*dirs, *sorted(files)]:
-            full = os.path.join(root, entry)
-            try:
-                info = os.stat(full)
-            except OSError:
-                continue
-            entries.append((os.path.relpath(full, path), info.st_size, info.st_mtime_ns))
-    return tuple(entries)

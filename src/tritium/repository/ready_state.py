@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass
 
 from ..model import LoadedModel
+from .model_timestamp import LoadStamp
 
 
 class ModelReadyState(enum.Enum):
@@ -26,3 +27,5 @@ class VersionStatus:
     state: ModelReadyState
     reason: str = ""
     model: LoadedModel | None = None
+    # What a READY version was loaded (or last updated) from.
+    stamp: LoadStamp | None = None

@@ -3,7 +3,7 @@ what a scheduler needs of the instances it runs requests on."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..backend.handles import ModelInstance
@@ -59,6 +59,22 @@ class Scheduler(Protocol):
         """Answer every request still waiting for an execution with `server_stopping()`; those
         executing go on. The server is exiting: --exit-timeout-secs bounds the time to exit,
         and a queue run out could take far longer."""
+
+
+class InstanceScheduler(Scheduler, Protocol):
+    """A scheduler of a backend's model: it runs requests on the model's instances, which an
+    instance-group update changes while it serves."""
+
+    def update_instances(
+        self,
+        added: Sequence[ExecutionInstance],
+        removed: Sequence[ExecutionInstance],
+        release: Callable[[ExecutionInstance], None],
+    ) -> None:
+        """Triton's instance-group update: run requests on `added` (initialized) as well, and
+        no more on `removed`. `release(instance)` is called for each removed instance once
+        nothing runs on it or can start on it: before this returns, except for a sequence
+        batcher's instance that still holds sequences, released when the last of them ends."""
 
 
 def server_stopping() -> TritonError:

@@ -3,6 +3,10 @@
 One queue feeds one thread per execution slot. Under the BLOCKING policy every instance is its
 own slot; under DEVICE_BLOCKING the instances sharing a device share one thread, taking turns.
 
+An instance-group update (`update_instances`) starts threads for new slots and retires those
+whose slot is gone: an idle retired thread is woken by a token on the queue (which the others
+skip), a busy one leaves once its execution is done.
+
 Requests that queue up while an instance is busy still run one per execution, in arrival order,
 as in Triton; an instance that can (`can_execute_each`: the python backend, whose stub runs
 them) takes its share of them in one go, and each still runs as its own execution. A share is
@@ -15,21 +19,32 @@ from __future__ import annotations
 
 import itertools
 import queue
-import threading
 import time
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import cast
 
 from ..backend.handles import ExecutionPolicy
 from ..handoff import hand_off
 from ..request import InferenceRequest
 from .base import ExecutionInstance, drop_cancelled, server_stopping
+from .slot_threads import SlotThreads, SlotWorker
 
 # The most queued requests an instance takes in one go (each its own execution), and the time
 # their executions may take together: one wake-up costs tens of microseconds, so a share is
 # worth taking only while executions are that short.
 MAX_EACH = 16
 SHARE_NS = 10_000_000
+# How often a retiring slot's idle thread is woken again while it has not left yet (the token
+# may have gone to another idle thread).
+_WAKE_RETRY_S = 0.005
+
+
+class _Wake:
+    """A queue token that wakes an idle thread, so that a retired one sees it is retired."""
+
+
+_WAKE = _Wake()
+_Queued = InferenceRequest | None | _Wake
 
 
 class DefaultScheduler:
@@ -40,20 +55,30 @@ class DefaultScheduler:
         policy: ExecutionPolicy = ExecutionPolicy.BLOCKING,
     ) -> None:
         self._model_name = model_name
-        self._queue: queue.SimpleQueue[InferenceRequest | None] = queue.SimpleQueue()
-        self._slots = execution_slots(instances, policy)
-        self._threads: list[threading.Thread] = []
+        self._queue: queue.SimpleQueue[_Queued] = queue.SimpleQueue()
+        self._slots = SlotThreads(f"{model_name}-exec", instances, policy, self._run)
 
     def start(self) -> None:
-        for index, slot in enumerate(self._slots):
-            thread = threading.Thread(
-                target=self._run,
-                args=(slot,),
-                name=f"{self._model_name}-exec-{index}",
-                daemon=True,
-            )
-            thread.start()
-            self._threads.append(thread)
+        self._slots.start()
+
+    def update_instances(
+        self,
+        added: Sequence[ExecutionInstance],
+        removed: Sequence[ExecutionInstance],
+        release: Callable[[ExecutionInstance], None],
+    ) -> None:
+        retiring = self._slots.update(added, removed)
+        while alive := [worker for worker in retiring if worker.is_alive()]:
+            # An idle retired thread waits on the queue: enough tokens that every idle thread
+            # gets one (a busy one leaves after its execution, unwoken).
+            if idle := sum(worker.idle for worker in alive):
+                for _ in range(idle + len(self._slots)):
+                    self._queue.put(_WAKE)
+            for worker in alive:
+                assert worker.thread is not None
+                worker.thread.join(_WAKE_RETRY_S)
+        for instance in removed:
+            release(instance)
 
     def enqueue(self, request: InferenceRequest) -> None:
         # While other requests of the caller's frontend await their answers, those its event
@@ -61,11 +86,12 @@ class DefaultScheduler:
         hand_off(self._queue.put, request)
 
     def stop(self) -> None:
-        for _ in self._threads:
+        workers = self._slots.take_all()
+        for _ in workers:
             self._queue.put(None)
-        for thread in self._threads:
-            thread.join()
-        self._threads.clear()
+        for worker in workers:
+            assert worker.thread is not None
+            worker.thread.join()
 
     def fail_queued(self) -> None:
         stopping = server_stopping()
@@ -77,15 +103,22 @@ class DefaultScheduler:
             if request is None:  # a stop already asked for: leave it for the threads
                 self._queue.put(None)
                 return
-            request.respond_error(stopping)
+            if request is not _WAKE:
+                cast(InferenceRequest, request).respond_error(stopping)
 
-    def _run(self, slot: list[ExecutionInstance]) -> None:
-        turns = itertools.cycle(slot)
+    def _run(self, worker: SlotWorker) -> None:
+        turns = itertools.cycle(worker.slot)
         usual_ns = 0  # how long one execution of this slot's usually takes (moving average)
-        while True:
-            request = self._queue.get()
+        get = self._queue.get
+        while not worker.retired:
+            worker.idle = True
+            request = get()
+            worker.idle = False
             if request is None:
                 return
+            if request is _WAKE:
+                continue
+            request = cast(InferenceRequest, request)
             if not drop_cancelled([request]):
                 continue
             instance = next(turns)
@@ -108,7 +141,7 @@ class DefaultScheduler:
         other slots' threads take the rest), MAX_EACH, and as many as usually run in
         SHARE_NS (one alone until the slot has timed an execution)."""
         by_time = SHARE_NS // usual_ns if usual_ns else 1
-        limit = max(1, min(MAX_EACH, 1 + self._queue.qsize() // len(self._slots), by_time))
+        limit = max(1, min(MAX_EACH, 1 + self._queue.qsize() // max(len(self._slots), 1), by_time))
         taken = [first]
         while len(taken) < limit:
             try:
@@ -118,16 +151,7 @@ class DefaultScheduler:
             if request is None:  # stopping: run these, then stop
                 self._queue.put(None)
                 break
-            taken.append(request)
+            if request is not _WAKE:
+                taken.append(cast(InferenceRequest, request))
         return taken
 
-
-def execution_slots(
-    instances: Sequence[ExecutionInstance], policy: ExecutionPolicy
-) -> list[list[ExecutionInstance]]:
-    if policy is ExecutionPolicy.BLOCKING:
-        return [[instance] for instance in instances]
-    by_device: dict[tuple[str, int], list[ExecutionInstance]] = defaultdict(list)
-    for instance in instances:
-        by_device[(instance.handle.kind, instance.handle.device_id)].append(instance)
-    return list(by_device.values())

@@ -8,13 +8,15 @@ summed batch size stays within `max_batch_size` and their shapes agree (inputs m
 `allow_ragged_batch` and fixed-size inputs are not compared); stop at a preferred batch size; if
 the batch could still grow, wait until the oldest request has queued for
 `max_queue_delay_microseconds` (or a queued request's timeout is due), then send what there is.
+An instance-group update starts threads for new slots; a retired slot's thread leaves once its
+execution, if any, is done, and the others take the queue.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from time import perf_counter_ns
 
 from tritonclient.grpc import model_config_pb2 as mc
@@ -23,11 +25,11 @@ from ..backend.handles import ExecutionPolicy
 from ..errors import TritonError
 from ..request import InferenceRequest
 from .base import ExecutionInstance, drop_cancelled, server_stopping
-from .default import execution_slots
 from .delay_hook import RECHECK_S, delay_count
 from .equal_inputs import RequiredEqualInputs
 from .priority_queue import PriorityQueue
 from .response_order import ResponseOrder
+from .slot_threads import SlotThreads, SlotWorker
 
 _TIMEOUT_EXPIRED = "Request timeout expired"
 
@@ -41,7 +43,7 @@ class DynamicBatchScheduler:
     ) -> None:
         batching = config.dynamic_batching
         self._model_name = config.name
-        self._slots = execution_slots(instances, policy)
+        self._slots = SlotThreads(f"{config.name}-batch", instances, policy, self._run)
         self._max_batch_size = max(config.max_batch_size, 1)
         self._preferred = frozenset(batching.preferred_batch_size)
         self._max_preferred = max(self._preferred, default=self._max_batch_size)
@@ -57,7 +59,7 @@ class DynamicBatchScheduler:
         # while every instance is busy and no slot looks at the queue.
         self._deadlines = threading.Condition(self._lock) if self._queue.may_time_out else None
         self._stopping = False
-        self._threads: list[threading.Thread] = []
+        self._watcher: threading.Thread | None = None
         # Slots waiting for the oldest request's delay to pass, and the batch size queued: a
         # request that cannot complete the batch they wait for need not wake one (a wake-up,
         # a context switch, per request otherwise). Only for the plain case: one priority
@@ -70,18 +72,26 @@ class DynamicBatchScheduler:
         self._late_ns = 0
 
     def start(self) -> None:
-        for index, slot in enumerate(self._slots):
-            thread = threading.Thread(
-                target=self._run, args=(slot,),
-                name=f"{self._model_name}-batch-{index}", daemon=True,
-            )
-            thread.start()
-            self._threads.append(thread)
+        self._slots.start()
         if self._deadlines is not None:
-            thread = threading.Thread(target=self._watch_deadlines,
-                                      name=f"{self._model_name}-deadlines", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._watcher = threading.Thread(target=self._watch_deadlines,
+                                             name=f"{self._model_name}-deadlines", daemon=True)
+            self._watcher.start()
+
+    def update_instances(
+        self,
+        added: Sequence[ExecutionInstance],
+        removed: Sequence[ExecutionInstance],
+        release: Callable[[ExecutionInstance], None],
+    ) -> None:
+        with self._lock:
+            retiring = self._slots.update(added, removed)
+            self._ready.notify_all()  # a retired slot's idle thread leaves
+        for worker in retiring:
+            assert worker.thread is not None
+            worker.thread.join()
+        for instance in removed:
+            release(instance)
 
     def enqueue(self, request: InferenceRequest) -> None:
         with self._lock:
@@ -119,9 +129,13 @@ class DynamicBatchScheduler:
             self._ready.notify_all()
             if self._deadlines is not None:
                 self._deadlines.notify_all()
-        for thread in self._threads:
-            thread.join()
-        self._threads.clear()
+            workers = self._slots.take_all()
+        for worker in workers:
+            assert worker.thread is not None
+            worker.thread.join()
+        if self._watcher is not None:
+            self._watcher.join()
+            self._watcher = None
 
     def fail_queued(self) -> None:
         with self._lock:
@@ -131,10 +145,10 @@ class DynamicBatchScheduler:
         for request in queued:
             request.respond_error(stopping)
 
-    def _run(self, slot: list[ExecutionInstance]) -> None:
-        turns = itertools.cycle(slot)
+    def _run(self, worker: SlotWorker) -> None:
+        turns = itertools.cycle(worker.slot)
         while True:
-            batch, rejected = self._next_batch()
+            batch, rejected = self._next_batch(worker)
             _reject(rejected)
             if batch is None:
                 return
@@ -156,11 +170,18 @@ class DynamicBatchScheduler:
                     continue
             _reject(rejected)
 
-    def _next_batch(self) -> tuple[list[InferenceRequest] | None, list[InferenceRequest]]:
-        """Wait for a batch worth sending; returns it (None: stop), with the requests whose
-        timeout expired (to reject outside the lock)."""
+    def _next_batch(
+        self, worker: SlotWorker
+    ) -> tuple[list[InferenceRequest] | None, list[InferenceRequest]]:
+        """Wait for a batch worth sending; returns it (None: stop, or the worker's slot was
+        retired), with the requests whose timeout expired (to reject outside the lock)."""
+        rejected: list[InferenceRequest] = []
         with self._lock:
             while True:
+                if worker.retired:
+                    if self._queue:
+                        self._ready.notify()  # what this thread might have sent
+                    return None, rejected
                 if self._held_until:
                     if len(self._queue) < self._held_until and not self._stopping:
                         self._ready.wait(RECHECK_S)

@@ -8,6 +8,11 @@ the backlog until one frees, and a reaper thread releases the slot of a sequence
 longer than `max_sequence_idle_microseconds`. What a slot does with its requests is
 `sequence_batch.py`.
 
+An instance-group update adds batchers for new instances (their slots free, backlogged
+sequences taking them at once); a removed instance's batcher takes no new sequence, and the
+instance is released as soon as none of its slots holds a sequence: at once when it holds
+none, otherwise when the last of its sequences ends (Triton lets them finish there).
+
 With `iterative_sequence: true` (Triton's IterativeSequencer) a request that belongs to no
 sequence starts one of its own (a fresh correlation ID, flagged START), and every request not
 flagged END may be released with REQUEST_RELEASE_RESCHEDULE: once execute returns it is queued
@@ -24,7 +29,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 
@@ -83,18 +88,19 @@ class SequenceBatchScheduler:
             kind = OldestSequenceBatch
             if batcher.oldest.max_candidate_sequences > 0:
                 slot_count = batcher.oldest.max_candidate_sequences
-        controls = SequenceControls(config)
         model_dir = instances[0].handle.model.repository_path
-        states = ImplicitState(config, model_dir)
-        self._batchers: list[SequenceBatch] = [
-            kind(self, instance, slot_count, controls, states, config)
-            for instance in instances
-        ]
+        # What each batcher is built from (an instance-group update builds more).
+        self._batch_args = (kind, slot_count, SequenceControls(config),
+                            ImplicitState(config, model_dir), config)
+        self._batchers: list[SequenceBatch] = [self._new_batch(i) for i in instances]
         self._index = {id(b): i for i, b in enumerate(self._batchers)}
         self._free: list[_Slot] = [
             (slot, index) for index in range(len(self._batchers)) for slot in range(slot_count)
         ]
         heapq.heapify(self._free)
+        # Batchers of removed instances still holding sequences: index -> (slots held, what
+        # releases the instance once none is).
+        self._retiring: dict[int, tuple[int, Callable[[ExecutionInstance], None]]] = {}
         self._lock = threading.Lock()
         self._slots: dict[CorrelationId, _Slot] = {}
         self._backlog_of: dict[CorrelationId, _Backlog] = {}
@@ -108,6 +114,10 @@ class SequenceBatchScheduler:
         self._backlog_delay_count = delay_count("TRITONSERVER_BACKLOG_DELAY_SCHEDULER")
         self._queued_counts = [0] * len(self._batchers)
 
+    def _new_batch(self, instance: ExecutionInstance) -> SequenceBatch:
+        kind, slot_count, controls, states, config = self._batch_args
+        return kind(self, instance, slot_count, controls, states, config)
+
     # -- the Scheduler contract ---------------------------------------------------------------
 
     def start(self) -> None:
@@ -117,6 +127,55 @@ class SequenceBatchScheduler:
             target=self._reap, name=f"{self._model_name}-seq-reaper", daemon=True
         )
         self._reaper.start()
+
+    def update_instances(
+        self,
+        added: Sequence[ExecutionInstance],
+        removed: Sequence[ExecutionInstance],
+        release: Callable[[ExecutionInstance], None],
+    ) -> None:
+        batchers = [self._new_batch(instance) for instance in added]
+        gone = {id(instance) for instance in removed}
+        idle: list[SequenceBatch] = []
+        handed: list[tuple[SequenceBatch, int, SlotQueue]] = []
+        with self._lock:
+            for batch in batchers:
+                index = len(self._batchers)
+                self._batchers.append(batch)
+                self._index[id(batch)] = index
+                self._queued_counts.append(0)
+                for slot in range(batch.slot_count):
+                    heapq.heappush(self._free, (slot, index))
+            leaving = {i for i, b in enumerate(self._batchers) if id(b.instance) in gone}
+            free_of = {index: 0 for index in leaving}
+            for _, index in self._free:
+                if index in leaving:
+                    free_of[index] += 1
+            self._free = [entry for entry in self._free if entry[1] not in leaving]
+            heapq.heapify(self._free)
+            for index in sorted(leaving):
+                held = self._batchers[index].slot_count - free_of[index]
+                if held:
+                    self._retiring[index] = (held, release)
+                else:
+                    idle.append(self._batchers[index])
+            # Backlogged sequences take the new slots.
+            while self._backlogs and self._free:
+                where = heapq.heappop(self._free)
+                requests = self._take_backlog(where)
+                if requests is None:
+                    heapq.heappush(self._free, where)
+                else:
+                    slot, index = where
+                    handed.append((self._batchers[index], slot, requests))
+        for index, batch in enumerate(batchers, len(self._batchers) - len(batchers)):
+            batch.start(f"{self._model_name}-seq-{index}")
+        for batch, slot, requests in handed:
+            for request in requests:
+                batch.enqueue(slot, request)
+        for batch in idle:
+            batch.stop()
+            release(batch.instance)
 
     def enqueue(self, request: InferenceRequest) -> None:
         """Route `request` to its sequence's slot (or the backlog); raise TritonError with
@@ -225,21 +284,46 @@ class SequenceBatchScheduler:
                 "sequence slot released before the request could run"
             ))
         with self._lock:
-            while self._backlogs:
-                backlog = self._backlogs.popleft()
-                last = backlog.requests[-1]
-                assert last is not None
-                correlation_id = last.correlation_id
-                if self._backlog_of.get(correlation_id) is backlog:
-                    del self._backlog_of[correlation_id]
-                if any(r is not None and r.cancelled for r in backlog.requests):
-                    fail_all(backlog.requests, _sequence_cancelled())
-                    continue
-                if not last.flags & SEQUENCE_END:
-                    self._slots[correlation_id] = where
-                queue.extend(backlog.requests)
+            index = where[1]
+            if index in self._retiring:  # a removed instance's: released with its last slot
+                held, release = self._retiring[index]
+                if held > 1:
+                    self._retiring[index] = (held - 1, release)
+                else:
+                    del self._retiring[index]
+                    threading.Thread(target=self._retire, args=(batcher, release),
+                                     name=f"{self._model_name}-seq-retire", daemon=True).start()
                 return
-            heapq.heappush(self._free, where)
+            requests = self._take_backlog(where)
+            if requests is None:
+                heapq.heappush(self._free, where)
+            else:
+                queue.extend(requests)
+
+    @staticmethod
+    def _retire(batcher: SequenceBatch, release: Callable[[ExecutionInstance], None]) -> None:
+        """Stop a removed instance's batcher (its thread ends what it is doing), then release
+        the instance."""
+        batcher.stop()
+        release(batcher.instance)
+
+    def _take_backlog(self, where: _Slot) -> SlotQueue | None:
+        """Lock held: the requests of the oldest backlogged sequence, which now holds `where`
+        (a cancelled one fails whole); None if none is waiting."""
+        while self._backlogs:
+            backlog = self._backlogs.popleft()
+            last = backlog.requests[-1]
+            assert last is not None
+            correlation_id = last.correlation_id
+            if self._backlog_of.get(correlation_id) is backlog:
+                del self._backlog_of[correlation_id]
+            if any(r is not None and r.cancelled for r in backlog.requests):
+                fail_all(backlog.requests, _sequence_cancelled())
+                continue
+            if not last.flags & SEQUENCE_END:
+                self._slots[correlation_id] = where
+            return backlog.requests
+        return None
 
     def delaying(self, batcher: SequenceBatch, queued: int) -> bool:
         """Triton's DelayScheduler: hold back until the batchers together hold
