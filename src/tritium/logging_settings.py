@@ -5,6 +5,13 @@ console, or `--log-file`), formats records as Triton's log lines, and filters th
 settings the logging extension reads and changes at run time (log_info, log_warning,
 log_error, log_verbose_level, log_format). The log file is fixed at start-up: Triton refuses to
 change it over the network, and so does this.
+
+A record is one line, as Triton writes it: the head names the source file and line (a model's
+or a compiled backend's own, where the record carries them as `source_file` and
+`source_line`), and the message is written as a JSON string (quoted, newlines and control
+characters escaped), so that nothing a client sends can forge a line, unless
+TRITON_SERVER_ESCAPE_LOG_MESSAGES=0. A record marked `raw` (a table the server printed) is
+written as it is.
 """
 
 from __future__ import annotations
@@ -22,18 +29,30 @@ FORMATS = ("default", "ISO8601")
 
 # Triton's message when a client tries to move the log file.
 LOG_FILE_REFUSED = "log file location can not be updated through network protocol"
+# Triton's switch for quoting messages ("0": off).
+ESCAPE_ENVIRONMENT_VARIABLE = "TRITON_SERVER_ESCAPE_LOG_MESSAGES"
+
+# JSON's string escapes, as Triton's serializer writes them (upper-case hex).
+_ESCAPES = {code: f"\\u{code:04X}" for code in range(0x20)}
+_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", 0x08: "\\b", 0x0C: "\\f",
+                 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+
+
+def escape_message(text: str) -> str:
+    """`text` as a JSON string: in quotes, with quotes, backslashes and control characters
+    escaped."""
+    return '"' + text.translate(_ESCAPES) + '"'
 
 
 class TritonFormatter(logging.Formatter):
-    """`I1122 13:48:21.002116 <pid> <logger>] <message>` ("default") or
-    `2026-11-22T13:50:41Z I <pid> <logger>] <message>` ("ISO8601"): Triton's line heads, with
-    the logger's name where Triton names its source file (a Python model's own lines carry
-    their file and line after it)."""
+    """`I1122 13:48:21.002116 <pid> <file>:<line>] "<message>"` ("default") or
+    `2026-11-22T13:50:41Z I <pid> <file>:<line>] "<message>"` ("ISO8601"): Triton's lines."""
 
     def __init__(self, settings: LogSettings) -> None:
         super().__init__()
         self._settings = settings
         self._pid = os.getpid()
+        self._escape = os.environ.get(ESCAPE_ENVIRONMENT_VARIABLE) != "0"
 
     def format(self, record: logging.LogRecord) -> str:
         severity = _SEVERITY.get(record.levelno, "I")
@@ -45,10 +64,17 @@ class TritonFormatter(logging.Formatter):
             micros = int((record.created - seconds) * 1_000_000)
             stamp = time.strftime("%m%d %H:%M:%S", time.localtime(seconds))
             head = f"{severity}{stamp}.{micros:06d} {self._pid}"
-        line = f"{head} {record.name}] {record.getMessage()}"
+        source = getattr(record, "source_file", None)
+        if source is None:
+            source, line = record.filename, record.lineno
+        else:
+            source, line = os.path.basename(str(source)), getattr(record, "source_line", 0)
+        message = record.getMessage()
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return line
+            message += "\n" + self.formatException(record.exc_info)
+        if self._escape and not getattr(record, "raw", False):
+            message = escape_message(message)
+        return f"{head} {source}:{line}] {message}"
 
 
 # The loggers whose debug records --log-verbose shows.
@@ -138,4 +164,5 @@ class LogSettings(logging.Filter):
             return self.as_json()
 
 
-__all__ = ["FORMATS", "LOG_FILE_REFUSED", "LogSettings", "TritonFormatter"]
+__all__ = ["ESCAPE_ENVIRONMENT_VARIABLE", "FORMATS", "LOG_FILE_REFUSED", "LogSettings",
+           "TritonFormatter", "escape_message"]

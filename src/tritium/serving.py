@@ -24,7 +24,7 @@ from .frontend.http.limits import HttpLimits
 from .frontend.http.listen import bind
 from .frontend.metrics import MetricsFrontend
 from .server import InferenceServer, ServerOptions
-from .startup_tables import log_tables, model_table
+from .startup_tables import RAW, log_tables, model_table
 from .tritonserver_flags import metrics_settings
 
 log = logging.getLogger("tritium")
@@ -54,7 +54,7 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     try:
         await loop.run_in_executor(None, server.start)
     except TritonError as exc:
-        log.info("\n%s", model_table(server))
+        log.info("\n%s", model_table(server), extra=RAW)
         print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
         await loop.run_in_executor(None, server.shutdown)
         return 1

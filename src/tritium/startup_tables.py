@@ -13,6 +13,9 @@ from collections.abc import Sequence
 
 from .server import EXTENSIONS, SHARED_MEMORY_EXTENSIONS, InferenceServer
 
+# A table's record is written as it is, not quoted (as Triton prints its tables).
+RAW = {"raw": True}
+
 
 def table(rows: Sequence[Sequence[str]]) -> str:
     """A `+---+` bordered table; the first row is the heading."""
@@ -90,7 +93,7 @@ def log_tables(server: InferenceServer, log: logging.Logger) -> None:
     serve`, the in-process API, a C program's TRITONSERVER_ServerNew)."""
     if log.isEnabledFor(logging.INFO):
         for text in (backend_table(server), model_table(server), options_table(server)):
-            log.info("\n%s", text)
+            log.info("\n%s", text, extra=RAW)
 
 
-__all__ = ["backend_table", "log_tables", "model_table", "options_table", "table"]
+__all__ = ["RAW", "backend_table", "log_tables", "model_table", "options_table", "table"]

@@ -54,7 +54,8 @@ class Logger:
         filename, line = _caller_location()
         runtime = _current_runtime()
         if runtime is None:
-            _fallback_log.log(Logger._PYTHON_LEVELS[level], "%s:%d] %s", filename, line, message)
+            _fallback_log.log(Logger._PYTHON_LEVELS[level], "%s", message,
+                              extra={"source_file": filename, "source_line": line})
         else:
             runtime.log(int(level), message, filename, line)
 

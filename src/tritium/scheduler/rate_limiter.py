@@ -11,6 +11,7 @@ gets half the turns of priority 1.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
+
+log = logging.getLogger("tritium.scheduler")
 
 # (resource name, device id); device None for a global resource.
 _Key = tuple[str, "int | None"]
@@ -63,12 +66,30 @@ class RateLimiter:
         limits = InstanceLimits(needs, max(config.priority, 1))
         with self._changed:
             self._registered.append(limits)
+            self._log_resources()
         return limits
 
     def unregister(self, limits: InstanceLimits) -> None:
         with self._changed:
             self._registered.remove(limits)
             self._changed.notify_all()
+            self._log_resources()
+
+    def _log_resources(self) -> None:
+        """Lock held: the resources available now, per device, as Triton's verbose log shows
+        them when instances come and go."""
+        if not log.isEnabledFor(logging.DEBUG):
+            return
+        devices: dict[int | None, set[str]] = defaultdict(set)
+        for limits in self._registered:
+            for name, device in limits.needs:
+                devices[device].add(name)
+        text = "\nMax Resource Map===>\n"
+        for device in sorted(devices, key=lambda d: -1 if d is None else d):
+            text += f"\tDevice: {'GLOBAL' if device is None else device}\n"
+            for name in sorted(devices[device]):
+                text += f"\t\tResource: {name}\t Count: {self._available((name, device))}\n"
+        log.debug("%s", text)
 
     def acquire(self, limits: InstanceLimits) -> None:
         """Block until `limits` may execute, then take its resources."""

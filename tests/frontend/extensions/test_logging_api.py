@@ -66,7 +66,8 @@ def _wait_for_lines(path: Path, count: int) -> list[str]:
 
 def test_start_up_flags_write_tritons_lines_to_the_file(log_server) -> None:
     text = log_server.log_file.read_text()
-    assert re.search(ISO8601_LINE + r"tritium\] Started HTTPService at 127\.0\.0\.1:", text)
+    assert re.search(ISO8601_LINE + r'serving\.py:\d+\] "Started HTTPService at 127\.0\.0\.1:',
+                     text)
     # The start-up tables are INFO records, in the file as Triton writes them (L0_logging).
     assert "| Backend " in text and "| Model " in text and "| Option " in text
     client = httpclient.InferenceServerClient(log_server.http_url)
@@ -79,12 +80,12 @@ def test_settings_change_what_is_logged_and_how(log_server) -> None:
     seen = len(_wait_for_lines(log_server.log_file, 0))
     _send_garbage(log_server)
     lines = _wait_for_lines(log_server.log_file, seen + 1)
-    assert re.match(ISO8601_LINE + "tritium.http] Invalid HTTP request received.", lines[-1])
+    assert re.match(ISO8601_LINE + r'\w+\.py:\d+\] "Invalid HTTP request received.', lines[-1])
 
     client.update_log_settings({"log_format": "default"})
     _send_garbage(log_server)
     lines = _wait_for_lines(log_server.log_file, seen + 2)
-    assert re.match(DEFAULT_LINE + "tritium.http] Invalid HTTP request received.", lines[-1])
+    assert re.match(DEFAULT_LINE + r'\w+\.py:\d+\] "Invalid HTTP request received.', lines[-1])
 
     client.update_log_settings({"log_warning": False})
     _send_garbage(log_server)
@@ -213,5 +214,6 @@ def test_levels_filter_python_logging(tmp_path: Path) -> None:
             root.addHandler(handler)
         root.setLevel(saved[1])
     lines = (tmp_path / "unit.log").read_text().splitlines()
-    assert [line.split("] ", 1)[1] for line in lines] == ["shown verbose", "shown warning"]
-    assert re.match(DEFAULT_LINE + r"tritium\.unit\]", lines[0]) and lines[1].startswith("W")
+    assert [line.split("] ", 1)[1] for line in lines] == ['"shown verbose"', '"shown warning"']
+    assert re.match(DEFAULT_LINE + r"test_logging_api\.py:\d+\]", lines[0])
+    assert lines[1].startswith("W")

@@ -125,9 +125,11 @@ def callbacks(lib: Library) -> dict[str, Callable[..., Any]]:
         return int(isinstance(pending, PendingRequest) and pending.request.cancelled)
 
     def log(level: int, filename: bytes, line: int, message: bytes) -> None:
-        backend_log.log(_LOG_LEVELS.get(level, logging.INFO), "%s:%d] %s",
-                        filename.decode(errors="replace"), line,
-                        message.decode(errors="replace"))
+        # The backend's own file and line head the line (the log formatter reads them).
+        backend_log.log(_LOG_LEVELS.get(level, logging.INFO), "%s",
+                        message.decode(errors="replace"),
+                        extra={"source_file": filename.decode(errors="replace"),
+                               "source_line": line})
 
     def log_enabled(level: int) -> int:
         return int(backend_log.isEnabledFor(_LOG_LEVELS.get(level, logging.INFO)))

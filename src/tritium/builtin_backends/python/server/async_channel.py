@@ -205,7 +205,9 @@ class AsyncChannel:
 
     def _on_log(self, message: tuple) -> None:
         _, level, text, filename, line = message
-        model_log.log(_LOG_LEVELS.get(level, logging.INFO), "%s:%s] %s", filename, line, text)
+        # The model's own file and line head the line (the log formatter reads them).
+        model_log.log(_LOG_LEVELS.get(level, logging.INFO), "%s", text,
+                      extra={"source_file": filename, "source_line": line})
 
     # -- processes forked from the stub --------------------------------------------------
 

@@ -27,12 +27,21 @@ from ..wire.shm_ring import Ring
 from .pb_stub import Stub
 
 
+def _server_decides(_signum: int, _frame: object) -> None:
+    """SIGTERM to the stub: ignored (the server stops it)."""
+
+
 def main(argv: list[str]) -> None:
     (source_dir, exec_in, exec_out, async_in, async_out, in_fd, out_fd, in_size, out_size,
      name) = argv
-    # Ctrl-C in a terminal reaches the whole process group: the server decides when the
-    # stub ends (FINALIZE, or EOF when the server is gone).
+    # Ctrl-C in a terminal reaches the whole process group, and a service manager's stop
+    # signal the whole group too: the server decides when the stub ends (FINALIZE, or EOF when
+    # the server is gone), as Triton's stub skips both. SIGTERM gets a handler that does
+    # nothing rather than SIG_IGN, which a program the model runs would inherit; a process
+    # the model forks gets the default back.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _server_decides)
+    os.register_at_fork(after_in_child=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
     exec_conn = Connection(socket.socket(fileno=int(exec_in)), socket.socket(fileno=int(exec_out)))
     async_conn = Connection(socket.socket(fileno=int(async_in)),
                             socket.socket(fileno=int(async_out)))
