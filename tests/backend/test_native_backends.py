@@ -203,7 +203,7 @@ def test_backend_library_in_the_model_folder_then_the_version_folder(server, htt
         tensor = httpclient.InferInput("INPUT0", [2, 3], "FP32")
         tensor.set_data_from_numpy(data)
         np.testing.assert_array_equal(http.infer(model, [tensor]).as_numpy("OUTPUT0"), data)
-    loaded = [line for line in server.log().splitlines() if "loaded backend 'model_local'" in line]
+    loaded = [line for line in server.log_messages() if "loaded backend 'model_local'" in line]
     # One backend per library file, the version folder's first where both are present.
     assert len(loaded) == 2
     assert any(line.endswith("in_model_folder/libtriton_model_local.so") for line in loaded)
@@ -226,10 +226,10 @@ def _log_line(server, text: str, timeout: float = 10.0) -> str:
 
 
 def _log_lines(server, text: str, count: int, timeout: float = 10.0) -> list[str]:
-    """The server's log lines holding `text`, once there are at least `count` of them."""
+    """The server's log messages holding `text`, once there are at least `count` of them."""
     deadline = time.monotonic() + timeout
     while True:
-        lines = [line for line in server.log().splitlines() if text in line]
+        lines = [line for line in server.log_messages() if text in line]
         if len(lines) >= count:
             return lines
         if time.monotonic() > deadline:

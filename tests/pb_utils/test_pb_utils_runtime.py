@@ -39,14 +39,21 @@ def test_calls_needing_the_server_fail_clearly_without_runtime():
     assert not request.get_response_sender()._is_closed()
 
 
+def _line_of(call: str) -> int:
+    """The line of this file's first `pb_utils.Logger.<call>(`."""
+    with open(__file__) as source:
+        return next(n for n, line in enumerate(source, 1) if f"Logger.{call}(" in line)
+
+
 def test_logger_falls_back_to_logging(caplog):
     with caplog.at_level(logging.DEBUG, logger="triton_python_backend_utils"):
         pb_utils.Logger.log_warn("careful")
         pb_utils.Logger.log_verbose("details")
     warning, verbose = caplog.records
     assert warning.levelno == logging.WARNING and verbose.levelno == logging.DEBUG
-    assert warning.getMessage().startswith(__file__ + ":")
-    assert warning.getMessage().endswith("] careful")
+    assert warning.getMessage() == "careful"
+    # The caller's file and line, for the log line's head.
+    assert (warning.source_file, warning.source_line) == (__file__, _line_of("log_warn"))
 
 
 # --- with a (fake) runtime ------------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from support import ROOT
+from support.log_records import messages
 
 # Below Linux's ephemeral range (32768-60999, where bind(0) and outgoing connections draw)
 # and above Ray's worker ports (10002-19999); each pytest-xdist worker draws from its own
@@ -151,11 +152,15 @@ class ServerProcess:
     def log(self) -> str:
         return Path(self._log.name).read_text(errors="replace")
 
+    def log_messages(self) -> list[str]:
+        """The messages of the server's log records, decoded from Triton's quoted form."""
+        return messages(self.log())
+
     def wait_log(self, text: str, timeout: float = 30.0) -> None:
         """Wait until the server has logged `text` (lines a stub sends travel on their own,
         and may come after the answer a client already has)."""
         deadline = time.monotonic() + timeout
-        while text not in self.log():
+        while text not in self.log() and not any(text in m for m in self.log_messages()):
             assert time.monotonic() < deadline, f"not logged within {timeout}s: {text!r}"
             time.sleep(0.05)
 

@@ -127,8 +127,8 @@ def test_histogram_buckets_must_be_given_and_strictly_increasing(server: ServerP
 def test_every_line_finalize_logs_reaches_the_server_log(server: ServerProcess) -> None:
     _report(server)
     assert server.stop(signal.SIGTERM, timeout=60) == 0
-    log = server.log()
-    missing = [i for i in range(300) if f"finalize line {i}\n" not in log]
+    logged = set(server.log_messages())
+    missing = [i for i in range(300) if f"finalize line {i}" not in logged]
     assert not missing, f"{len(missing)} lines lost, first {missing[:5]}"
 
 
@@ -149,7 +149,7 @@ def test_every_line_a_failing_initialize_logs_comes_before_its_failure(
     write_model(tmp_path, "failing", CONFIG.replace("corners", "failing"),
                 files={"1/model.py": FAILING_MODEL})
     with ServerProcess([tmp_path], "--exit-on-error=false") as process:
-        lines = process.log().splitlines()
+        lines = process.log_messages()
     failure = next(i for i, line in enumerate(lines) if "broken on purpose" in line)
     logged = {line.rsplit("initialize line ", 1)[1] for line in lines[:failure]
               if "initialize line " in line}
