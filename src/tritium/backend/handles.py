@@ -43,12 +43,16 @@ class ExecutionPolicy(enum.Enum):
 class Backend:
     """TRITONBACKEND_Backend: one per backend name, shared by every model that uses it."""
 
-    def __init__(self, name: str, directory: Path | None, config: dict[str, str]) -> None:
+    def __init__(self, name: str, directory: Path | None, config: dict[str, str], *,
+                 server: ServerApi) -> None:
         self.name = name
         # Where the backend was found (a --backend-directory entry), None when built in.
         self.directory = directory
         # --backend-config=<name>,<key>=<value> settings (TRITONBACKEND_BackendConfig).
         self.config = dict(config)
+        # The server it is loaded in. A Triton backend may call the server's API (a custom
+        # metric family, say) from TRITONBACKEND_Initialize, before any model exists.
+        self.server = server
         self.execution_policy = ExecutionPolicy.BLOCKING
         self.state: Any = None
 

@@ -126,7 +126,7 @@ class BackendManager:
             else self._find(name))
         implementation, directory, origin = found
         library = BackendLibrary(name, implementation, origin)
-        handle = Backend(name, directory, self.config_for(name))
+        handle = Backend(name, directory, self.config_for(name), server=self.server)
         library.initialize(handle)
         attributes = BackendAttributes()
         library.get_backend_attribute(handle, attributes)

@@ -149,6 +149,8 @@ class NativeBackend:
 
     # ---- backend ----
     def initialize(self, backend: Backend) -> None:
+        # Server calls (TRITONSERVER_MetricFamilyNew...) work from TRITONBACKEND_Initialize on.
+        server_calls.attach(backend.server)
         cmdline = {"backend-directory": str(self.backend_directory), **backend.config}
         location = str(self.path.parent)
         handle = self.lib.tritium_backend_new(
@@ -185,7 +187,6 @@ class NativeBackend:
 
     # ---- model ----
     def model_initialize(self, model: Model) -> None:
-        server_calls.attach(model.server)
         native = NativeModel(model)
         native.handle = self.lib.tritium_model_new(
             native.token, model.backend.state, model.name.encode(), model.version,
