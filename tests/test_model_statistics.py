@@ -19,7 +19,7 @@ from tritium.statistics import ModelStatistics
 def _instance(statistics: ModelStatistics, kind: str = "KIND_CPU",
               device: int = 0) -> ModelInstance:
     config = model_config_from_json('{"name": "m", "backend": "b"}')
-    model = Model(Backend("b", None, {}), config, 1, Path("."),
+    model = Model(Backend("b", None, {}, server=NoServer()), config, 1, Path("."),
                   auto_complete=False, server=NoServer())
     return ModelInstance(model, "m_0", kind, device, config.instance_group.add(), statistics)
 

@@ -41,19 +41,33 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
 
 
-def _named_setting(flag: str) -> Callable[[str], tuple[str, str, str]]:
-    """A parser for `<name>,<key>=<value>` (--backend-config: `<key>=<value>` alone too)."""
+def _cache_setting(text: str) -> tuple[str, str, str]:
+    """--cache-config's `<cache>,<setting>=<value>`."""
+    name, _, setting = text.rpartition(",")
+    key, sep, value = setting.partition("=")
+    if not sep or not key or not name:
+        raise argparse.ArgumentTypeError(
+            f"--cache-config must be <cache>,<setting>=<value>, got '{text}'")
+    return name, key, value
 
-    def parse(text: str) -> tuple[str, str, str]:
-        name, _, setting = text.rpartition(",")
-        key, sep, value = setting.partition("=")
-        if not sep or not key or (flag == "--cache-config" and not name):
-            raise argparse.ArgumentTypeError(
-                f"{flag} must be <{flag[2:].split('-')[0]}>,<setting>=<value>, got '{text}'"
-            )
-        return name, key, value
 
-    return parse
+def _backend_setting(text: str) -> tuple[str, str, str]:
+    """--backend-config's `<backend>,<setting>=<value>`, or `<setting>=<value>` for every
+    backend, split as tritonserver splits it (the first comma, then the first '=' after it)
+    and refused with its messages (ValueError): a leading comma, no '=', an empty setting or
+    value."""
+    comma = text.find(",")
+    if comma == 0:
+        raise ValueError(
+            "No backend specified. --backend-config option format is <backend name>,"
+            f"<setting>=<value> or <setting>=<value>. Got {text}")
+    name, setting = (text[:comma], text[comma + 1:]) if comma > 0 else ("", text)
+    key, sep, value = setting.partition("=")
+    if not sep or not key or not value:
+        raise ValueError(
+            "--backend-config option format is '<backend name>,<setting>=<value>'. "
+            f"Got {text}")
+    return name, key, value
 
 
 def _positive(convert: Callable[[str], float], what: str) -> Callable[[str], float]:
@@ -113,10 +127,8 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--model-repository", "--model-store", action="append", default=[],
                        dest="model_repository", required=True, help="repeatable")
     serve.add_argument("--backend-directory", action="append", default=[])
-    serve.add_argument("--backend-config", action="append", default=[],
-                       type=_named_setting("--backend-config"))
-    serve.add_argument("--cache-config", action="append", default=[],
-                       type=_named_setting("--cache-config"))
+    serve.add_argument("--backend-config", action="append", default=[])
+    serve.add_argument("--cache-config", action="append", default=[], type=_cache_setting)
     # Values of these three are case-insensitive, as Triton lower-cases them.
     serve.add_argument("--rate-limit", choices=["off", "execution_count"], default="off",
                        type=str.lower)
@@ -226,7 +238,8 @@ def version_text() -> str:
 
 
 def check_serve_args(args: argparse.Namespace) -> None:
-    """Settle the flags that need more than argparse: log, trace and restricted-API settings.
+    """Settle the flags that need more than argparse: backend, log, trace and restricted-API
+    settings.
 
     Raises ValueError naming the flag, as tritonserver's `Bad option` messages do.
     """
@@ -234,6 +247,8 @@ def check_serve_args(args: argparse.Namespace) -> None:
     for setting in _DEPRECATED_TRACE_FLAGS.values():
         trace_values += [f"{setting}={value}" for value in getattr(args, _trace_dest(setting))]
     for flag, attribute, action in (
+        ("--backend-config", "backend_config",
+         lambda: [_backend_setting(text) for text in args.backend_config]),
         ("--log-format", "log_settings", lambda: LogSettings(
             args.log_verbose, args.log_info, args.log_warning, args.log_error,
             args.log_format, args.log_file)),

@@ -22,6 +22,7 @@ from typing import Any
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from .backend.cmdline_config import DEFAULT_BACKEND_DIRECTORY, with_server_settings
 from .backend.manager import BackendManager
 from .config import model_config_to_json
 from .custom_metrics import MetricRegistry
@@ -123,8 +124,14 @@ class InferenceServer:
                 else discover(options.min_supported_compute_capability))
         self.gpus = replace(gpus, load_limits=dict(options.model_load_gpu_limit))
         log_inventory(self.gpus)
+        # Triton hands every backend the server's own settings next to --backend-config's.
+        backend_config = with_server_settings(
+            options.backend_config, auto_complete=options.auto_complete,
+            min_compute_capability=self.gpus.min_compute_capability,
+            backend_directory=(options.backend_directories or [DEFAULT_BACKEND_DIRECTORY])[0],
+        )
         self.backends = BackendManager(
-            options.backend_directories, options.backend_config, server=self
+            options.backend_directories, backend_config, server=self
         )
         self.repository = RepositoryScanner(
             options.model_repositories, auto_complete=options.auto_complete,
@@ -144,8 +151,7 @@ class InferenceServer:
             from .ray.placement import RayPlacement
 
             self.backends.placement = RayPlacement(
-                options.ray_address, self, self.id, options.backend_directories,
-                options.backend_config,
+                options.ray_address, self, self.id, options.backend_directories, backend_config,
             )
         self.log_settings = options.log_settings
         self.trace_settings = TraceSettings(options.trace_default)

@@ -198,7 +198,8 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
 _HELP = {
     "--model-repository": "a model repository directory; repeatable (--model-store also works)",
     "--backend-directory": "a directory searched for backends; repeatable",
-    "--backend-config": "<backend>,<setting>=<value> for that backend's initialize; repeatable",
+    "--backend-config": "[<backend>,]<setting>=<value> for that backend's initialize (no "
+                        "backend: every backend's); repeatable",
     "--cache-config": "<cache>,<setting>=<value>, e.g. local,size=1048576; repeatable",
     "--rate-limit": "off or execution_count (default: off)",
     "--rate-limit-resource": "<name>:<count>[:<device>]: how many of a resource exist; "

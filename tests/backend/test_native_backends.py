@@ -215,9 +215,12 @@ def test_backend_config_reaches_the_backend_log(server, http):
     # Two backends built from identity.cc log their config, in whatever order their models
     # load: native_identity, named by --backend-config, and model_local, which is not.
     lines = _log_lines(server, "identity backend config", count=2)
-    configured = [line for line in lines if '"answer": "42"' in line]
-    assert len(configured) == 1 and '"backend-directory"' in configured[0]
-    assert all('"backend-directory"' in line for line in lines)
+    configured = [line for line in lines if '"answer":"42"' in line]
+    assert len(configured) == 1
+    # The server's own settings reach every backend, as Triton's do.
+    for setting in ('"auto-complete-config":"true"', '"backend-directory":',
+                    '"min-compute-capability":"6.000000"', '"default-max-batch-size":"4"'):
+        assert all(setting in line for line in lines), setting
 
 
 def _log_line(server, text: str, timeout: float = 10.0) -> str:

@@ -105,6 +105,44 @@ def test_load_model_needs_explicit_control(repo: Path) -> None:
         "Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well.")
 
 
+_FORMAT = "--backend-config option format is '<backend name>,<setting>=<value>'. Got "
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    (",default-max-batch-size=3",
+     "No backend specified. --backend-config option format is <backend name>,<setting>=<value> "
+     "or <setting>=<value>. Got ,default-max-batch-size=3"),
+    ("default-max-batch-size=", _FORMAT + "default-max-batch-size="),
+    ("default-max-batch-size", _FORMAT + "default-max-batch-size"),
+    ("tensorflow,default-max-batch-size=", _FORMAT + "tensorflow,default-max-batch-size="),
+    ("tensorflow,default-max-batch-size", _FORMAT + "tensorflow,default-max-batch-size"),
+    ("onnxruntime,=3", _FORMAT + "onnxruntime,=3"),
+])
+def test_backend_config_refusals_are_tritons(repo: Path, setting: str, message: str) -> None:
+    """L0_backend_config's bad settings: the server does not start, and says what Triton says."""
+    result = run_cli("serve", f"--model-repository={repo}", f"--backend-config={setting}")
+    assert result.returncode == 1
+    assert result.stderr.strip() == f'Bad option: "--backend-config".\n{message}'
+
+
+@pytest.mark.parametrize(("setting", "parsed"), [
+    ("default-max-batch-size=6", ("", "default-max-batch-size", "6")),
+    ("onnxruntime,default-max-batch-size=0", ("onnxruntime", "default-max-batch-size", "0")),
+    # Split as tritonserver splits it: the first comma, then the first '=' after it.
+    ("python,shm-region-prefix-name=a=b", ("python", "shm-region-prefix-name", "a=b")),
+    ("a=b,c=d", ("a=b", "c", "d")),
+])
+def test_backend_config_is_split_as_tritonserver_splits_it(setting: str,
+                                                          parsed: tuple[str, str, str]) -> None:
+    from tritium.cli import build_parser
+    from tritium.serve_flags import check_serve_args
+
+    args = build_parser().parse_args(
+        ["serve", "--model-repository=/tmp", f"--backend-config={setting}"])
+    check_serve_args(args)
+    assert args.backend_config == [parsed]
+
+
 def test_mode_values_are_case_insensitive_as_tritons() -> None:
     """Triton lower-cases these values (L0_model_namespacing passes POLL and EXPLICIT)."""
     from tritium.cli import build_parser

@@ -35,6 +35,10 @@ EXECUTE_EACH = "model_instance_execute_each"
 # A backend attribute of Tritium's own: true when the backend counts its requests and
 # executions itself (ModelInstance.report_statistics / report_batch_statistics).
 REPORTS_STATISTICS = "REPORTS_STATISTICS"
+# A backend attribute of Tritium's own: true when the backend logs its configuration itself,
+# as a compiled Triton backend does; for the others the server logs Triton's
+# "backend configuration:" record when it initializes them.
+LOGS_CONFIGURATION = "LOGS_CONFIGURATION"
 
 
 @dataclass
@@ -112,3 +116,4 @@ class BackendLibrary:
         # Triton's core counts a compiled backend's requests and executions only from what
         # the backend reports; the server counts for every other backend.
         self.reports_statistics = bool(getattr(implementation, REPORTS_STATISTICS, False))
+        self.logs_configuration = bool(getattr(implementation, LOGS_CONFIGURATION, False))

@@ -43,14 +43,25 @@ class ExecutionPolicy(enum.Enum):
 class Backend:
     """TRITONBACKEND_Backend: one per backend name, shared by every model that uses it."""
 
-    def __init__(self, name: str, directory: Path | None, config: dict[str, str]) -> None:
+    def __init__(self, name: str, directory: Path | None, config: dict[str, str], *,
+                 server: ServerApi) -> None:
         self.name = name
         # Where the backend was found (a --backend-directory entry), None when built in.
         self.directory = directory
-        # --backend-config=<name>,<key>=<value> settings (TRITONBACKEND_BackendConfig).
+        # Its command-line settings (TRITONBACKEND_BackendConfig's "cmdline"): the server's
+        # and --backend-config's, resolved for this backend (backend/cmdline_config.py).
         self.config = dict(config)
+        # The server it is loaded in. A Triton backend may call the server's API (a custom
+        # metric family, say) from TRITONBACKEND_Initialize, before any model exists.
+        self.server = server
         self.execution_policy = ExecutionPolicy.BLOCKING
         self.state: Any = None
+
+    def config_json(self) -> str:
+        """TRITONBACKEND_BackendConfig: `{"cmdline":{<setting>:<value>,...}}` (`{}` without
+        settings), compact as Triton serializes it."""
+        document = {"cmdline": self.config} if self.config else {}
+        return json.dumps(document, separators=(",", ":"))
 
 
 class Model:

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import TritonError
+from . import cmdline_config
 from .api import BackendAttributes, BackendLibrary
 from .handles import Backend
 from .instance_placement import InstancePlacement
@@ -34,9 +35,6 @@ log = logging.getLogger("tritium.backend")
 
 ENTRY_POINT_GROUP = "tritium.backends"
 BUILTIN_PACKAGE = "tritium.builtin_backends"
-# Settings Triton passes to every backend along with the user's --backend-config.
-DEFAULT_BACKEND_CONFIG = {"default-max-batch-size": "4"}
-DEFAULT_BACKEND_DIRECTORY = Path("/opt/tritonserver/backends")
 
 
 @dataclass
@@ -62,7 +60,8 @@ class BackendManager:
         # Where instances run when not here (a Ray cluster with --ray-address); None: here.
         self.placement: InstancePlacement | None = None
         self._directories = [Path(d) for d in backend_directories or []]
-        # {backend name: {key: value}}; the "" entry applies to every backend.
+        # {backend name: {key: value}}; the "" entry applies to every backend. A server's
+        # includes its own global settings (cmdline_config.with_server_settings).
         self._config = backend_config or {}
         self._loaded: dict[str, LoadedBackend] = {}
         self._lock = threading.Lock()
@@ -78,10 +77,13 @@ class BackendManager:
         initializing it on first use."""
         local = self._model_library(name, model_path, version)
         key = str(local) if local is not None else name
+        # Resolved (and logged) for every model load, as Triton does, though only the load
+        # that initializes the backend uses it.
+        config = cmdline_config.resolve(self._config, name)
         with self._lock:
             loaded = self._loaded.get(key)
             if loaded is None:
-                loaded = self._load(name, local)
+                loaded = self._load(name, config, local)
                 loaded.key = key
                 self._loaded[key] = loaded
             loaded.users += 1
@@ -114,19 +116,17 @@ class BackendManager:
             return [(name, loaded.library.origin, dict(loaded.handle.config))
                     for name, loaded in sorted(self._loaded.items())]
 
-    def config_for(self, name: str) -> dict[str, str]:
-        merged = dict(DEFAULT_BACKEND_CONFIG)
-        merged.update(self._config.get("", {}))
-        merged.update(self._config.get(name, {}))
-        return merged
-
-    def _load(self, name: str, local: Path | None = None) -> LoadedBackend:
+    def _load(self, name: str, config: dict[str, str], local: Path | None) -> LoadedBackend:
         found: tuple[object, Path | None, str] = (
             (self._native(name, local), local.parent, str(local)) if local is not None
             else self._find(name))
         implementation, directory, origin = found
         library = BackendLibrary(name, implementation, origin)
-        handle = Backend(name, directory, self.config_for(name))
+        handle = Backend(name, directory, config, server=self.server)
+        if not library.logs_configuration:
+            # The record Triton's own backends log first thing in TRITONBACKEND_Initialize; a
+            # compiled backend logs what it likes itself.
+            log.debug("backend configuration:\n%s", handle.config_json())
         library.initialize(handle)
         attributes = BackendAttributes()
         library.get_backend_attribute(handle, attributes)
@@ -157,13 +157,12 @@ class BackendManager:
                 return library
         return None
 
-    def _native(self, name: str, library: Path) -> object:
+    @staticmethod
+    def _native(name: str, library: Path) -> object:
         """A compiled Triton backend, run through Tritium's C API library."""
         from .native import NativeBackend
 
-        # Triton hands every backend its --backend-directory (default /opt/tritonserver/backends).
-        directory = self._directories[0] if self._directories else DEFAULT_BACKEND_DIRECTORY
-        return NativeBackend(name, library, directory)
+        return NativeBackend(name, library)
 
     def _find(self, name: str) -> tuple[object, Path | None, str]:
         self._check_name(name)
@@ -205,7 +204,7 @@ class BackendManager:
             # A compiled Triton backend, run through Tritium's C API library.
             from .native import NativeBackend
 
-            return NativeBackend(name, shared_library, base), folder, str(shared_library)
+            return NativeBackend(name, shared_library), folder, str(shared_library)
         return None
 
 

@@ -15,6 +15,7 @@ execution, if any, is done, and the others take the queue.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from time import perf_counter_ns
@@ -30,6 +31,8 @@ from .equal_inputs import RequiredEqualInputs
 from .priority_queue import PriorityQueue
 from .response_order import ResponseOrder
 from .slot_threads import SlotThreads, SlotWorker
+
+log = logging.getLogger("tritium.scheduler")
 
 _TIMEOUT_EXPIRED = "Request timeout expired"
 
@@ -72,6 +75,8 @@ class DynamicBatchScheduler:
         self._late_ns = 0
 
     def start(self) -> None:
+        # Triton's words for a batcher it leaves at the process's priority (it sets none here).
+        log.debug("Starting dynamic-batcher thread for %s at default nice...", self._model_name)
         self._slots.start()
         if self._deadlines is not None:
             self._watcher = threading.Thread(target=self._watch_deadlines,

@@ -104,11 +104,13 @@ class NativeBackend:
     # Triton's core counts a compiled backend's requests and executions only from what it
     # reports (TRITONBACKEND_ModelInstanceReport{,Batch}Statistics): so does Tritium.
     REPORTS_STATISTICS = True
+    # Triton's core leaves the "backend configuration:" record to the backend (identity logs
+    # it at INFO): the server logs none for it.
+    LOGS_CONFIGURATION = True
 
-    def __init__(self, name: str, path: Path, backend_directory: Path) -> None:
+    def __init__(self, name: str, path: Path) -> None:
         self.name = name
         self.path = path
-        self.backend_directory = backend_directory
         self.lib: Library = library()
         self.batch: BatchRunner = runner(self.lib)
         try:
@@ -149,11 +151,11 @@ class NativeBackend:
 
     # ---- backend ----
     def initialize(self, backend: Backend) -> None:
-        cmdline = {"backend-directory": str(self.backend_directory), **backend.config}
+        # Server calls (TRITONSERVER_MetricFamilyNew...) work from TRITONBACKEND_Initialize on.
+        server_calls.attach(backend.server)
         location = str(self.path.parent)
         handle = self.lib.tritium_backend_new(
-            0, self.name.encode(), location.encode(),
-            json.dumps({"cmdline": cmdline}).encode())
+            0, self.name.encode(), location.encode(), backend.config_json().encode())
         backend.state = handle
         try:
             self._call("TRITONBACKEND_Initialize", handle)
@@ -185,7 +187,6 @@ class NativeBackend:
 
     # ---- model ----
     def model_initialize(self, model: Model) -> None:
-        server_calls.attach(model.server)
         native = NativeModel(model)
         native.handle = self.lib.tritium_model_new(
             native.token, model.backend.state, model.name.encode(), model.version,

@@ -43,7 +43,8 @@ from ..server_api import ServerApi
 from .library import _CODE_NUMBERS, Library
 from .requests import DATATYPE_NUMBERS, DATATYPES, _parameter_value, add_parameter
 
-# The server the loaded models were given (TRITONBACKEND_ModelServer): one per process.
+# The server the loaded backends were given (their models' TRITONBACKEND_ModelServer): one per
+# process, there from the first TRITONBACKEND_Initialize on.
 _server: ServerApi | None = None
 _METRIC_KINDS = [MetricKind.COUNTER, MetricKind.GAUGE, MetricKind.HISTOGRAM]
 _metric_objects: dict[int, Any] = {}
