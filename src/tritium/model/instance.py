@@ -8,6 +8,8 @@ fails exactly the requests left open.
 It counts executions (and rescheduled runs) in the model's statistics, unless the backend
 counts them itself (`reports_statistics`: a compiled backend, as in Triton); requests it fails
 for the backend are counted by the server either way.
+
+`initialize` runs the model's warmup samples (`warmup`) on the instance before it serves.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..errors import TritonError, as_triton_error
 from ..request import InferenceRequest
 from ..scheduler.rate_limiter import RateLimiter
 from ..statistics import ModelStatistics
+from .warmup import warm_up, warmup_samples
 
 log = logging.getLogger("tritium.model")
 
@@ -60,7 +63,16 @@ class TritonModelInstance:
         self._backend_counts = library.reports_statistics
 
     def initialize(self) -> None:
+        """The backend's instance initialization, then the model's warmup samples on this
+        instance (none on a passive one, which never executes), as Triton does before an
+        instance serves; with a rate limiter they wait for the instance's resources, as
+        Triton's warmup does."""
         self._library.model_instance_initialize(self.handle)
+        model = self.handle.model
+        if model.config.model_warmup and not self.handle.is_passive:
+            samples = warmup_samples(model.config, model.repository_path)
+            warm_up(samples, model.name, model.version, self.name, self.execute,
+                    self._statistics)
 
     def is_ready(self) -> bool:
         try:
