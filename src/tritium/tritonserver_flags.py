@@ -102,7 +102,7 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
     help=)` declares a boolean flag as cli.py declares its own."""
     _flag = flag
     repo = serve.add_argument_group("model repository (more tritonserver flags)")
-    repo.add_argument("--model-config-name", default="",
+    repo.add_argument("--model-config-name", default=None,
                       help="the configuration file to read instead of config.pbtxt: "
                            "configs/<name>.pbtxt in the model folder, when it exists "
                            "(default: config.pbtxt)")
@@ -282,6 +282,9 @@ def check_tritonserver_flags(args: argparse.Namespace) -> None:
     """Refuse combinations tritonserver refuses (ValueError with Triton's message)."""
     if args.load_model and args.model_control_mode != "explicit":
         raise ValueError(f"Error: {LOAD_MODEL_NEEDS_EXPLICIT}")
+    if args.model_config_name == "":
+        raise ValueError("Error: empty argument for --model-config-name")
+    args.model_config_name = args.model_config_name or ""
     for key, value in args.metrics_config:
         if key not in METRICS_SETTINGS:
             raise ValueError(f'Bad option: "--metrics-config".\nunknown metrics setting '

@@ -105,6 +105,12 @@ def test_load_model_needs_explicit_control(repo: Path) -> None:
         "Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well.")
 
 
+def test_an_empty_model_config_name_is_refused(repo: Path) -> None:
+    result = run_cli("serve", f"--model-repository={repo}", "--model-config-name=")
+    assert result.returncode == 1
+    assert result.stderr.strip() == "Error: empty argument for --model-config-name"
+
+
 _FORMAT = "--backend-config option format is '<backend name>,<setting>=<value>'. Got "
 
 

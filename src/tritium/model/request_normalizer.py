@@ -83,6 +83,14 @@ def _checked_batch_size(request: InferenceRequest, spec: RequestSpec) -> int:
     inputs = spec.inputs
     given = request.inputs
 
+    # Requested outputs first, as Triton's Normalize checks them before the inputs.
+    if request.requested_outputs:
+        outputs = spec.outputs
+        for out in request.requested_outputs:
+            if out.name not in outputs:
+                raise TritonError.invalid_arg(
+                    f"unexpected inference output '{out.name}' for model '{model}'"
+                )
     required = spec.required
     # As Triton's ValidateRequestInputs: the count first (all names listed), then each input.
     if len(given) < len(required) or len(given) > len(inputs):
@@ -98,13 +106,6 @@ def _checked_batch_size(request: InferenceRequest, spec: RequestSpec) -> int:
                 )
     if not names >= spec.required_names:
         raise _count_error(request, spec)
-    if request.requested_outputs:
-        outputs = spec.outputs
-        for out in request.requested_outputs:
-            if out.name not in outputs:
-                raise TritonError.invalid_arg(
-                    f"unexpected inference output '{out.name}' for model '{model}'"
-                )
 
     max_batch_size = spec.max_batch_size
     batching = max_batch_size > 0

@@ -176,6 +176,10 @@ BAD_REQUESTS = [
     ("unknown-output", FP32, {"document": {"inputs": [f32_input([1])],
                                            "outputs": [{"name": "NOPE"}]}}, 400,
      "unexpected inference output 'NOPE' for model 'identity_fp32'"),
+    # Triton checks the requested outputs before the inputs (L0_output_name).
+    ("unknown-output-and-input", FP32, {"document": {
+        "inputs": [f32_input([1], name="INPUTX")], "outputs": [{"name": "NOPE"}]}}, 400,
+     "unexpected inference output 'NOPE' for model 'identity_fp32'"),
     ("outputs-not-array", FP32, {"document": {"inputs": [f32_input([1])], "outputs": {}}}, 400,
      "Unable to parse 'outputs': attempt to access JSON non-array as array"),
     ("output-binary-not-bool", FP32, {"document": {
