@@ -41,6 +41,7 @@ from .repository import (
 )
 from .request import Deliver, InferenceRequest, parse_version
 from .response_cache import CacheSnapshot, ResponseCache
+from .scheduler.base import server_stopping
 from .scheduler.rate_limiter import RateLimiter
 from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
@@ -195,13 +196,20 @@ class InferenceServer:
             self._poller.start()
 
     def stop_accepting(self) -> None:
-        """The exit begins: refuse new requests, answer those still queued UNAVAILABLE, and
-        start the --exit-timeout-secs clock that `shutdown` ends by."""
+        """The exit begins: refuse new requests and start the --exit-timeout-secs clock that
+        `drain` and `shutdown` end by."""
         if self._exit_deadline is None:
             log.info("Waiting for in-flight requests to complete.")  # Triton's words
             self._exit_deadline = time.monotonic() + self.options.exit_timeout_secs
         self._stopping = True
-        self.lifecycle.fail_queued()
+
+    def drain(self) -> None:
+        """Let the requests in flight (queued or executing) finish, until --exit-timeout-secs
+        after `stop_accepting`; those still queued then are answered UNAVAILABLE. The
+        frontends keep serving meanwhile, as Triton's do."""
+        self.stop_accepting()
+        assert self._exit_deadline is not None
+        self.lifecycle.drain(self._exit_deadline)
 
     def shutdown(self) -> None:
         """Wait for the executions in flight (until --exit-timeout-secs after `stop_accepting`),
@@ -212,7 +220,7 @@ class InferenceServer:
         that runs on, a finalize that hangs), INTERNAL "Exit timeout expired. Exiting
         immediately." is raised and the unloading is left to its (daemon) thread; the caller
         is expected to exit."""
-        self.stop_accepting()
+        self.drain()
         deadline = self._exit_deadline
         assert deadline is not None
         outcome: Future[None] = Future()
@@ -413,7 +421,7 @@ class InferenceServer:
         unsubmitted gives it back). Decode, inference and encode then see one version, and a
         reload meanwhile cannot unload it (Triton's request holding its model)."""
         if self._stopping:
-            raise TritonError.unavailable("Server is stopping")
+            raise server_stopping()
         number = parse_version(version)
         while True:
             model = self.lifecycle.get(name, number)

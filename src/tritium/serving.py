@@ -142,9 +142,13 @@ def check_ports(args: argparse.Namespace) -> None:
 
 
 async def _stop(server: InferenceServer, frontends: list[Frontend], grace: float) -> None:
-    """Fail what is queued first, so that the frontends' grace and the models' unloading share
-    one --exit-timeout-secs."""
-    await asyncio.get_running_loop().run_in_executor(None, server.stop_accepting)
+    """As Triton stops: new requests are refused while those in flight finish, the frontends
+    still serving them (until --exit-timeout-secs: what is still queued then fails); then the
+    frontends stop, and the models unload in what is left of the timeout."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await loop.run_in_executor(None, server.drain)
+    grace = max(grace - (loop.time() - started), 0.0)
     await asyncio.gather(*(f.stop(grace) for f in frontends), return_exceptions=True)
     try:
         await asyncio.get_running_loop().run_in_executor(None, server.shutdown)

@@ -36,6 +36,9 @@ from .scanner import ModelSource, RepositoryScanner
 
 log = logging.getLogger("tritium.repository")
 
+# How often an exiting server looks whether its requests in flight are done.
+_DRAIN_POLL_S = 0.05
+
 
 class ModelLifeCycle:
     def __init__(
@@ -366,6 +369,33 @@ class ModelLifeCycle:
                       if s.state is ModelReadyState.READY and s.model is not None]
         for model in models:
             model.fail_queued()
+
+    def drain(self, deadline: float) -> None:
+        """The server is exiting and takes no new request: wait until no loaded version has a
+        request in flight, logging them each second as Triton does, until `deadline`
+        (time.monotonic()); then answer those still queued UNAVAILABLE."""
+        report_at = 0.0
+        while True:
+            with self._lock:
+                busy = [(name, s.version, s.model.inflight)
+                        for name, versions in sorted(self._models.items())
+                        for s in versions.values()
+                        if s.state is ModelReadyState.READY and s.model is not None
+                        and s.model.inflight]
+            now = time.monotonic()
+            if not busy:
+                return
+            if now >= deadline:
+                self.fail_queued()
+                return
+            if now >= report_at:
+                log.info("Timeout %d: Found %d model versions that have in-flight inferences",
+                         int(deadline - now), len(busy))
+                for name, version, count in busy:
+                    log.info("Model '%s' (version %d) has %d in-flight inferences", name,
+                             version, count)
+                report_at = now + 1.0
+            time.sleep(_DRAIN_POLL_S)
 
     def unload_all(self, timeout: float | None = None) -> None:
         """The server is exiting: fail every request still queued, then unload every loaded
