@@ -11,9 +11,10 @@ keepalive and ping-abuse channel arguments, `KeepAliveOptions`, which Triton exp
 `--grpc-keepalive-*` and `--grpc-http2-*` flags with the same defaults).
 
 `PingPolicy` is gRPC core's ping-abuse rule (chttp2's `Chttp2PingAbusePolicy`): a ping that comes
-sooner than the minimum interval after the previous one, while the server has sent no data or
-headers since, is a strike; more strikes than allowed and the server answers GOAWAY
-ENHANCE_YOUR_CALM "too_many_pings". `RateLimit` is a token bucket for the other control frames.
+sooner than the minimum interval after the previous one, while the server has sent no headers,
+DATA or WINDOW_UPDATE since (what resets gRPC core's ping clock), is a strike; more strikes than
+allowed and the server answers GOAWAY ENHANCE_YOUR_CALM "too_many_pings". `RateLimit` is a token
+bucket for the other control frames.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ class PingPolicy:
         return 0 < options.http2_max_ping_strikes < self._strikes
 
     def data_sent(self) -> None:
-        """The server sent headers or data: strikes start over, as in gRPC core."""
+        """The server sent headers, data or a window update: strikes start over, as in gRPC
+        core."""
         self._strikes = 0
         self._last = None
 
