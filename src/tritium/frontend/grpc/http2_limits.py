@@ -57,7 +57,8 @@ class H2Limits:
     stream_window: int = 4 * 1024 * 1024
     connection_window: int = 16 * 1024 * 1024
     # Bytes a connection's calls may hold unconsumed (partial and queued request messages);
-    # the call whose data goes past it fails.
+    # the call whose data goes past it fails. The gRPC server raises it to its maximum message
+    # size (plus prefix) when that is larger, so one largest message always fits.
     max_buffered_input: int = 256 * 1024 * 1024
     # Bytes that may wait for a client that does not read (flow control or TCP); past it the
     # stream that wants to add more is cancelled. While the socket's own buffer is full, the
