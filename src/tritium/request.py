@@ -143,6 +143,7 @@ class InferenceRequest:
         "reported_statistics",
         "form",
         "output_query",
+        "region_windows",
         "collects_statistics",
         "trace",
     )
@@ -210,6 +211,10 @@ class InferenceRequest:
         # a frontend whose request writes outputs to shared memory, and by the C API for a
         # request whose response allocator has a query function. None: host memory.
         self.output_query: OutputQuery | None = None
+        # The client shared-memory windows its inputs and outputs name (`shared_memory.Window`,
+        # set by the frontend that decoded it): each keeps its region in use, so that
+        # unregistering the region fails, until the frontend has sent the answer (as Triton).
+        self.region_windows: tuple[Any, ...] = ()
         # False for the sequence batcher's null requests: statistics never count them, as
         # Triton's core makes them with collect_stats_ off (a backend may still report them).
         self.collects_statistics = True

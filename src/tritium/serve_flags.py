@@ -215,7 +215,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--grpc-max-message-size", type=_positive_int,
                        default=DEFAULT_MAX_MESSAGE_SIZE,
                        help="largest gRPC request message, in bytes, also after decompression "
-                            "(default 64 MB; Tritium's own flag)")
+                            "(default 2147483647, Triton's fixed limit; Tritium's own flag)")
     serve.add_argument("--id", default="triton")
     serve.add_argument("--busy-poll-us", type=_non_negative_int, default=DEFAULT_BUDGET_US,
                        help="after answering the last request in flight, keep polling for the "

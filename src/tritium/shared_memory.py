@@ -2,9 +2,13 @@
 
 A client puts tensors in a POSIX shared-memory object (`/dev/shm/<key>`) and registers a window
 of it under a name; requests then name that region instead of carrying the bytes. Registering
-opens the object; unregistering forgets the name. A request in flight holds the open object, and
-it is closed when the last of them goes (Triton's "unregistered after in-flight requests
-complete").
+opens the object; unregistering forgets the name. Every window a request takes of a region (an
+input's, read at decode; an output's, written after inference) counts as a use of the region
+until the frontend has sent the request's answer (or, for a request that failed sooner, until
+its window goes): while a request in flight names a region, unregistering it fails with
+Triton's INTERNAL "Cannot unregister shared memory region '<name>', it is currently in use."
+(unregister-all releases the free regions, then fails naming the busy ones). The open object
+itself is closed when the registration and the last window holding it have gone.
 
 The server never maps a client's object (Triton does): the client owns it and may truncate it at
 any time, and touching a mapped page past a truncated object's end kills the whole process with
@@ -37,7 +41,9 @@ import os
 import stat
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -72,12 +78,33 @@ class ObjectFile:
         return os.fstat(self.fd).st_size
 
 
-class HostWindow:
+class _Use:
+    """What makes a window a use of its region (`SharedMemoryManager.window`): the region is in
+    use until the request lets go of the window (`let_go`, once answered) or, failing that,
+    until the window goes."""
+
+    __slots__ = ("_use", "__weakref__")
+
+    def __init__(self) -> None:
+        self._use: weakref.finalize[..., Any] | None = None
+
+    def count_use(self, let_go: Callable[[], None]) -> None:
+        self._use = weakref.finalize(self, let_go)
+        self._use.atexit = False
+
+    def let_go(self) -> None:
+        """The request that took the window has been answered (counts down once)."""
+        if self._use is not None:
+            self._use()
+
+
+class HostWindow(_Use):
     """A tensor's bytes in a system region: `byte_size` bytes at `start` of the object."""
 
     __slots__ = ("name", "file", "start", "byte_size")
 
     def __init__(self, name: str, file: ObjectFile, start: int, byte_size: int) -> None:
+        super().__init__()
         self.name = name
         self.file = file
         self.start = start
@@ -119,11 +146,12 @@ class HostWindow:
         )
 
 
-class DeviceWindow:
+class DeviceWindow(_Use):
     """A tensor's bytes in a CUDA region. It keeps the region's device mapping open while it
     lives: a request holds its output windows until its response is written."""
 
     def __init__(self, region: CudaRegion, offset: int, byte_size: int) -> None:
+        super().__init__()
         self.name = region.name
         self.device_id = region.device_id
         self.pointer = region.mapping.pointer + offset
@@ -178,6 +206,8 @@ class SystemRegion:
     offset: int
     byte_size: int
     file: ObjectFile
+    # Windows of it that are alive (requests in flight naming it): it cannot be unregistered.
+    users: int = 0
 
     cuda = False
 
@@ -226,6 +256,8 @@ class CudaRegion:
     device_id: int
     byte_size: int
     mapping: DeviceMapping
+    # Windows of it that are alive (requests in flight naming it): it cannot be unregistered.
+    users: int = 0
 
     cuda = True
 
@@ -250,7 +282,9 @@ class SharedMemoryManager:
         self.enabled = enabled
         self.gpus = gpus
         self._regions: dict[str, Region] = {}
-        self._lock = threading.Lock()
+        # Reentrant: a window dropped by the garbage collector while this thread holds the lock
+        # counts its region's use down under it (`_let_go`).
+        self._lock = threading.RLock()
 
     def register_system(self, name: str, key: str, offset: int, byte_size: int) -> None:
         """Map `byte_size` bytes at `offset` of the object `key` as region `name`."""
@@ -308,26 +342,41 @@ class SharedMemoryManager:
         return self._status(name, cuda=True)
 
     def unregister_system(self, name: str = "") -> None:
-        """Forget system region `name` (every one if empty); an unknown name is no error."""
+        """Forget system region `name` (every one if empty); an unknown name is no error, one
+        in use by a request in flight is (see `_unregister`)."""
         self._unregister(name, cuda=False)
 
     def unregister_cuda(self, name: str = "") -> None:
-        """Forget CUDA region `name` (every one if empty); an unknown name is no error."""
+        """Forget CUDA region `name` (every one if empty); an unknown name is no error, one in
+        use by a request in flight is (see `_unregister`)."""
         self._unregister(name, cuda=True)
 
     def window(self, name: str, offset: int, byte_size: int | None) -> Window:
         """The bytes of region `name` that a tensor names, bounds-checked (NOT_FOUND or
-        INVALID_ARG with Triton's messages). Taken under the lock, so an unregister cannot
-        release the region between finding it and holding it."""
+        INVALID_ARG with Triton's messages). The region is in use until the request lets go of
+        the window (`let_go`) or the window goes. Taken under the lock, so an unregister cannot
+        release the region between finding it and counting the use."""
         with self._lock:
             region = self._regions.get(name)
             if region is None:
                 raise TritonError.not_found(f"Unable to find shared memory region: '{name}'")
-            return region.window(offset, byte_size)
+            window = region.window(offset, byte_size)
+            region.users += 1
+        window.count_use(partial(self._let_go, region))
+        return window
+
+    def _let_go(self, region: Region) -> None:
+        """A use of `region` has ended (from whichever thread let go of its window)."""
+        with self._lock:
+            region.users -= 1
 
     def close(self) -> None:
-        self.unregister_system()
-        self.unregister_cuda()
+        """The server stops: every region goes, in use or not (what a request still holds
+        closes when it lets go)."""
+        with self._lock:
+            released, self._regions = list(self._regions.values()), {}
+        for region in released:
+            region.release()
 
     def _status(self, name: str, cuda: bool) -> list[dict[str, Any]]:
         kind = "cuda" if cuda else "system"
@@ -346,12 +395,25 @@ class SharedMemoryManager:
         return [region.status()]
 
     def _unregister(self, name: str, cuda: bool) -> None:
+        """Triton's rules: a region in use stays registered; unregistering it by name fails,
+        unregistering all releases the others and then fails naming the busy ones (sorted, as
+        Triton's map holds them)."""
         with self._lock:
-            names = [name] if name else list(self._regions)
-            released = [self._regions.pop(n) for n in names
-                        if n in self._regions and self._regions[n].cuda is cuda]
+            names = [name] if name else sorted(self._regions)
+            mine = [n for n in names if n in self._regions and self._regions[n].cuda is cuda]
+            busy = [n for n in mine if self._regions[n].users]
+            if name and busy:
+                raise TritonError.internal(
+                    f"Cannot unregister shared memory region '{name}', it is currently in use.")
+            released = [self._regions.pop(n) for n in mine if n not in busy]
         for region in released:
             region.release()
+        if busy:
+            kind = "cuda" if cuda else "system"
+            message = (f"Failed to unregister the following {kind} shared memory regions: "
+                       + "".join(f"{n} ," for n in busy))
+            log.error("%s", message)
+            raise TritonError.internal(message)
 
 
 def _disabled() -> TritonError:

@@ -1,8 +1,8 @@
 """CUDA shared memory on real GPUs: tritonclient.utils.cuda_shared_memory makes device
 allocations and their IPC handles, the server (real NVML, real cuda-python) registers them over
-HTTP and gRPC, reads inputs from and writes outputs to device memory, checks bounds, and closes
-the mapping after a request in flight. CPU-only twins of every flow: test_cuda_shared_memory.py
-(fake binding)."""
+HTTP and gRPC, reads inputs from and writes outputs to device memory, checks bounds, and refuses
+to unregister a region a request in flight uses until it is answered. CPU-only twins of every
+flow: test_cuda_shared_memory.py (fake binding)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from support.gated_model import write_gated
 from support.gpu import gpu
+from support.models import standard_repository
 from support.server_process import ServerProcess
 from support.shared_memory_fixtures import (
     described_only,
@@ -32,8 +34,15 @@ def cudashm():
 
 
 @pytest.fixture(scope="module")
-def gpu_server(standard_repo):
-    with ServerProcess([standard_repo], "--allow-client-shm=true") as process:
+def repository(tmp_path_factory: pytest.TempPathFactory):
+    """The standard models and `gated`; and `gated`'s gate."""
+    repo = standard_repository(tmp_path_factory.mktemp("repo"))
+    return repo, write_gated(repo)
+
+
+@pytest.fixture(scope="module")
+def gpu_server(repository):
+    with ServerProcess([repository[0]], "--allow-client-shm=true") as process:
         yield process
 
 
@@ -101,15 +110,20 @@ def test_registration_errors_on_real_device_memory(http, gpu_server, cudashm, de
         400, "Invalid offset + byte size for shared memory region: 'c'")
 
 
-def test_unregister_while_a_request_is_in_flight(http, gpu_server, cudashm, device):
+def test_unregister_while_a_request_is_in_flight(http, gpu_server, repository, cudashm, device):
     data = np.arange(16, dtype=np.float32).reshape(1, 16)
     inp, out = device("in", 64), device("out", 64)
     cudashm.set_shared_memory_region(inp, [data])
     http.register_cuda_shared_memory("in", cudashm.get_raw_handle(inp), 0, 64)
     http.register_cuda_shared_memory("out", cudashm.get_raw_handle(out), 0, 64)
-    pending = infer_in_flight(gpu_server.http_url, "identity_slow", data, 64)
-    gpu_server.wait_pending("identity_slow", 1)
-    http.unregister_cuda_shared_memory()
-    assert http.get_cuda_shared_memory_status() == []
+    pending = infer_in_flight(gpu_server.http_url, "gated", data, 64)
+    gpu_server.wait_pending("gated", 1)
+    with pytest.raises(InferenceServerException) as info:
+        http.unregister_cuda_shared_memory()
+    assert info.value.message() == (
+        "Failed to unregister the following cuda shared memory regions: in ,out ,")
+    repository[1].write_text("")  # the model answers
     assert described_only(pending.result(60))["shape"] == [1, 16]
     np.testing.assert_array_equal(cudashm.get_contents_as_numpy(out, np.float32, [1, 16]), data)
+    http.unregister_cuda_shared_memory()
+    assert http.get_cuda_shared_memory_status() == []

@@ -22,6 +22,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from support.cuda_shared_memory_fixtures import fake_cuda_env
+from support.gated_model import write_gated
 from support.gpu import fake_gpu_env
 from support.raw_http import call
 from support.server_process import ServerProcess
@@ -297,25 +298,39 @@ def test_output_too_small_for_the_result(clients, fake_gpu_server, device_region
              "should be at least 64 bytes to hold the results")
 
 
-def test_unregister_during_a_request_closes_after_it(clients, fake_gpu_server, device_regions):
-    """As for system shared memory: the request in flight completes on the region, whose IPC
-    mapping is closed after it."""
-    http, _ = clients
+@pytest.fixture(scope="module")
+def gated_gpu_server(tmp_path_factory: pytest.TempPathFactory):
+    """A fake-GPU server with `gated`, which holds a request until its gate is opened."""
+    repo = tmp_path_factory.mktemp("gated")
+    gate = write_gated(repo)
+    with ServerProcess([repo], "--allow-client-shm=true", env=fake_cuda_env()) as process:
+        yield process, gate
+
+
+def test_regions_in_use_cannot_be_unregistered_until_answered(gated_gpu_server, device_regions):
+    """As for system shared memory (and in Triton): the regions a request in flight names stay
+    registered, and mapped, until it is answered; then they unregister at once."""
+    server, gate = gated_gpu_server
+    http, grpc = _clients(server)
     data = np.arange(16, dtype=np.float32).reshape(1, 16)
     inp, out = device_regions(64), device_regions(64)
     inp.set(data)
     http.register_cuda_shared_memory("in", inp.raw_handle, 0, 64)
     http.register_cuda_shared_memory("out", out.raw_handle, 0, 64)
-    pending = infer_in_flight(fake_gpu_server.http_url, "identity_slow", data, 64)
-    fake_gpu_server.wait_pending("identity_slow", 1)  # the slow model (1.5 s) holds it
-    http.unregister_cuda_shared_memory()
-    assert http.get_cuda_shared_memory_status() == []
-    assert not mapped(fake_gpu_server, inp.key)  # the input was copied when decoded
-    assert mapped(fake_gpu_server, out.key)  # the output window holds its mapping
+    pending = infer_in_flight(server.http_url, "gated", data, 64)
+    server.wait_pending("gated", 1)
+    assert _refused(lambda: http.unregister_cuda_shared_memory("out"), "500") == (
+        "Cannot unregister shared memory region 'out', it is currently in use.")
+    assert _refused(grpc.unregister_cuda_shared_memory, "StatusCode.INTERNAL") == (
+        "Failed to unregister the following cuda shared memory regions: in ,out ,")
+    assert mapped(server, inp.key) and mapped(server, out.key)
+    gate.write_text("")
     assert described_only(pending.result(60))["shape"] == [1, 16]
     np.testing.assert_array_equal(out.get(np.float32, [1, 16]), data)
+    http.unregister_cuda_shared_memory()
+    assert http.get_cuda_shared_memory_status() == []
+    # The mappings close when the server drops the request (its instance thread returns).
     deadline = time.monotonic() + 10
-    while mapped(fake_gpu_server, out.key):
-        assert time.monotonic() < deadline, "the mapping stayed open after the request ended"
+    while mapped(server, inp.key) or mapped(server, out.key):
+        assert time.monotonic() < deadline, "the mappings stayed open after the request ended"
         time.sleep(0.02)
-

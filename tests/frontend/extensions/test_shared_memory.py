@@ -13,9 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import time
 
-import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
@@ -25,8 +23,6 @@ from tritonclient.utils import InferenceServerException
 from support.raw_http import call  # noqa: E402
 from support.shared_memory_fixtures import (
     Region,
-    described_only,
-    infer_in_flight,
     mapped,
     raw_infer,
     shm_input,
@@ -227,30 +223,6 @@ def test_symlinks_and_non_files_in_dev_shm_are_refused(http, regions, tmp_path):
         os.unlink(f"/dev/shm/{link}")
         os.rmdir(f"/dev/shm/{directory}")
     http.register_system_shared_memory("r", region.key, 64)  # a plain object still works
-
-
-# -- unregistering while a request uses the region -----------------------------------------------
-
-
-def test_unregister_during_a_request_unmaps_when_it_ends(http, shm_server, regions):
-    """As Triton: the request in flight completes on the region, which is unmapped after it."""
-    data = np.arange(16, dtype=np.float32).reshape(1, 16)
-    inp, out = regions(64), regions(64)
-    inp.set(data)
-    http.register_system_shared_memory("in", inp.key, 64)
-    http.register_system_shared_memory("out", out.key, 64)
-    pending = infer_in_flight(shm_server.http_url, "identity_slow", data, 64)
-    shm_server.wait_pending("identity_slow", 1)  # the slow model (1.5 s) holds the request
-    http.unregister_system_shared_memory()
-    assert http.get_system_shared_memory_status() == []
-    result = pending.result(60)
-    assert described_only(result)["shape"] == [1, 16]
-    np.testing.assert_array_equal(out.get(np.float32, [1, 16]), data)
-    # The server lets go of the request just after answering it (its instance thread returns).
-    deadline = time.monotonic() + 10
-    while mapped(shm_server, inp.key) or mapped(shm_server, out.key):
-        assert time.monotonic() < deadline, "the regions stayed mapped after the request ended"
-        time.sleep(0.02)
 
 
 # What tritonclient's cuda_shared_memory.get_raw_handle gives: a base64 cudaIpcMemHandle_t.

@@ -89,10 +89,26 @@ def test_a_truncate_after_the_size_check_costs_the_read_only(manager, regions, m
 
 
 def test_a_window_outlives_its_unregistration(manager, regions):
-    """An in-flight request's window keeps the object open after unregister."""
+    """A request's window makes its region in use (unregister refused, as in Triton) until the
+    request lets go of it; a window still held after that keeps the object open."""
     region = regions(64)
     region.set(_DATA)
     manager.register_system("r", region.key, 0, 64)
     window = manager.window("r", 0, 64)
+    with pytest.raises(TritonError, match="^Cannot unregister shared memory region 'r', it is "
+                                          "currently in use.$"):
+        manager.unregister_system("r")
+    window.let_go()
     manager.unregister_system("r")
+    assert manager.system_status() == []
     np.testing.assert_array_equal(np.frombuffer(window.read(), np.float32), _DATA.ravel())
+
+
+def test_a_dropped_window_ends_its_use(manager, regions):
+    """A request that fails before it is answered drops its windows: the region is free."""
+    region = regions(64)
+    manager.register_system("r", region.key, 0, 64)
+    window = manager.window("r", 0, 64)
+    del window
+    manager.unregister_system()
+    assert manager.system_status() == []

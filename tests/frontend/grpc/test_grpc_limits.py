@@ -1,11 +1,10 @@
 """What one gRPC call or connection may ask of the server, as the user sees it.
 
-A message larger than `--grpc-max-message-size` (before or after gzip) fails with
-RESOURCE_EXHAUSTED and grpc's wording; metadata that is too large or malformed fails its own
-call and nothing else; pings are policed as gRPC core does (`--grpc-http2-*`, GOAWAY
-ENHANCE_YOUR_CALM "too_many_pings"); the server pings idle clients and drops the ones that do
-not answer (`--grpc-keepalive-*`) and retires old connections (`--grpc-max-connection-age*`).
-"""
+A message larger than `--grpc-max-message-size` (by default Triton's INT32_MAX; before or after
+gzip) fails with RESOURCE_EXHAUSTED and grpc's wording; metadata that is too large or malformed
+fails its own call and nothing else; pings are policed as gRPC core does (`--grpc-http2-*`, GOAWAY
+ENHANCE_YOUR_CALM "too_many_pings"); the server pings idle clients and drops the ones that do not
+answer (`--grpc-keepalive-*`) and retires old connections (`--grpc-max-connection-age*`)."""
 
 from __future__ import annotations
 
@@ -36,7 +35,8 @@ from support.h2_frames import (
     rss_bytes,
 )
 from support.server_process import ServerProcess
-from tritium.frontend.grpc.http2_limits import KeepAliveOptions, PingPolicy
+from tritium.frontend.grpc.http2_limits import H2Limits, KeepAliveOptions, PingPolicy
+from tritium.frontend.grpc.server import GrpcServer
 
 SERVICE = "/inference.GRPCInferenceService/"
 MAX_MESSAGE = 1024 * 1024
@@ -111,6 +111,21 @@ def test_a_message_over_the_limit_is_resource_exhausted_and_the_client_goes_on(l
         assert info.value.message().endswith(f" vs. {MAX_MESSAGE})")
         small = np.ones((1, 8), dtype=np.float32)
         np.testing.assert_array_equal(_infer(client, small).as_numpy("OUTPUT0"), small)
+
+
+def test_by_default_a_message_past_64_mb_is_served_as_by_triton(server) -> None:
+    # Triton 2.51's gRPC takes messages up to INT32_MAX bytes; so does the default here.
+    data = np.arange(80 * 1024 * 1024 // 4, dtype=np.float32).reshape(1, -1)  # 80 MiB
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        np.testing.assert_array_equal(_infer(client, data).as_numpy("OUTPUT0"), data)
+
+
+def test_a_connection_may_hold_one_largest_message_unread() -> None:
+    # The unread-request cap of a connection never stops a message the size limit allows.
+    raised = GrpcServer({}, H2Limits(max_buffered_input=1000), max_message_size=5000)
+    assert raised.limits.max_buffered_input == 5005
+    kept = GrpcServer({}, H2Limits(max_buffered_input=10_000), max_message_size=5000)
+    assert kept.limits.max_buffered_input == 10_000
 
 
 def test_a_prefix_claiming_2_gib_is_refused_at_once(limited) -> None:

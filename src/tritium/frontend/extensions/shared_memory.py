@@ -6,8 +6,10 @@ An input or requested output names a registered region with the `shared_memory_r
 window of it. Inputs read the window (one copy out of a system region, checked against the
 object's current size; one copy from the device for a CUDA region); outputs are written into it
 after inference and the response then carries the output's name, datatype and shape only, as
-Triton's does. The wire-specific parameter checks (JSON types for HTTP, InferParameter kinds
-for gRPC) stay in each frontend's codec.
+Triton's does. Each window is a use of its region until the request has been answered
+(`end_region_use`): meanwhile the region cannot be unregistered, as in Triton. The
+wire-specific parameter checks (JSON types for HTTP, InferParameter kinds for gRPC) stay in
+each frontend's codec.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import TritonError
-from ...request import MEMORY_CPU, MEMORY_GPU, OutputQuery
+from ...request import MEMORY_CPU, MEMORY_GPU, InferenceRequest, OutputQuery
 from ...shared_memory import DeviceWindow, SharedMemoryManager, Window
 from ...tensor import numpy_dtype, serialize_bytes
 
-__all__ = ["OutputRegion", "SharedMemoryManager", "Window", "output_query", "region_window",
-           "write_output"]
+__all__ = ["OutputRegion", "SharedMemoryManager", "Window", "end_region_use", "output_query",
+           "region_window", "write_output"]
 
 _UINT64 = 1 << 64
 
@@ -40,6 +42,13 @@ def region_window(regions: SharedMemoryManager, name: str, offset: int | None,
     """The window of region `name` that a tensor names (NOT_FOUND or INVALID_ARG with Triton's
     messages). Outputs are checked this way too, before inference, as Triton does."""
     return regions.window(name, _unsigned(offset) or 0, _unsigned(byte_size))
+
+
+def end_region_use(request: InferenceRequest) -> None:
+    """The request's (final) answer has been sent: the regions its tensors name are no longer
+    in use by it, whoever still holds the request (an instance thread finishing its execute)."""
+    for window in request.region_windows:
+        window.let_go()
 
 
 def output_query(regions: dict[str, OutputRegion]) -> OutputQuery:

@@ -43,6 +43,7 @@ from ..extensions.shared_memory import (
     OutputRegion,
     SharedMemoryManager,
     Window,
+    end_region_use,
     output_query,
     region_window,
 )
@@ -128,9 +129,24 @@ def decode_infer_request(
         template = _TEMPLATES.get(key)
         if template is not None and len(raws) == len(template.inputs):
             return template.request(raws), None
+    request = InferenceRequest(message.model_name, parse_version(message.model_version),
+                               id=message.id)
+    try:
+        return _decode(message, raws, regions, key, request)
+    except BaseException:
+        end_region_use(request)  # a request that failed to decode uses no region
+        raise
+
+
+def _decode(
+    message: pb.ModelInferRequest,
+    raws: Sequence[bytes | memoryview],
+    regions: SharedMemoryManager,
+    key: bytes | None,
+    request: InferenceRequest,
+) -> tuple[InferenceRequest, dict[str, OutputRegion] | None]:
     model = message.model_name
     rid = message.id
-    request = InferenceRequest(model, parse_version(message.model_version), id=rid)
     request_parameters: dict[str, Any] = {}
     if message.parameters:
         request_parameters = _request_parameters(message.parameters)
@@ -149,7 +165,9 @@ def decode_infer_request(
         parameters = _plain(io.parameters) if io.parameters else {}
         view = None
         if parameters and _SHM_PARAMETERS.intersection(parameters):
-            view = _tensor_region(io.parameters, name, regions).read()
+            window = _tensor_region(io.parameters, name, regions)
+            request.region_windows += (window,)
+            view = window.read()
         datatype = io.datatype
         dtype = NUMPY_DTYPES.get(datatype)
         if dtype is None:
@@ -221,7 +239,8 @@ def decode_infer_request(
         if out_parameters and _SHM_PARAMETERS.intersection(out_parameters):
             if targets is None:
                 targets = {}
-            targets[out.name] = _tensor_region(out.parameters, out.name, regions)
+            targets[out.name] = window = _tensor_region(out.parameters, out.name, regions)
+            request.region_windows += (window,)
         request.requested_outputs.append(RequestedOutput(out.name, out_parameters))
     if targets is not None:
         request.output_query = output_query(targets)

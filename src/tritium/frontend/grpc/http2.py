@@ -335,6 +335,7 @@ class H2Connection(H2Output, asyncio.Protocol):
         stream.released += size
         if stream.released >= self.limits.stream_window // 2:
             stream.recv_window += stream.released
+            self._data_sent()
             self.write(frame(WINDOW_UPDATE, 0, stream.id, U32.pack(stream.released)))
             stream.released = 0
 
@@ -342,6 +343,7 @@ class H2Connection(H2Output, asyncio.Protocol):
         self._released += size
         if self._released >= self.limits.connection_window // 2 and not self.closed:
             self._recv_window += self._released
+            self._data_sent()
             self.write(frame(WINDOW_UPDATE, 0, 0, U32.pack(self._released)))
             self._released = 0
 

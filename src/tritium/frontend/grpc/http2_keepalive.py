@@ -70,7 +70,7 @@ class Keepalive:
         self._timers.clear()
 
     def data_sent(self) -> None:
-        """The server sent headers or data: ping counts start over."""
+        """The server sent headers, data or a window update: ping counts start over."""
         self._policy.data_sent()
         self._pings_without_data = 0
 

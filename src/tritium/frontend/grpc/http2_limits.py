@@ -11,9 +11,10 @@ keepalive and ping-abuse channel arguments, `KeepAliveOptions`, which Triton exp
 `--grpc-keepalive-*` and `--grpc-http2-*` flags with the same defaults).
 
 `PingPolicy` is gRPC core's ping-abuse rule (chttp2's `Chttp2PingAbusePolicy`): a ping that comes
-sooner than the minimum interval after the previous one, while the server has sent no data or
-headers since, is a strike; more strikes than allowed and the server answers GOAWAY
-ENHANCE_YOUR_CALM "too_many_pings". `RateLimit` is a token bucket for the other control frames.
+sooner than the minimum interval after the previous one, while the server has sent no headers,
+DATA or WINDOW_UPDATE since (what resets gRPC core's ping clock), is a strike; more strikes than
+allowed and the server answers GOAWAY ENHANCE_YOUR_CALM "too_many_pings". `RateLimit` is a token
+bucket for the other control frames.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class H2Limits:
     stream_window: int = 4 * 1024 * 1024
     connection_window: int = 16 * 1024 * 1024
     # Bytes a connection's calls may hold unconsumed (partial and queued request messages);
-    # the call whose data goes past it fails.
+    # the call whose data goes past it fails. The gRPC server raises it to its maximum message
+    # size (plus prefix) when that is larger, so one largest message always fits.
     max_buffered_input: int = 256 * 1024 * 1024
     # Bytes that may wait for a client that does not read (flow control or TCP); past it the
     # stream that wants to add more is cancelled. While the socket's own buffer is full, the
@@ -117,7 +119,8 @@ class PingPolicy:
         return 0 < options.http2_max_ping_strikes < self._strikes
 
     def data_sent(self) -> None:
-        """The server sent headers or data: strikes start over, as in gRPC core."""
+        """The server sent headers, data or a window update: strikes start over, as in gRPC
+        core."""
         self._strikes = 0
         self._last = None
 

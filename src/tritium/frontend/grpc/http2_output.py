@@ -198,6 +198,7 @@ class H2Output:
             stream.pending_end = trailers
             self._flush(stream)
             return
+        self._data_sent()
         self.write(frame(HEADERS, END_HEADERS | END_STREAM, stream.id, trailers))
         self._close_stream(stream)
 
@@ -225,6 +226,10 @@ class H2Output:
             stream.pending_end = None
             ended = True
         if parts:
+            # DATA that waited for the client's window (all of an answer larger than it) counts
+            # as data sent, as gRPC core's writes count it: a client's pings during a long
+            # download are no strikes.
+            self._data_sent()
             self.write(b"".join(parts))
         if ended:
             self._close_stream(stream)
@@ -300,6 +305,8 @@ class H2Output:
         asyncio.get_running_loop().call_later(_LINGER, transport.close)
 
     def _data_sent(self) -> None:
+        """Headers, DATA or a WINDOW_UPDATE go out: ping strikes start over (gRPC core resets
+        its ping clock on each of them)."""
         self._keepalive.data_sent()
 
     def _flush_all(self) -> None:

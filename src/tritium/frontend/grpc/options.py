@@ -2,10 +2,11 @@
 
 Triton groups them as `SslOptions` and `KeepAliveOptions` (the `--grpc-use-ssl*`,
 `--grpc-*-cert`/`--grpc-server-key`, `--grpc-keepalive-*`, `--grpc-http2-*` and
-`--grpc-max-connection-age*` flags, with its defaults); Tritium adds the largest request
-message it accepts (`--grpc-max-message-size`: Triton takes up to 2 GiB, and inflates a
-compressed message without bound). The TLS context speaks ALPN `h2`, as gRPC requires, and with
-mutual authentication refuses a client without a certificate signed by the root certificate.
+`--grpc-max-connection-age*` flags, with its defaults); Tritium adds the largest request message it
+accepts (`--grpc-max-message-size`, by default Triton's fixed 2 GiB - 1; Triton inflates a
+compressed message without bound, Tritium stops at that size). The TLS context speaks ALPN `h2`, as
+gRPC requires, and with mutual authentication refuses a client without a certificate signed by the
+root certificate.
 """
 
 from __future__ import annotations

@@ -14,17 +14,19 @@ The wire is gRPC over HTTP/2 as the gRPC protocol document puts it: length-prefi
 percent-encoded `grpc-message` in the trailers, `grpc-timeout` deadlines (DEADLINE_EXCEEDED,
 the body cancelled), and a reset stream or a closed connection cancels the body.
 
-What one call may cost is bounded as gRPC core bounds it: a message larger than the maximum
-message size (before or after decompression) fails with RESOURCE_EXHAUSTED and grpc's own
-wording; metadata larger than the advertised header-list size fails the call the same way; an
-illegal header name or a `-bin` value that is not base64 fails that call alone (INTERNAL), the
-connection and its other calls go on. Request bytes are given back to the client's window as
-the call takes them, so a slow streaming body slows its client down instead of piling up.
+What one call may cost is bounded as gRPC core bounds it: a message larger than the maximum message
+size (before or after decompression) fails with RESOURCE_EXHAUSTED and grpc's own wording, and a
+connection may hold the larger of that size and `H2Limits.max_buffered_input` of request bytes
+unread; metadata larger than the advertised header-list size fails the call the same way; an illegal
+header name or a `-bin` value that is not base64 fails that call alone (INTERNAL), the connection
+and its other calls go on. Request bytes are given back to the client's window as the call takes
+them, so a slow streaming body slows its client down instead of piling up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ssl
 
 import grpc
@@ -35,9 +37,9 @@ from .http2 import H2Connection, H2Stream, encode_headers
 from .http2_limits import H2Limits
 from .immediate import MethodHandler
 
-# The default largest request message (after decompression too): Tritium's own, as big as the
-# HTTP frontend's default body limit (Triton's gRPC takes up to 2 GiB).
-DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+# The default largest request message (after decompression too): Triton 2.51's gRPC limit
+# (MAX_GRPC_MESSAGE_SIZE, INT32_MAX), so what Triton takes by default Tritium takes too.
+DEFAULT_MAX_MESSAGE_SIZE = 2**31 - 1
 
 
 class GrpcServer:
@@ -48,7 +50,13 @@ class GrpcServer:
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  compression_level: str = "none") -> None:
         self._handlers = handlers
-        self.limits = limits or H2Limits()
+        limits = limits or H2Limits()
+        # A connection may hold at least one whole message (and its 5-byte prefix) unread:
+        # the largest message allowed is what bounds a connection's request bytes.
+        floor = max_message_size + 5
+        if limits.max_buffered_input < floor:
+            limits = dataclasses.replace(limits, max_buffered_input=floor)
+        self.limits = limits
         self.max_message_size = max_message_size
         self.compression_level = compression_level
         self._connections: set[H2Connection] = set()

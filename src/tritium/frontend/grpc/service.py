@@ -31,6 +31,7 @@ from .. import loop_bridge
 from ..extensions import logging_api, trace_api
 from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.restricted_api import Restriction, restrict_grpc
+from ..extensions.shared_memory import end_region_use
 from ..extensions.statistics_api import statistics_proto
 from .codec import ParsedInferRequest, decode_infer_request, parse_infer_request
 from .immediate import ImmediateCall, ImmediateUnary, MethodHandler
@@ -285,11 +286,14 @@ class _InferenceService:
                     call.reply(data)
 
                 def answer(response: InferenceResponse) -> None:
-                    trace = request.trace
-                    if trace is None:
-                        return reply(response)
-                    with trace.sending("GRPC_SEND"):
-                        reply(response)
+                    try:
+                        trace = request.trace
+                        if trace is None:
+                            return reply(response)
+                        with trace.sending("GRPC_SEND"):
+                            reply(response)
+                    finally:
+                        end_region_use(request)
 
                 call.on_cancel = partial(_cancelled, request)
                 loop_bridge.final_on_loop(model.submit, request, answer, context.loop)

@@ -46,7 +46,7 @@ from ...server import InferenceServer, ResolvedModel
 from ...trace import Trace
 from .. import loop_bridge
 from ..extensions.header_forward import HeaderPattern, forward_headers
-from ..extensions.shared_memory import OutputRegion
+from ..extensions.shared_memory import OutputRegion, end_region_use
 from .codec import ParsedInferRequest, decode_infer_request, enable_empty_final_response
 from .infer_response import encode_infer_response, encode_stream_head, encode_stream_response
 
@@ -268,6 +268,7 @@ class _Stream:
             # ServerInferAsync failing), so the client gets the error and the id only.
             emit(encode_stream_head(message, None, err.message))
         finally:
+            end_region_use(request)
             if trace is not None:
                 trace.capture("GRPC_SEND_END", perf_counter_ns())
                 trace.finish()

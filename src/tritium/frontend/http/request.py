@@ -42,6 +42,7 @@ from ..extensions.shared_memory import (
     OutputRegion,
     SharedMemoryManager,
     Window,
+    end_region_use,
     output_query,
     region_window,
 )
@@ -127,16 +128,20 @@ def decode_infer_request(
         apply_parameters(request, parameters)
     prefix = log_prefix(request.id)
     view = memoryview(body)
-    offset, sizes = _decode_inputs(document, request, view, header_length, config, prefix,
-                                   regions)
-    if offset != len(body):
-        raise TritonError.invalid_arg(
-            f"unexpected additional input data for model '{model_name}'"
-        )
-    if "outputs" in document:
-        _decode_outputs(document["outputs"], request, plan, regions)
-        if plan.regions is not None:
-            request.output_query = output_query(plan.regions)
+    try:
+        offset, sizes = _decode_inputs(document, request, view, header_length, config, prefix,
+                                       regions)
+        if offset != len(body):
+            raise TritonError.invalid_arg(
+                f"unexpected additional input data for model '{model_name}'"
+            )
+        if "outputs" in document:
+            _decode_outputs(document["outputs"], request, plan, regions)
+    except BaseException:
+        end_region_use(request)  # a request that failed to decode uses no region
+        raise
+    if plan.regions is not None:
+        request.output_query = output_query(plan.regions)
     if key is not None and sizes is not None and plan.regions is None and not request.id:
         if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
             _TEMPLATES.clear()
@@ -300,8 +305,10 @@ def _decode_inputs(
             if sizes is not None:
                 sizes.append(size)
         elif "shared_memory_region" in params:
-            data = held.convert(input_from_wire, _tensor_region(params, regions).read(),
-                                datatype, shape, name, model_name, prefix)
+            window = _tensor_region(params, regions)
+            request.region_windows += (window,)
+            data = held.convert(input_from_wire, window.read(), datatype, shape, name,
+                                model_name, prefix)
             sizes = None
         else:
             data = held.convert(array_from_json, name, datatype, shape, item["data"],
@@ -416,7 +423,8 @@ def _decode_outputs(outputs: Any, request: InferenceRequest, plan: OutputPlan,
         if "shared_memory_region" in params:
             if plan.regions is None:
                 plan.regions = {}
-            plan.regions[name] = _tensor_region(params, regions)
+            plan.regions[name] = window = _tensor_region(params, regions)
+            request.region_windows += (window,)
         binary = params.get("binary_data", False)
         if not is_bool(binary):
             raise parse_error("binary_data", NOT_BOOL)

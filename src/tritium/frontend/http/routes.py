@@ -21,6 +21,7 @@ from ...server import InferenceServer
 from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
+from ..extensions.shared_memory import end_region_use
 from ..loop_bridge import final_on_loop
 from .bulk_decode import Decoding, decode_later, is_bulky
 from .compression import accepted_encoding, compress, decompress
@@ -357,12 +358,16 @@ def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) ->
 def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: OutputPlan,
             config: Any, accept_encoding: str | None, response: Any) -> None:
     """The infer request's response, on the event loop: encode it and send it."""
-    trace = request.trace
-    if trace is None:
-        return _answer_untraced(conn, http_request, request, plan, config, accept_encoding,
-                                response)
-    with trace.sending("HTTP_SEND"):
-        _answer_untraced(conn, http_request, request, plan, config, accept_encoding, response)
+    try:
+        trace = request.trace
+        if trace is None:
+            return _answer_untraced(conn, http_request, request, plan, config,
+                                    accept_encoding, response)
+        with trace.sending("HTTP_SEND"):
+            _answer_untraced(conn, http_request, request, plan, config, accept_encoding,
+                             response)
+    finally:
+        end_region_use(request)
 
 
 def _answer_untraced(conn: HttpConnection, http_request: Request, request: Any,
