@@ -232,9 +232,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
 
 
 def version_text() -> str:
-    from . import __version__
+    from .version import TRITON_VERSION, __version__
 
-    return f"tritium {__version__} (serves as Triton Inference Server 2.51)"
+    return f"tritium {__version__} (serves as Triton Inference Server {TRITON_VERSION})"
 
 
 def check_serve_args(args: argparse.Namespace) -> None:

@@ -46,7 +46,7 @@ from .scheduler.rate_limiter import RateLimiter
 from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
 from .trace_settings import TraceSetting, TraceSettings
-from .version import __version__
+from .version import TRITON_VERSION
 
 log = logging.getLogger("tritium.server")
 
@@ -119,7 +119,7 @@ class InferenceServer:
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
         self.id = options.server_id
-        self.version = __version__
+        self.version = TRITON_VERSION
         self.metrics = MetricRegistry()
         gpus = (options.gpus if options.gpus is not None
                 else discover(options.min_supported_compute_capability))

@@ -23,7 +23,7 @@ def test_server_live_ready_and_metadata(client):
     assert client.is_server_ready()
     meta = client.get_server_metadata(as_json=True)
     assert meta["name"] == "triton"
-    assert meta["version"]
+    assert meta["version"] == "2.51.0"
     assert "binary_tensor_data" in meta["extensions"]
 
 

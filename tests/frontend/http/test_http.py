@@ -37,6 +37,7 @@ def test_server_metadata(server, http_client):
     assert reply.headers["content-type"] == "application/json"
     document = reply.json()
     assert document["name"] == "triton"
+    assert document["version"] == "2.51.0"  # the Triton release Tritium serves as
     # Triton 2.51's list, without the shared-memory pair (off unless --allow-client-shm).
     assert document["extensions"] == [
         "classification", "sequence", "model_repository", "model_repository(unload_dependents)",
