@@ -174,8 +174,18 @@ class InferenceServer:
     # -- life ----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Load the models the control mode names; raise if --exit-on-error and any failed."""
-        self.repository.check_repositories()
+        """Load the models the control mode names; raise if --exit-on-error and any failed.
+
+        A model repository that does not exist fails the start; without --exit-on-error the
+        server goes on, as Triton's does, neither live nor ready, loading nothing (its
+        frontends still answer health and metadata)."""
+        try:
+            self.repository.check_repositories()
+        except TritonError as exc:
+            if self.options.exit_on_error:
+                raise
+            log.error("%s: %s", exc.code.status_text, exc.message)
+            return
         mode = self.options.model_control_mode
         if mode in ("none", "poll"):
             errors = self.control.start(None)

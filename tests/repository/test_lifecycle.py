@@ -16,6 +16,7 @@ from tritonclient.utils import InferenceServerException
 
 from support import ROOT
 from support.models import identity_config, write_model
+from support.raw_http import call
 from support.server_process import ServerProcess
 
 ORDER_BACKEND = """
@@ -250,3 +251,26 @@ def test_check_reports_syntax_error_with_file_and_line(tmp_path: Path) -> None:
     assert "fine: OK" in result.stdout
     line = next(text for text in result.stdout.splitlines() if text.startswith("broken"))
     assert "config.pbtxt" in line and ":3:" in line
+
+
+def test_a_missing_repository_without_exit_on_error_serves_not_live(tmp_path: Path) -> None:
+    """As Triton: the start fails, but with --exit-on-error=false the server goes on, neither
+    live nor ready, and its frontends answer health and metadata."""
+    server = ServerProcess([tmp_path / "absent"], "--exit-on-error=false").start(
+        wait_ready=False)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                reply = call(server, "GET", "/v2", timeout=5)
+                break
+            except OSError:
+                assert server.process is not None and server.process.poll() is None, server.log()
+                assert time.monotonic() < deadline, server.log()
+                time.sleep(0.1)
+        assert reply.status == 200 and reply.json()["name"] == "triton"
+        assert call(server, "GET", "/v2/health/live", timeout=5).status == 400
+        assert call(server, "GET", "/v2/health/ready", timeout=5).status == 400
+        assert any("failed to stat file" in m and "absent" in m for m in server.log_messages())
+    finally:
+        server.stop()
