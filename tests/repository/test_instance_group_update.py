@@ -54,7 +54,7 @@ class TritonPythonModel:
                 while not os.path.exists(RELEASE):
                     time.sleep(0.01)
             responses.append(pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUTPUT0", data)]))
+                [pb_utils.Tensor("OUTPUT0", data)], parameters={"instance": self.name}))
         return responses
 
     def finalize(self):
@@ -285,3 +285,24 @@ def test_a_removed_instance_finishes_its_sequences_first(
         assert model.new_events() == []
         assert infer(client, 4, sequence_id=7, sequence_end=True) == 4
         assert model.wait_events(1) == ["fini counted_0_0"]
+
+
+def test_passive_instances_are_initialized_but_never_scheduled(
+        tmp_path: Path, model: Model, client_of) -> None:
+    """Triton creates a passive group's instances but gives the scheduler only the others."""
+    model.configure(f'{cpu(1)}, {{ name: "standby" count: 2 kind: KIND_CPU passive: true }}')
+    with serve(tmp_path) as server:
+        client = client_of(server)
+        assert sorted(model.new_events()) == [
+            "init counted_0_0", "init standby_0", "init standby_1"]
+        def answered_by(value: float) -> str:
+            tensor = grpcclient.InferInput("INPUT0", [1], "FP32")
+            tensor.set_data_from_numpy(np.array([value], np.float32))
+            result = client_of(server).infer("counted", [tensor])
+            return result.get_response(as_json=True)["parameters"]["instance"]["string_param"]
+
+        with ThreadPoolExecutor(4) as pool:
+            assert set(pool.map(answered_by, range(8))) == {"counted_0_0"}
+        model.configure(cpu(1))
+        client.load_model("counted")  # the passive group goes: finalized at once
+        assert sorted(model.new_events()) == ["fini standby_0", "fini standby_1"]

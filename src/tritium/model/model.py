@@ -114,7 +114,7 @@ class TritonModel(LoadedModel):
             model.labels = read_labels(model.config, model_path)
             model.instances = model._create_instances(_requested(model.config))
             scheduler = create_scheduler(
-                model.config, model.instances, loaded.handle.execution_policy
+                model.config, _scheduled(model.instances), loaded.handle.execution_policy
             )
             model.scheduler = model._instance_scheduler = scheduler
             scheduler.start()
@@ -156,7 +156,10 @@ class TritonModel(LoadedModel):
         assert scheduler is not None
         with self._draining_lock:
             self._draining += removed
-        scheduler.update_instances(added, removed, self._release)
+        scheduler.update_instances(_scheduled(added), _scheduled(removed), self._release)
+        for instance in removed:
+            if instance.handle.is_passive:  # never scheduled: nothing runs on it
+                self._release(instance)
         self.instances = kept + added
         self.handle._replace_config(updated)
 
@@ -281,6 +284,12 @@ def _signature(group: mc.ModelInstanceGroup, device: int) -> tuple[bytes, int]:
     alike.ClearField("name")
     alike.ClearField("count")
     return alike.SerializeToString(deterministic=True), device
+
+
+def _scheduled(instances: list[TritonModelInstance]) -> list[TritonModelInstance]:
+    """The instances a scheduler runs requests on: not the passive ones, which Triton creates
+    and initializes but never schedules (their backend drives them)."""
+    return [instance for instance in instances if not instance.handle.is_passive]
 
 
 def _finalize_all(instances: list[TritonModelInstance]) -> None:
