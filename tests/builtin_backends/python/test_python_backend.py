@@ -333,11 +333,11 @@ def test_bls_errors_are_surfaced(http) -> None:
         "Model no_such_model - Error when running inference: Failed for execute the inference "
         "request. Model 'no_such_model' is not ready."
     )
-    # A model whose inputs do not match: the server's own validation message comes back
-    # (Triton checks the input count first: more inputs than square's one).
+    # A request the model refuses: the server's own validation message comes back
+    # (Triton checks the requested outputs first: square has no OUTPUT0).
     err = error_of(lambda: bls(http, "square"))
     assert "Model square - Error when running inference: " in err.message()
-    assert "inputs for model 'square'. Got input(s) ['" in err.message()
+    assert "unexpected inference output 'OUTPUT0' for model 'square'" in err.message()
 
 
 def test_bls_async(http) -> None:
