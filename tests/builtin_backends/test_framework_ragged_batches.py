@@ -3,9 +3,9 @@
 configured `batch_input` tensors tell the model where each request's part lies, and a
 BATCH_SCATTER_WITH_INPUT_SHAPE `batch_output` goes back to each request in the shape of its input.
 
-The requests of different shapes go down one gRPC stream (so they queue in order) to a model
-whose dynamic batcher waits for a full batch (max_batch_size 4, a long queue delay): they run as
-one batch, and each response shows what the model was fed.
+The requests of different shapes go down one gRPC stream (so they queue in order) to an ONNX or
+TorchScript model whose dynamic batcher waits for a full batch (max_batch_size 4, a long queue
+delay): they run as one batch, and each response shows what the model was fed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from onnx import TensorProto
 
-from support import onnx_models
+from support import onnx_models, torch_models
 from support.models import write_model
 from support.server_process import ServerProcess
 
@@ -33,6 +33,9 @@ BATCH_INPUTS = [
 ]
 ONNX_TYPES = {"TYPE_INT32": TensorProto.INT32, "TYPE_FP32": TensorProto.FLOAT}
 
+BACKENDS = ["onnxruntime", "pytorch"]
+MODELS = {"onnxruntime": "ragged_onnx", "pytorch": "ragged_torch"}
+
 # Three requests of 4 batch items: [2, 1, 3] (two items), [1, 2, 2], [1, 1, 1].
 SHAPES = [(2, 1, 3), (1, 2, 2), (1, 1, 1)]
 EXPECTED = {
@@ -45,7 +48,7 @@ EXPECTED = {
 }
 
 
-def ragged_config(name: str) -> str:
+def ragged_config(name: str, backend: str) -> str:
     outputs = ['{ name: "RAGGED_OUT" data_type: TYPE_FP32 dims: [ -1, -1 ] }']
     entries = []
     for target, kind, data_type, rank in BATCH_INPUTS:
@@ -55,7 +58,7 @@ def ragged_config(name: str) -> str:
                        'source_input: "RAGGED" }')
     return f"""
         name: "{name}"
-        backend: "onnxruntime"
+        backend: "{backend}"
         max_batch_size: 4
         input [ {{ name: "RAGGED" data_type: TYPE_FP32 dims: [ -1, -1 ]
                    allow_ragged_batch: true }} ]
@@ -67,16 +70,20 @@ def ragged_config(name: str) -> str:
         """
 
 
-def add_ragged_model(repo: Path, name: str) -> None:
-    write_model(repo, name, ragged_config(name))
-    reports = [(target, ONNX_TYPES[data_type], rank) for target, _, data_type, rank in BATCH_INPUTS]
-    onnx_models.save(onnx_models.batch_inputs(reports), repo / name / "1" / "model.onnx")
+def add_ragged_model(repo: Path, name: str, backend: str = "onnxruntime") -> None:
+    write_model(repo, name, ragged_config(name, backend))
+    if backend == "onnxruntime":
+        reports = [(target, ONNX_TYPES[kind], rank) for target, _, kind, rank in BATCH_INPUTS]
+        onnx_models.save(onnx_models.batch_inputs(reports), repo / name / "1" / "model.onnx")
+    else:  # names without <name>__<index>: forward() takes the batch inputs after RAGGED
+        torch_models.save(torch_models.BatchInputReport(), repo / name / "1" / "model.pt")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     repo = tmp_path_factory.mktemp("ragged")
-    add_ragged_model(repo, "ragged_onnx")
+    for backend in BACKENDS:
+        add_ragged_model(repo, MODELS[backend], backend)
     with ServerProcess([repo]) as process:
         yield process
 
@@ -105,16 +112,20 @@ def data(index: int, shape: tuple[int, ...]) -> np.ndarray:
     return np.arange(100 * index, 100 * index + count, dtype=np.float32).reshape(shape)
 
 
-def test_ragged_input_reaches_the_model_flat_and_scatters_back(server: ServerProcess) -> None:
-    results = stream_batch(server, "ragged_onnx", SHAPES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ragged_input_reaches_the_model_flat_and_scatters_back(
+    server: ServerProcess, backend: str
+) -> None:
+    results = stream_batch(server, MODELS[backend], SHAPES)
     for index, (result, shape) in enumerate(zip(results, SHAPES, strict=True)):
         # The model saw one flat input; each request gets its own part, in its own shape.
         np.testing.assert_array_equal(result.as_numpy("RAGGED_OUT"), data(index, shape))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("target", [b[0] for b in BATCH_INPUTS])
-def test_each_batch_input_kind(server: ServerProcess, target: str) -> None:
-    results = stream_batch(server, "ragged_onnx", SHAPES)
+def test_each_batch_input_kind(server: ServerProcess, backend: str, target: str) -> None:
+    results = stream_batch(server, MODELS[backend], SHAPES)
     values, shape = EXPECTED[target]
     data_type = next(b[2] for b in BATCH_INPUTS if b[0] == target)
     for result, request_shape in zip(results, SHAPES, strict=True):
