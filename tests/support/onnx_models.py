@@ -107,6 +107,38 @@ def accumulator(batch: int | str = "batch", corrid: int = TensorProto.UINT64) ->
     )
 
 
+def batch_inputs(reports: Sequence[tuple[str, int, int]]) -> onnx.ModelProto:
+    """A model fed a ragged input and batch inputs, which shows each request what it was fed:
+    RAGGED_OUT = RAGGED (the flat [-1] input), and for each (NAME, type, rank) of `reports`,
+    input NAME comes back flattened as NAME_OUT [items, elements] and its shape as NAME_SHAPE
+    [items, rank], a copy for each batch item. The batch items are counted by the first
+    dimension of input ITEM_SHAPE (a BATCH_ITEM_SHAPE batch input), which must be among
+    `reports`."""
+    one = helper.make_tensor("one_value", TensorProto.INT64, [1], [1])
+    row = helper.make_tensor("row_value", TensorProto.INT64, [2], [1, -1])
+    nodes = [
+        helper.make_node("Constant", [], ["one"], value=one),
+        helper.make_node("Constant", [], ["row"], value=row),
+        helper.make_node("Shape", ["ITEM_SHAPE"], ["items"], end=1),
+        helper.make_node("Concat", ["items", "one"], ["rows"], axis=0),
+        helper.make_node("Identity", ["RAGGED"], ["RAGGED_OUT"]),
+    ]
+    inputs = [_value("RAGGED", TensorProto.FLOAT, [-1])]
+    outputs = [_value("RAGGED_OUT", TensorProto.FLOAT, [-1])]
+    for name, elem_type, rank in reports:
+        nodes += [
+            helper.make_node("Reshape", [name, "row"], [f"{name}_row"]),
+            helper.make_node("Expand", [f"{name}_row", "rows"], [f"{name}_OUT"]),
+            helper.make_node("Shape", [name], [f"{name}_dims"]),
+            helper.make_node("Reshape", [f"{name}_dims", "row"], [f"{name}_dims_row"]),
+            helper.make_node("Expand", [f"{name}_dims_row", "rows"], [f"{name}_SHAPE"]),
+        ]
+        inputs.append(_value(name, elem_type, [f"{name}_{i}" for i in range(rank)]))
+        outputs += [_value(f"{name}_OUT", elem_type, [-1, -1]),
+                    _value(f"{name}_SHAPE", TensorProto.INT64, [-1, -1])]
+    return _model(nodes, inputs, outputs)
+
+
 def save(model: onnx.ModelProto, path: Path, external_data: bool = False) -> Path:
     """Write `model` to `path`; with `external_data`, `path` is a directory holding
     `model.onnx` and its weights in a separate file, as large models are shipped."""

@@ -51,6 +51,32 @@ class Shout(torch.nn.Module):
         return [w.upper() for w in words]
 
 
+class BatchInputReport(torch.nn.Module):
+    """onnx_models.batch_inputs for TorchScript, arguments in configuration order: the ragged
+    input, then the batch inputs COUNT, ACC, ACC_ZERO, MAX_SHAPE, ITEM_SHAPE, ITEM_FLAT. Returns
+    the ragged input, then for each batch input its values and its shape, a row per batch item
+    (the first dimension of ITEM_SHAPE)."""
+
+    def forward(self, ragged: torch.Tensor, count: torch.Tensor, acc: torch.Tensor,
+                acc_zero: torch.Tensor, max_shape: torch.Tensor, item_shape: torch.Tensor,
+                item_flat: torch.Tensor):
+        items = item_shape.size(0)
+        count_out, count_shape = self.report(count, items)
+        acc_out, acc_shape = self.report(acc, items)
+        acc_zero_out, acc_zero_shape = self.report(acc_zero, items)
+        max_out, max_shape_shape = self.report(max_shape, items)
+        item_out, item_shape_shape = self.report(item_shape, items)
+        flat_out, flat_shape = self.report(item_flat, items)
+        return (ragged.clone(), count_out, count_shape, acc_out, acc_shape, acc_zero_out,
+                acc_zero_shape, max_out, max_shape_shape, item_out, item_shape_shape, flat_out,
+                flat_shape)
+
+    def report(self, tensor: torch.Tensor, items: int) -> tuple[torch.Tensor, torch.Tensor]:
+        shape = torch.tensor(tensor.shape, dtype=torch.int64)
+        return (tensor.reshape(1, -1).expand(items, -1).contiguous(),
+                shape.reshape(1, -1).expand(items, -1).contiguous())
+
+
 def mlp(features: int = 64, hidden: int = 128, classes: int = 16) -> torch.nn.Module:
     torch.manual_seed(0)
     return torch.nn.Sequential(

@@ -23,6 +23,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..errors import TritonError, as_triton_error
 from ..request import RESPONSE_COMPLETE_FINAL, InferenceRequest, InferenceResponse
 from ..tensor import Tensor, numpy_dtype, wire_datatype
+from .batch_input import batch_inputs, gather_ragged
+from .batch_output import BatchOutputs
 from .handles import Model, ModelInstance
 
 log = logging.getLogger("tritium.backend")
@@ -38,6 +40,9 @@ class ModelState:
         self.max_batch_size = model.config.max_batch_size
         self.input_configs = {i.name: i for i in model.config.input}
         self.output_configs = {o.name: o for o in model.config.output}
+        # Inputs whose requests are concatenated flattened (batch_input.py).
+        self.ragged_inputs = frozenset(i.name for i in model.config.input if i.allow_ragged_batch)
+        self.batch_outputs = BatchOutputs(model.config)
 
     def parameter(self, key: str, default: str | None = None) -> str | None:
         """A `parameters { key: ... value: { string_value: ... } }` entry of the config."""
@@ -127,33 +132,55 @@ class ModelInstanceState:
         return True
 
     def _gather_inputs(self, requests: list[InferenceRequest]) -> dict[str, np.ndarray]:
-        if len(requests) == 1:
-            return {name: t.data for name, t in requests[0].inputs.items()}
-        names = requests[0].inputs.keys()
-        return {name: np.concatenate([r.inputs[name].data for r in requests]) for name in names}
+        """The batch's inputs: stacked along the batch dimension, ragged ones flattened, and the
+        configured batch inputs."""
+        model = self.model_state
+        inputs: dict[str, np.ndarray] = {}
+        for name in requests[0].inputs:
+            if name in model.ragged_inputs:
+                inputs[name] = gather_ragged(name, requests)
+            elif len(requests) == 1:
+                inputs[name] = requests[0].inputs[name].data
+            else:
+                inputs[name] = np.concatenate([r.inputs[name].data for r in requests])
+        inputs.update(batch_inputs(model.config, requests))
+        return inputs
 
     def _scatter_outputs(
         self, requests: list[InferenceRequest], outputs: dict[str, np.ndarray]
     ) -> None:
-        batching = self.model_state.max_batch_size > 0
-        offset = 0
-        for request in requests:
-            size = _batch_size(request) if batching else 0
+        parts = self._split_outputs(requests, outputs)
+        for index, request in enumerate(requests):
             wanted = request.requested_output_names or list(outputs)
             response = InferenceResponse()
             for name in wanted:
-                if name not in outputs:
-                    response = InferenceResponse(
-                        error=TritonError.internal(
-                            f"backend of model '{self.model_state.name}' produced no output "
-                            f"'{name}'"
-                        )
-                    )
+                part = parts[name][index] if name in parts else TritonError.internal(
+                    f"backend of model '{self.model_state.name}' produced no output '{name}'"
+                )
+                if isinstance(part, TritonError):
+                    response = InferenceResponse(error=part)
                     break
-                data = outputs[name][offset : offset + size] if batching else outputs[name]
-                response.outputs.append(self._tensor(name, data))
-            offset += size
+                response.outputs.append(self._tensor(name, part))
             request.respond(response)
+
+    def _split_outputs(
+        self, requests: list[InferenceRequest], outputs: dict[str, np.ndarray]
+    ) -> dict[str, list[np.ndarray | TritonError]]:
+        """Each output cut into the requests' parts: along the batch dimension by each
+        request's batch size, a batch output by its source input's shape (batch_output.py)."""
+        batch_outputs = self.model_state.batch_outputs
+        batching = self.model_state.max_batch_size > 0
+        sizes = [_batch_size(r) for r in requests] if batching else None
+        parts: dict[str, list[np.ndarray | TritonError]] = {}
+        for name, output in outputs.items():
+            if name in batch_outputs:
+                parts[name] = batch_outputs.scatter(name, output, requests)
+            elif sizes is None:
+                parts[name] = [output for _ in requests]
+            else:
+                bounds = np.cumsum([0, *sizes])
+                parts[name] = [output[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        return parts
 
     def _tensor(self, name: str, data: np.ndarray) -> Tensor:
         config = self.model_state.output_configs.get(name)

@@ -94,20 +94,43 @@ def _validate_inputs(config: mc.ModelConfig, info: SessionInfo, sequence_inputs:
             )
         tensor = _find(io.name, allowed, "input")
         _check_datatype(name, io, tensor, "input")
-        if tensor.dims:
+        if io.allow_ragged_batch:
+            _check_ragged(name, io, tensor)
+        elif tensor.dims:
             _compare_dims(name, io.name, tensor.dims, _dims(io), config.max_batch_size)
         else:
             _check_scalar(name, io)
 
 
 def _validate_outputs(config: mc.ModelConfig, info: SessionInfo) -> None:
+    # A batch output's shape follows an input's, not the model's (batch_output.py).
+    batch_outputs = {t for b in config.batch_output for t in b.target_name}
     for io in config.output:
         tensor = _find(io.name, info.outputs, "output")
         _check_datatype(config.name, io, tensor, "output")
+        if io.name in batch_outputs:
+            continue
         if tensor.dims:
             _compare_dims(config.name, io.name, tensor.dims, _dims(io), config.max_batch_size)
         else:
             _check_scalar(config.name, io)
+
+
+def _check_ragged(model: str, io: mc.ModelInput, tensor: TensorInfo) -> None:
+    """A ragged input reaches the model as one flat tensor of the whole batch: the model must
+    take shape [-1], whatever the configured dims."""
+    prefix = (
+        f"unable to load model '{model}', configuration expects model provides input with "
+        "shape [-1]"
+    )
+    if io.optional:
+        raise TritonError.invalid_arg(
+            f"{prefix} for ragged input '{io.name}', which is not supported for optional input"
+        )
+    if tensor.dims != (-1,):
+        raise TritonError.invalid_arg(
+            f"{prefix}  for ragged input '{io.name}', model provides {dims_string(tensor.dims)}"
+        )
 
 
 def _find(name: str, allowed: dict[str, TensorInfo], kind: str) -> TensorInfo:

@@ -5,7 +5,9 @@ Inputs: every configured name is a forward argument (FORWARD_ARGUMENT); else eve
 `<name>__<index>` (NAMED_INDEX); else the configuration's order is the argument order
 (STRICT_CONFIG_ORDERING). A single `Dict[str, Tensor]` argument takes every input by name.
 Outputs: `<name>__<index>` when every name has that form, else the configuration's order.
-A stateful model's sequence control inputs are always `<name>__<index>`; with implicit state,
+A `batch_input` target follows the inputs' convention: it is a forward argument's name, a
+`<name>__<index>`, or (strict ordering) comes after the configured inputs, in the configuration's
+order. A stateful model's sequence control inputs are always `<name>__<index>`; with implicit state,
 every input, output and state must be `<name>__<index>` (Triton's rules for both).
 """
 
@@ -79,10 +81,14 @@ def input_indices(
         )
     controls = {c.name: _control_index(c.name) for c in sequence.controls}
     states = [s.input_name for s in sequence.states]
+    targets = [t for b in config.batch_input for t in b.target_name]
     if signature.dict_input:
-        return {name: index for index, name in enumerate([*names, *controls, *states])}
+        return {
+            name: index for index, name in enumerate([*names, *targets, *controls, *states])
+        }
     convention = _convention(names, signature.arguments, config.name, "input")
     indices = _indices(names, convention, signature.arguments)
+    indices.update(_batch_input_indices(config.name, convention, signature, targets, len(names)))
     indices.update(controls)
     indices.update(_state_indices(config.name, convention, states))
     for name, index in indices.items():
@@ -105,6 +111,30 @@ def output_indices(config: mc.ModelConfig, sequence: SequenceTensors) -> dict[st
     indices = _indices(names, convention, ())
     states = [s.output_name for s in sequence.states]
     indices.update(_state_indices(config.name, convention, states))
+    return indices
+
+
+def _batch_input_indices(
+    model: str,
+    convention: NamingConvention,
+    signature: Signature,
+    targets: list[str],
+    input_count: int,
+) -> dict[str, int]:
+    """Where each batch input goes: by the configured inputs' convention (AddInputToMap)."""
+    indices: dict[str, int] = {}
+    for position, name in enumerate(targets):
+        index: int | None = input_count + position
+        if convention is NamingConvention.FORWARD_ARGUMENT:
+            index = signature.arguments.index(name) if name in signature.arguments else None
+        elif convention is NamingConvention.NAMED_INDEX:
+            index = _named_index(name)
+        if index is None:
+            raise TritonError.invalid_arg(
+                f"unable to load model '{model}', batch input '{name}' does not follow the "
+                f"naming convention of the model's inputs ({convention.value})"
+            )
+        indices[name] = index
     return indices
 
 
