@@ -8,10 +8,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from support.models import write_model
 from support.server_process import ServerProcess
@@ -78,3 +82,27 @@ def test_escaping_can_be_turned_off_as_in_triton(tmp_path: Path) -> None:
     lines = run_chatty(tmp_path, {"TRITON_SERVER_ESCAPE_LOG_MESSAGES": "0"})
     assert any(line.endswith("] successfully loaded 'chatty' version 1") for line in lines)
     assert FORGED in lines  # unescaped, what the model wrote is a line of its own
+
+
+def test_a_refused_request_is_logged_as_tritons_and_cannot_forge_a_line(tmp_path: Path) -> None:
+    """A verbose server logs "Infer failed" for a request refused before it runs (HTTP and
+    gRPC), the client's input name inside the quoted message (Triton's L0_logging injects
+    records through it)."""
+    write_model(tmp_path / "repo", "chatty", CONFIG, files={"1/model.py": MODEL})
+    name = f"\n{FORGED}\n"
+    with ServerProcess([tmp_path / "repo"], "--log-verbose=1") as server:
+        for module, request_id in ((httpclient, ""), (grpcclient, "r7")):
+            client = module.InferenceServerClient(
+                server.http_url if module is httpclient else server.grpc_url)
+            tensor = module.InferInput(name, [1], "FP32")
+            tensor.set_data_from_numpy(np.zeros(1, np.float32))
+            with pytest.raises(InferenceServerException):
+                client.infer("chatty", [tensor], request_id=request_id)
+            client.close()
+        expected = {f"[request id: {shown}] Infer failed: unexpected inference input "
+                    f"'{name}' for model 'chatty'" for shown in ("<id_unknown>", "r7")}
+        deadline = time.monotonic() + 30
+        while not expected <= set(server.log_messages()):
+            assert time.monotonic() < deadline, server.log()
+            time.sleep(0.05)
+        assert FORGED not in server.log().splitlines()

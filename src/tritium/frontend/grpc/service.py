@@ -30,6 +30,7 @@ from ...server import InferenceServer
 from .. import loop_bridge
 from ..extensions import logging_api, trace_api
 from ..extensions.header_forward import HeaderPattern, forward_headers
+from ..extensions.infer_failed import log_infer_failed
 from ..extensions.restricted_api import Restriction, restrict_grpc
 from ..extensions.shared_memory import end_region_use
 from ..extensions.statistics_api import statistics_proto
@@ -298,6 +299,7 @@ class _InferenceService:
                 call.on_cancel = partial(_cancelled, request)
                 loop_bridge.final_on_loop(model.submit, request, answer, context.loop)
         except TritonError as err:
+            log_infer_failed(message.id, err)
             _fail(call, err)
         except Exception as exc:
             _internal(call, message.model_name, exc)

@@ -46,6 +46,7 @@ from ...server import InferenceServer, ResolvedModel
 from ...trace import Trace
 from .. import loop_bridge
 from ..extensions.header_forward import HeaderPattern, forward_headers
+from ..extensions.infer_failed import log_infer_failed
 from ..extensions.shared_memory import OutputRegion, end_region_use
 from .codec import ParsedInferRequest, decode_infer_request, enable_empty_final_response
 from .infer_response import encode_infer_response, encode_stream_head, encode_stream_response
@@ -170,6 +171,7 @@ class _Stream:
                 now = perf_counter_ns()
                 self.server.trace_settings.start(request, "GRPC_WAITREAD", now, now)
         except TritonError as err:
+            log_infer_failed(message.id, err)
             error = err
         except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving
             log.exception("ModelStreamInfer: decoding a request for '%s' failed",
@@ -266,6 +268,7 @@ class _Stream:
         except TritonError as err:
             # Raised before any response: the request could not be issued (Triton's
             # ServerInferAsync failing), so the client gets the error and the id only.
+            log_infer_failed(message.id, err)
             emit(encode_stream_head(message, None, err.message))
         finally:
             end_region_use(request)

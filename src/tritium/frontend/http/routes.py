@@ -19,6 +19,7 @@ from urllib.parse import unquote_to_bytes
 from ...errors import TritonError
 from ...server import InferenceServer
 from ..extensions.header_forward import HeaderPattern, forward_headers
+from ..extensions.infer_failed import log_infer_failed
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
 from ..extensions.shared_memory import end_region_use
@@ -316,7 +317,11 @@ class HttpApp:
             try:
                 request, plan = decoded()
             except _BodyError as exc:
+                log_infer_failed(None, exc.error)
                 return _reply_error(conn, exc.error.http_status, exc.error.message, _TEXT)
+            except TritonError as exc:
+                log_infer_failed(None, exc)
+                raise
             if self.header_forward is not None and http_request.header_names is not None:
                 forward_headers(request, self.header_forward, zip(
                     http_request.header_names, (value for _, value in http_request.headers),
@@ -328,9 +333,14 @@ class HttpApp:
                                                  http_request.recv_end_ns)
             # If the frontend stops before the answer, the request is marked cancelled.
             conn.pending = request
-            final_on_loop(model.submit, request, partial(
-                _answer, conn, http_request, request, plan, model.config, accept_encoding
-            ), conn.loop)
+            try:
+                final_on_loop(model.submit, request, partial(
+                    _answer, conn, http_request, request, plan, model.config, accept_encoding
+                ), conn.loop)
+            except TritonError as exc:
+                log_infer_failed(request.id, exc)
+                raise
+
 
 
 class _BodyError(Exception):
