@@ -21,7 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 # The helper modules' asserts explain their failures like the tests' own.
 pytest.register_assert_rewrite("support")
 
-from support.fixtures import http_client, server, standard_repo  # noqa: E402, F401
+from support.fixtures import (  # noqa: E402, F401
+    grpc_client_of,
+    http_client,
+    server,
+    standard_repo,
+)
 
 # Modules that take a minute or more: started first, so they overlap the rest.
 _SLOWEST_FIRST = (

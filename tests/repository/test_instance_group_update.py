@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -134,23 +133,10 @@ def instance_count(client: grpcclient.InferenceServerClient) -> int:
     return sum(int(group["count"]) for group in reported["instance_group"])
 
 
-@pytest.fixture()
-def client_of() -> Iterator:
-    clients: list[grpcclient.InferenceServerClient] = []
-
-    def make(server: ServerProcess) -> grpcclient.InferenceServerClient:
-        clients.append(grpcclient.InferenceServerClient(server.grpc_url))
-        return clients[-1]
-
-    yield make
-    for client in clients:
-        client.close()
-
-
 def test_instances_are_added_and_removed_while_the_others_serve(
-        tmp_path: Path, model: Model, client_of) -> None:
+        tmp_path: Path, model: Model, grpc_client_of) -> None:
     with serve(tmp_path) as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         assert sorted(model.new_events()) == ["init counted_0_0", "init counted_0_1"]
         stop = threading.Event()
         answers: list[float] = []
@@ -193,9 +179,9 @@ def test_instances_are_added_and_removed_while_the_others_serve(
 
 
 def test_a_load_request_config_updates_the_instances(
-        tmp_path: Path, model: Model, client_of) -> None:
+        tmp_path: Path, model: Model, grpc_client_of) -> None:
     with serve(tmp_path) as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         model.new_events()
         reported = client.get_model_config("counted", as_json=True)["config"]
         reported["instance_group"][0]["count"] = 4
@@ -205,11 +191,11 @@ def test_a_load_request_config_updates_the_instances(
 
 
 def test_an_update_does_not_wait_for_a_busy_instance(
-        tmp_path: Path, model: Model, client_of) -> None:
+        tmp_path: Path, model: Model, grpc_client_of) -> None:
     with serve(tmp_path) as server, ThreadPoolExecutor(1) as pool:
-        client = client_of(server)
+        client = grpc_client_of(server)
         model.new_events()
-        held = pool.submit(infer, client_of(server), -1.0)  # runs until `release` exists
+        held = pool.submit(infer, grpc_client_of(server), -1.0)  # runs until `release` exists
         model.configure(cpu(3))
         client.load_model("counted")
         assert model.new_events() == ["init counted_0_2"]
@@ -220,9 +206,9 @@ def test_an_update_does_not_wait_for_a_busy_instance(
 
 
 def test_a_change_beyond_the_instance_groups_loads_the_model_anew(
-        tmp_path: Path, model: Model, client_of) -> None:
+        tmp_path: Path, model: Model, grpc_client_of) -> None:
     with serve(tmp_path) as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         model.new_events()
         model.configure(cpu(2), 'parameters { key: "p" value: { string_value: "1" } }')
         client.load_model("counted")
@@ -234,9 +220,9 @@ def test_a_change_beyond_the_instance_groups_loads_the_model_anew(
 
 
 def test_a_changed_model_file_loads_the_model_anew(
-        tmp_path: Path, model: Model, client_of) -> None:
+        tmp_path: Path, model: Model, grpc_client_of) -> None:
     with serve(tmp_path) as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         model.new_events()
         model_file = model.dir / "1" / "model.py"
         model_file.write_text(model_file.read_text() + "\n")
@@ -247,12 +233,12 @@ def test_a_changed_model_file_loads_the_model_anew(
 
 
 def test_a_failed_update_leaves_the_model_serving_as_it_was(
-        tmp_path: Path, model: Model, client_of) -> None:
+        tmp_path: Path, model: Model, grpc_client_of) -> None:
     limited = 'rate_limiter { resources [ { name: "R1" count: 2 } ] }'
     model.configure(cpu(1, limited))
     with serve(tmp_path, "--rate-limit=execution_count",
                "--rate-limit-resource=R1:4") as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         model.new_events()
         model.configure(cpu(2, 'rate_limiter { resources [ { name: "R1" count: 8 } ] }'))
         with pytest.raises(InferenceServerException) as failed:
@@ -269,11 +255,11 @@ def test_a_failed_update_leaves_the_model_serving_as_it_was(
 
 
 def test_a_removed_instance_finishes_its_sequences_first(
-        tmp_path: Path, model: Model, client_of) -> None:
+        tmp_path: Path, model: Model, grpc_client_of) -> None:
     sequences = "sequence_batching { max_sequence_idle_microseconds: 60000000 }"
     model.configure(cpu(2), sequences)
     with serve(tmp_path) as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         model.new_events()
         # The first sequence takes the first instance's slot; the update keeps the last one.
         assert infer(client, 1, sequence_id=7, sequence_start=True) == 1
@@ -288,17 +274,17 @@ def test_a_removed_instance_finishes_its_sequences_first(
 
 
 def test_passive_instances_are_initialized_but_never_scheduled(
-        tmp_path: Path, model: Model, client_of) -> None:
+        tmp_path: Path, model: Model, grpc_client_of) -> None:
     """Triton creates a passive group's instances but gives the scheduler only the others."""
     model.configure(f'{cpu(1)}, {{ name: "standby" count: 2 kind: KIND_CPU passive: true }}')
     with serve(tmp_path) as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         assert sorted(model.new_events()) == [
             "init counted_0_0", "init standby_0", "init standby_1"]
         def answered_by(value: float) -> str:
             tensor = grpcclient.InferInput("INPUT0", [1], "FP32")
             tensor.set_data_from_numpy(np.array([value], np.float32))
-            result = client_of(server).infer("counted", [tensor])
+            result = grpc_client_of(server).infer("counted", [tensor])
             return result.get_response(as_json=True)["parameters"]["instance"]["string_param"]
 
         with ThreadPoolExecutor(4) as pool:

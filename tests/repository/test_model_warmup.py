@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -76,19 +75,6 @@ def events(repo: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-@pytest.fixture()
-def client_of() -> Iterator:
-    clients: list[grpcclient.InferenceServerClient] = []
-
-    def make(server: ServerProcess) -> grpcclient.InferenceServerClient:
-        clients.append(grpcclient.InferenceServerClient(server.grpc_url))
-        return clients[-1]
-
-    yield make
-    for client in clients:
-        client.close()
-
-
 BATCHING = '''
 name: "warm"
 backend: "python"
@@ -133,10 +119,10 @@ def write_batching_model(repo: Path) -> Path:
 
 
 def test_each_instance_runs_each_sample_count_times_before_serving(
-        tmp_path: Path, client_of) -> None:
+        tmp_path: Path, grpc_client_of) -> None:
     write_batching_model(tmp_path)
     with serve(tmp_path, "warm") as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         warmups = events(tmp_path)
         # Per instance: "mixed sample" twice (3 requests each), "empty strings" once.
         by_instance: dict[str, list[dict]] = {}
@@ -255,11 +241,11 @@ def one_input(repo: Path, name: str, fail: str = "", data: str = "zero_data: tru
               "for model 'failing_0_0', message: RuntimeError: execute raised"),
 ])
 def test_a_sample_answered_with_an_error_fails_the_load(
-        tmp_path: Path, client_of, fail: str, message: str) -> None:
+        tmp_path: Path, grpc_client_of, fail: str, message: str) -> None:
     one_input(tmp_path, "failing", fail=fail)
     one_input(tmp_path, "fine")
     with serve(tmp_path, "fine") as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         with pytest.raises(InferenceServerException) as caught:
             client.load_model("failing")
         assert message in str(caught.value)
@@ -282,13 +268,13 @@ def test_a_sample_answered_with_an_error_fails_the_load(
              "input_data_type set"),
 ])
 def test_a_sample_that_cannot_be_built_fails_the_load(
-        tmp_path: Path, client_of, data: str, files: dict[str, str], message: str) -> None:
+        tmp_path: Path, grpc_client_of, data: str, files: dict[str, str], message: str) -> None:
     model = one_input(tmp_path, "bad", data=data)
     for relative, text in files.items():
         (model / relative).parent.mkdir(exist_ok=True)
         (model / relative).write_text(text)
     with serve(tmp_path) as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         with pytest.raises(InferenceServerException) as caught:
             client.load_model("bad")
         assert message in str(caught.value)
@@ -308,24 +294,24 @@ class TritonPythonModel:
 '''
 
 
-def test_a_decoupled_model_warms_up_on_its_final_flag(tmp_path: Path, client_of) -> None:
+def test_a_decoupled_model_warms_up_on_its_final_flag(tmp_path: Path, grpc_client_of) -> None:
     model = one_input(tmp_path, "decoupled")
     (model / "config.pbtxt").write_text(
         (model / "config.pbtxt").read_text()
         + "model_transaction_policy { decoupled: true }\n")
     (model / "1" / "model.py").write_text(DECOUPLED)
     with serve(tmp_path, "decoupled") as server:
-        assert client_of(server).is_model_ready("decoupled")
+        assert grpc_client_of(server).is_model_ready("decoupled")
         assert ("model 'decoupled' instance decoupled_0_0 is running warmup sample "
                 "'zero sample' for iteration 1") in server.log()
         assert "failed to run warmup" not in server.log()
 
 
 def test_instances_an_instance_group_update_adds_are_warmed_up(
-        tmp_path: Path, client_of) -> None:
+        tmp_path: Path, grpc_client_of) -> None:
     model = one_input(tmp_path, "grown")
     with serve(tmp_path, "grown") as server:
-        client = client_of(server)
+        client = grpc_client_of(server)
         assert [e["instance"] for e in events(tmp_path)] == ["grown_0_0"]
         (model / "config.pbtxt").write_text(
             (model / "config.pbtxt").read_text().replace("count: 1", "count: 2"))
@@ -335,11 +321,11 @@ def test_instances_an_instance_group_update_adds_are_warmed_up(
 
 
 def test_with_the_rate_limiter_warmup_waits_for_the_instances_resources(
-        tmp_path: Path, client_of) -> None:
+        tmp_path: Path, grpc_client_of) -> None:
     model = one_input(tmp_path, "limited", count=2)
     (model / "config.pbtxt").write_text((model / "config.pbtxt").read_text().replace(
         "kind: KIND_CPU", "kind: KIND_CPU rate_limiter { resources [ { name: \"R\" count: 1 } ] }"))
     with serve(tmp_path, "limited", args=("--rate-limit=execution_count",
                                           "--rate-limit-resource=R:1")) as server:
-        assert client_of(server).is_model_ready("limited")
+        assert grpc_client_of(server).is_model_ready("limited")
         assert sorted(e["instance"] for e in events(tmp_path)) == ["limited_0_0", "limited_0_1"]

@@ -61,16 +61,17 @@ class Scheduler(Protocol):
         and a queue run out could take far longer."""
 
 
+# What an instance-group update gives a scheduler: the instances it changes, and what to call
+# for each removed one once the scheduler is done with it.
+Instances = Sequence[ExecutionInstance]
+Release = Callable[[ExecutionInstance], None]
+
+
 class InstanceScheduler(Scheduler, Protocol):
     """A scheduler of a backend's model: it runs requests on the model's instances, which an
     instance-group update changes while it serves."""
 
-    def update_instances(
-        self,
-        added: Sequence[ExecutionInstance],
-        removed: Sequence[ExecutionInstance],
-        release: Callable[[ExecutionInstance], None],
-    ) -> None:
+    def update_instances(self, added: Instances, removed: Instances, release: Release) -> None:
         """Triton's instance-group update: run requests on `added` (initialized) as well, and
         no more on `removed`. `release(instance)` is called for each removed instance once
         nothing runs on it or can start on it: before this returns, except for a sequence

@@ -20,13 +20,13 @@ from __future__ import annotations
 import itertools
 import queue
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import cast
 
 from ..backend.handles import ExecutionPolicy
 from ..handoff import hand_off
 from ..request import InferenceRequest
-from .base import ExecutionInstance, drop_cancelled, server_stopping
+from .base import ExecutionInstance, Instances, Release, drop_cancelled, server_stopping
 from .slot_threads import SlotThreads, SlotWorker
 
 # The most queued requests an instance takes in one go (each its own execution), and the time
@@ -61,12 +61,7 @@ class DefaultScheduler:
     def start(self) -> None:
         self._slots.start()
 
-    def update_instances(
-        self,
-        added: Sequence[ExecutionInstance],
-        removed: Sequence[ExecutionInstance],
-        release: Callable[[ExecutionInstance], None],
-    ) -> None:
+    def update_instances(self, added: Instances, removed: Instances, release: Release) -> None:
         retiring = self._slots.update(added, removed)
         while alive := [worker for worker in retiring if worker.is_alive()]:
             # An idle retired thread waits on the queue: enough tokens that every idle thread

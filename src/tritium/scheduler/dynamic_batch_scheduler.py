@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from time import perf_counter_ns
 
 from tritonclient.grpc import model_config_pb2 as mc
@@ -25,7 +25,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..backend.handles import ExecutionPolicy
 from ..errors import TritonError
 from ..request import InferenceRequest
-from .base import ExecutionInstance, drop_cancelled, server_stopping
+from .base import ExecutionInstance, Instances, Release, drop_cancelled, server_stopping
 from .delay_hook import RECHECK_S, delay_count
 from .equal_inputs import RequiredEqualInputs
 from .priority_queue import PriorityQueue
@@ -83,12 +83,7 @@ class DynamicBatchScheduler:
                                              name=f"{self._model_name}-deadlines", daemon=True)
             self._watcher.start()
 
-    def update_instances(
-        self,
-        added: Sequence[ExecutionInstance],
-        removed: Sequence[ExecutionInstance],
-        release: Callable[[ExecutionInstance], None],
-    ) -> None:
+    def update_instances(self, added: Instances, removed: Instances, release: Release) -> None:
         with self._lock:
             retiring = self._slots.update(added, removed)
             self._ready.notify_all()  # a retired slot's idle thread leaves

@@ -29,13 +29,13 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..errors import TritonError
 from ..request import SEQUENCE_END, SEQUENCE_START, InferenceRequest
-from .base import ExecutionInstance, server_stopping
+from .base import ExecutionInstance, Instances, Release, server_stopping
 from .delay_hook import delay_count
 from .sequence_batch import (
     DirectSequenceBatch,
@@ -100,7 +100,7 @@ class SequenceBatchScheduler:
         heapq.heapify(self._free)
         # Batchers of removed instances still holding sequences: index -> (slots held, what
         # releases the instance once none is).
-        self._retiring: dict[int, tuple[int, Callable[[ExecutionInstance], None]]] = {}
+        self._retiring: dict[int, tuple[int, Release]] = {}
         self._lock = threading.Lock()
         self._slots: dict[CorrelationId, _Slot] = {}
         self._backlog_of: dict[CorrelationId, _Backlog] = {}
@@ -128,12 +128,7 @@ class SequenceBatchScheduler:
         )
         self._reaper.start()
 
-    def update_instances(
-        self,
-        added: Sequence[ExecutionInstance],
-        removed: Sequence[ExecutionInstance],
-        release: Callable[[ExecutionInstance], None],
-    ) -> None:
+    def update_instances(self, added: Instances, removed: Instances, release: Release) -> None:
         batchers = [self._new_batch(instance) for instance in added]
         gone = {id(instance) for instance in removed}
         idle: list[SequenceBatch] = []
@@ -301,7 +296,7 @@ class SequenceBatchScheduler:
                 queue.extend(requests)
 
     @staticmethod
-    def _retire(batcher: SequenceBatch, release: Callable[[ExecutionInstance], None]) -> None:
+    def _retire(batcher: SequenceBatch, release: Release) -> None:
         """Stop a removed instance's batcher (its thread ends what it is doing), then release
         the instance."""
         batcher.stop()
