@@ -271,6 +271,37 @@ def test_expired_request_is_delayed_behind_timely_ones(server):
     assert second.finished < first.finished
 
 
+LEVELS = 2**64 - 1
+
+
+def test_priority_levels_cost_nothing_until_used(tmp_path: Path):
+    # Triton's L0_model_queue: the most levels a config can ask for, default level 2**32. A
+    # level is made by the request that first reaches it; the server runs under an address
+    # space cap, so a batcher that built every level up front fails the load instead of
+    # eating the machine's memory.
+    config = probe_config("probe_levels", f"""
+        priority_levels: {LEVELS} default_priority_level: 4294967296
+        priority_queue_policy {{ key: 3 value: {{ max_queue_size: 1 }} }}""", max_batch_size=1)
+    write_model(tmp_path, "probe_levels", config, files={"1/model.py": PROBE})
+    cap = ("prlimit", f"--as={4 * 2**30}", "--")
+    with ServerProcess([tmp_path], prefix=cap) as server:
+        for _ in range(2):  # again once the levels made by the first round are empty
+            lowest = (rows(0), {"priority": LEVELS})
+            default = (rows(0), {})
+            explicit_default = (rows(0), {"priority": 4294967296})
+            first = (rows(0), {"priority": 1})
+            own_policy = (rows(0), {"priority": 3})
+            blocker, (low, d1, d2, high, third, refused) = after_blocker(
+                server, "probe_levels",
+                [lowest, default, explicit_default, first, own_policy, own_policy])
+            assert blocker.error is None
+            assert refused.error is not None
+            assert refused.error.status() == "503"  # level 3's max_queue_size: 1
+            outcomes = [low, d1, d2, high, third]
+            assert [o.error for o in outcomes] == [None] * 5
+            assert sorted(outcomes, key=lambda o: o.finished) == [high, third, d1, d2, low]
+
+
 def test_full_queue_refuses_with_unavailable(server):
     _, outcomes = after_blocker(server, "probe_queue_full", [(rows(0), {})] * 4)
     refused = [o.error for o in outcomes if o.error is not None]
