@@ -2,9 +2,9 @@
 
 Each priority level (1 is served first) has its own queue policy: `max_queue_size` refuses a
 request when the level is full, a timeout (the policy's default, or the request's own `timeout`
-when `allow_timeout_override`) either rejects an expired request or, with `timeout_action:
-DELAY`, moves it behind the requests of its level that are still in time. Without
-`priority_levels` there is one level and the request's priority is ignored.
+when `allow_timeout_override` and it is shorter) either rejects an expired request or, with
+`timeout_action: DELAY`, moves it behind the requests of its level that are still in time.
+Without `priority_levels` there is one level and the request's priority is ignored.
 
 As in Triton, a level costs nothing until a request reaches it: only the levels named in
 `priority_queue_policy` exist from the start, a default-policy level is made by its first request
@@ -47,7 +47,9 @@ class PolicyQueue:
         if self.max_size and len(self) >= self.max_size:
             raise TritonError.unavailable(f"{log_prefix(request.id)}Exceeds maximum queue size")
         timeout_ns = self.timeout_ns
-        if self.allow_override and request.timeout_us:
+        # Triton (PolicyQueue::Enqueue): the request's own timeout only shortens the default,
+        # so with no default timeout a request never times out.
+        if self.allow_override and 0 < request.timeout_us * 1000 < timeout_ns:
             timeout_ns = request.timeout_us * 1000
         deadline = request.queue_start_ns + timeout_ns if timeout_ns else 0
         self.queue.append((request, deadline))
@@ -111,7 +113,7 @@ class PriorityQueue:
         self._order = sorted(self._levels)
         self._kept = frozenset(self._levels)
         self._may_time_out = any(
-            p.default_timeout_microseconds or p.allow_timeout_override
+            p.default_timeout_microseconds
             for p in (batching.default_queue_policy, *policies.values())
         )
         self._size = 0
@@ -121,7 +123,8 @@ class PriorityQueue:
 
     @property
     def may_time_out(self) -> bool:
-        """Whether any level gives requests a deadline (its own or the request's)."""
+        """Whether any level gives requests a deadline (a request's own timeout only shortens
+        its level's, so a level without one never does)."""
         return self._may_time_out
 
     def enqueue(self, request: InferenceRequest) -> None:
