@@ -22,7 +22,7 @@ from .frontend.grpc import GrpcFrontend
 from .frontend.http import HttpFrontend
 from .frontend.http.limits import HttpLimits
 from .frontend.http.listen import bind
-from .frontend.metrics import MetricsFrontend
+from .frontend.metrics import DEFAULT_PINNED_POOL_BYTES, MetricsFrontend
 from .server import InferenceServer, ServerOptions
 from .startup_tables import RAW, log_tables, model_table
 from .tritonserver_flags import metrics_settings
@@ -113,7 +113,9 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
             server, address, args.metrics_port, interval_ms=args.metrics_interval_ms,
             allow_cpu_metrics=args.allow_cpu_metrics,
             counter_latencies=settings.get("counter_latencies", True),
-            allow_gpu_metrics=args.allow_gpu_metrics))
+            allow_gpu_metrics=args.allow_gpu_metrics,
+            pinned_pool_bytes=(DEFAULT_PINNED_POOL_BYTES if args.pinned_memory_pool_byte_size
+                               is None else args.pinned_memory_pool_byte_size)))
     return frontends
 
 
