@@ -170,20 +170,37 @@ def test_model_without_response_cache_always_executes(client):
     assert calls(client, "uncached", data) == first + 1
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("--cache-config=redis,host=localhost",
-     "unable to find cache 'redis': Tritium provides only the 'local' cache"),
-    ("--cache-config=local,size=lots", "cache 'local' size must be a number of bytes, got 'lots'"),
-])
-def test_unknown_cache_is_refused_at_startup(tmp_path, flag, message):
+def refused_start(tmp_path, *flags: str) -> subprocess.CompletedProcess:
     write_model(tmp_path, "counter", counter_config("counter", True),
                 files={"1/model.py": COUNTER})
-    process = ServerProcess([tmp_path], flag)
+    process = ServerProcess([tmp_path], *flags)
     run = subprocess.run(process.command(), env=process.environment(), capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 1
-    # One line saying what is wrong, as tritonserver's, not a traceback.
-    assert run.stderr == f"error: creating server: INVALID_ARG - {message}\n"
+    return run
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--cache-config=redis,host=localhost"],
+     "unable to find cache 'redis': Tritium provides only the 'local' cache"),
+    (["--cache-config=local,size=lots"],
+     "cache 'local' size must be a number of bytes, got 'lots'"),
+    # L0_response_cache: Triton's server supports a single cache (before looking any up).
+    (["--cache-config=local,size=8192", "--cache-config=redis,key=value"],
+     "found multiple cache configurations, but only a single cache is currently supported"),
+])
+def test_unknown_cache_is_refused_at_startup(tmp_path, flags, message):
+    run = refused_start(tmp_path, *flags)
+    # One line saying what is wrong, as tritonserver's (the code as Triton names it), not a
+    # traceback.
+    assert run.stderr == f"error: creating server: Invalid argument - {message}\n"
+
+
+def test_both_cache_flags_are_refused_as_by_tritonserver(tmp_path):
+    run = refused_start(tmp_path, "--response-cache-byte-size=12345",
+                        "--cache-config=local,size=67890")
+    assert run.stderr.strip() == ("Error: Incompatible flags --response-cache-byte-size and "
+                                  "--cache-config both provided. Please provide one or the other.")
 
 
 def test_statistics_count_hits_as_successes_without_compute(tmp_path):

@@ -59,22 +59,27 @@ class ResponseCache:
 
     @classmethod
     def from_config(cls, config: dict[str, dict[str, str]]) -> ResponseCache | None:
-        """The cache `--cache-config` asks for (None without one); only 'local' exists here."""
+        """The cache `--cache-config` asks for (None without one); only 'local' exists here.
+        Several caches are refused before any is looked at, as Triton's server does."""
         if not config:
             return None
-        for name, settings in config.items():
-            if name != "local":
-                raise TritonError.invalid_arg(
-                    f"unable to find cache '{name}': Tritium provides only the 'local' cache"
-                )
-            size = settings.get("size")
-            try:
-                return cls(int(size or ""))
-            except ValueError:
-                raise TritonError.invalid_arg(
-                    f"cache 'local' size must be a number of bytes, got '{size}'"
-                ) from None
-        return None
+        if len(config) > 1:
+            raise TritonError.invalid_arg(
+                "found multiple cache configurations, but only a single cache is currently "
+                "supported"
+            )
+        ((name, settings),) = config.items()
+        if name != "local":
+            raise TritonError.invalid_arg(
+                f"unable to find cache '{name}': Tritium provides only the 'local' cache"
+            )
+        size = settings.get("size")
+        try:
+            return cls(int(size or ""))
+        except ValueError:
+            raise TritonError.invalid_arg(
+                f"cache 'local' size must be a number of bytes, got '{size}'"
+            ) from None
 
     def lookup(self, key: bytes) -> list[Tensor] | None:
         start = perf_counter_ns()

@@ -38,12 +38,18 @@ class Frontend(Protocol):
     async def stop(self, grace: float) -> None: ...
 
 
+def _creating_server_failed(exc: TritonError) -> None:
+    """tritonserver's last line when the server cannot be made (main.cc's LOG_TRITONSERVER_ERROR:
+    the code as Triton's Status names it, e.g. "Invalid argument")."""
+    print(f"error: creating server: {exc.code.status_text} - {exc}", file=sys.stderr, flush=True)
+
+
 async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     try:
         server = InferenceServer(options)  # refuses a bad --cache-config, for one
     except TritonError as exc:
-        print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
+        _creating_server_failed(exc)
         return 1
     try:
         frontends = build_frontends(server, args)  # refuses a bad --openai-tokenizer, for one
@@ -55,7 +61,7 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
         await loop.run_in_executor(None, server.start)
     except TritonError as exc:
         log.info("\n%s", model_table(server), extra=RAW)
-        print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
+        _creating_server_failed(exc)
         await loop.run_in_executor(None, server.shutdown)
         return 1
     # At INFO, as Triton logs them: with --log-file they are in the file.

@@ -287,7 +287,10 @@ def check_tritonserver_flags(args: argparse.Namespace) -> None:
             raise ValueError(f'Bad option: "--metrics-config".\nunknown metrics setting '
                              f"'{key}' (known: {', '.join(METRICS_SETTINGS)})")
         METRICS_SETTINGS[key](value)
-    if args.response_cache_byte_size is not None and not args.cache_config:
+    if args.response_cache_byte_size is not None:
+        if args.cache_config:
+            raise ValueError("Error: Incompatible flags --response-cache-byte-size and "
+                             "--cache-config both provided. Please provide one or the other.")
         args.cache_config.append(("local", "size", str(args.response_cache_byte_size)))
 
 
