@@ -302,7 +302,13 @@ def _bool_setting(text: str) -> bool:
     return text == "true"
 
 
-METRICS_SETTINGS: dict[str, Callable[[str], Any]] = {"counter_latencies": _bool_setting}
+METRICS_SETTINGS: dict[str, Callable[[str], Any]] = {
+    "counter_latencies": _bool_setting,
+    # Triton's latency summaries: accepted as tritonserver takes them (any value; only "true"
+    # turns them on), but Tritium exports none (warn_ignored_flags says so).
+    "summary_latencies": str,
+    "summary_quantiles": str,
+}
 
 
 def metrics_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -328,6 +334,9 @@ def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
         log.warning("--allow-sagemaker has no effect: Tritium has no SageMaker endpoint")
     if args.allow_vertex_ai:
         log.warning("--allow-vertex-ai has no effect: Tritium has no Vertex AI endpoint")
+    if metrics_settings(args).get("summary_latencies") == "true":
+        log.warning("--metrics-config summary_latencies=true has no effect: Tritium exports no "
+                    "latency summaries (the *_duration_us counters stay)")
     if args.model_namespacing:
         log.warning("--model-namespacing is not supported: model names must be unique across "
                     "repositories")

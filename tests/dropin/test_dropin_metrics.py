@@ -177,3 +177,15 @@ def test_pinned_memory_pool_gauges_as_tritons(server: ServerProcess, tmp_path: P
     write_model(tmp_path, "metered", CONFIG, files={"1/model.py": MODEL})
     with ServerProcess([tmp_path], "--pinned-memory-pool-byte-size=1024") as process:
         assert "nv_pinned_memory_pool_total_bytes 1024" in scrape(process).splitlines()
+
+
+def test_summary_settings_are_accepted_with_a_warning(tmp_path: Path) -> None:
+    # L0_metrics starts tritonserver with them; Tritium serves on, without the summaries.
+    write_model(tmp_path, "metered", CONFIG, files={"1/model.py": MODEL})
+    with ServerProcess([tmp_path], "--metrics-config=summary_latencies=true",
+                       "--metrics-config=summary_quantiles=0.1:0.01") as process:
+        infer(process, 1.0)
+        process.wait_metric("nv_inference_count", "metered", 1)
+        assert "_summary_us" not in scrape(process)
+        assert ("--metrics-config summary_latencies=true has no effect: Tritium exports no "
+                "latency summaries (the *_duration_us counters stay)") in process.log_messages()
