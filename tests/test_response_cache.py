@@ -147,21 +147,28 @@ def test_a_different_request_is_computed(client, change):
 
 
 def test_least_recently_used_response_is_evicted_first(server, client):
-    rows = [np.full((1, 50), float(i), np.float32) for i in range(5)]
-    first = [calls(client, "counter_lru", r) for r in rows[:4]]  # the cache is full now
+    # Each response is a 321-byte entry as Triton packs it (200 + 8 bytes of data, plus the
+    # outputs' names, datatypes, shapes and lengths): three fill the 1000-byte cache.
+    rows = [np.full((1, 50), float(i), np.float32) for i in range(4)]
+    first = [calls(client, "counter_lru", r) for r in rows[:3]]  # the cache is full now
     evictions = metrics(server)["nv_cache_num_evictions"]
     assert calls(client, "counter_lru", rows[0]) == first[0]  # a hit: rows[0] is fresh again
-    # Evicts rows[1], the least recently used of the four (and whatever older tests left).
-    calls(client, "counter_lru", rows[4])
+    # Evicts rows[1], the least recently used of the three (and whatever older tests left).
+    calls(client, "counter_lru", rows[3])
     assert metrics(server)["nv_cache_num_evictions"] > evictions
     assert calls(client, "counter_lru", rows[0]) == first[0]
-    assert calls(client, "counter_lru", rows[1]) > first[3]  # computed again
+    assert calls(client, "counter_lru", rows[1]) > first[2]  # computed again
 
 
-def test_response_larger_than_the_cache_is_served_but_not_kept(client):
-    big = np.ones((1, 400), np.float32)  # 1608 bytes > 1000
+def test_response_larger_than_the_cache_is_served_but_not_kept(server, client):
+    # 888 bytes of data, but as Triton counts the entry (names, datatypes, shapes and lengths
+    # too) 1001 bytes: more than the 1000-byte cache, refused with Triton's words.
+    big = np.ones((1, 220), np.float32)
     first = calls(client, "counter", big)
     assert calls(client, "counter", big) > first
+    assert any(m.startswith("Failed to insert key [") and m.endswith(
+        "] into response cache: Requested byte_size: 1001 is greater than total cache size: 1000")
+        for m in server.log_messages())
 
 
 def test_model_without_response_cache_always_executes(client):
@@ -170,20 +177,37 @@ def test_model_without_response_cache_always_executes(client):
     assert calls(client, "uncached", data) == first + 1
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("--cache-config=redis,host=localhost",
-     "unable to find cache 'redis': Tritium provides only the 'local' cache"),
-    ("--cache-config=local,size=lots", "cache 'local' size must be a number of bytes, got 'lots'"),
-])
-def test_unknown_cache_is_refused_at_startup(tmp_path, flag, message):
+def refused_start(tmp_path, *flags: str) -> subprocess.CompletedProcess:
     write_model(tmp_path, "counter", counter_config("counter", True),
                 files={"1/model.py": COUNTER})
-    process = ServerProcess([tmp_path], flag)
+    process = ServerProcess([tmp_path], *flags)
     run = subprocess.run(process.command(), env=process.environment(), capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 1
-    # One line saying what is wrong, as tritonserver's, not a traceback.
-    assert run.stderr == f"error: creating server: INVALID_ARG - {message}\n"
+    return run
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--cache-config=redis,host=localhost"],
+     "unable to find cache 'redis': Tritium provides only the 'local' cache"),
+    (["--cache-config=local,size=lots"],
+     "cache 'local' size must be a number of bytes, got 'lots'"),
+    # L0_response_cache: Triton's server supports a single cache (before looking any up).
+    (["--cache-config=local,size=8192", "--cache-config=redis,key=value"],
+     "found multiple cache configurations, but only a single cache is currently supported"),
+])
+def test_unknown_cache_is_refused_at_startup(tmp_path, flags, message):
+    run = refused_start(tmp_path, *flags)
+    # One line saying what is wrong, as tritonserver's (the code as Triton names it), not a
+    # traceback.
+    assert run.stderr == f"error: creating server: Invalid argument - {message}\n"
+
+
+def test_both_cache_flags_are_refused_as_by_tritonserver(tmp_path):
+    run = refused_start(tmp_path, "--response-cache-byte-size=12345",
+                        "--cache-config=local,size=67890")
+    assert run.stderr.strip() == ("Error: Incompatible flags --response-cache-byte-size and "
+                                  "--cache-config both provided. Please provide one or the other.")
 
 
 def test_statistics_count_hits_as_successes_without_compute(tmp_path):

@@ -1,9 +1,12 @@
 """The response cache (`--cache-config local,size=N`, `response_cache { enable: true }`).
 
 Triton's "local" cache: one server-wide LRU of final responses keyed by a hash of the request,
-holding at most `size` bytes of output data. A model that enables it (never a decoupled or
-sequence model: the configuration check refuses those) answers a request whose key is cached
-without queueing it, and inserts every successful response it computes.
+holding at most `size` bytes, each response counted as the entry Triton packs it into (its
+outputs' names, datatypes, shapes and data, with their lengths); a response larger than the
+whole cache is not kept, and logged as Triton's scheduler logs the refused insertion. A model
+that enables it (never a decoupled or sequence model: the configuration check refuses those)
+answers a request whose key is cached without queueing it, and inserts every successful
+response it computes.
 
 The key is stricter than Triton's, which hashes only the model, version, input names and input
 bytes: here input datatypes and shapes, the requested outputs and the request's own parameters
@@ -59,22 +62,27 @@ class ResponseCache:
 
     @classmethod
     def from_config(cls, config: dict[str, dict[str, str]]) -> ResponseCache | None:
-        """The cache `--cache-config` asks for (None without one); only 'local' exists here."""
+        """The cache `--cache-config` asks for (None without one); only 'local' exists here.
+        Several caches are refused before any is looked at, as Triton's server does."""
         if not config:
             return None
-        for name, settings in config.items():
-            if name != "local":
-                raise TritonError.invalid_arg(
-                    f"unable to find cache '{name}': Tritium provides only the 'local' cache"
-                )
-            size = settings.get("size")
-            try:
-                return cls(int(size or ""))
-            except ValueError:
-                raise TritonError.invalid_arg(
-                    f"cache 'local' size must be a number of bytes, got '{size}'"
-                ) from None
-        return None
+        if len(config) > 1:
+            raise TritonError.invalid_arg(
+                "found multiple cache configurations, but only a single cache is currently "
+                "supported"
+            )
+        ((name, settings),) = config.items()
+        if name != "local":
+            raise TritonError.invalid_arg(
+                f"unable to find cache '{name}': Tritium provides only the 'local' cache"
+            )
+        size = settings.get("size")
+        try:
+            return cls(int(size or ""))
+        except ValueError:
+            raise TritonError.invalid_arg(
+                f"cache 'local' size must be a number of bytes, got '{size}'"
+            ) from None
 
     def lookup(self, key: bytes) -> list[Tensor] | None:
         start = perf_counter_ns()
@@ -94,10 +102,13 @@ class ResponseCache:
         # Own copies: a backend may hand out views of buffers it reuses (shared memory).
         stored = [Tensor(t.name, t.datatype, t.shape, np.array(t.data, copy=True))
                   for t in outputs]
-        size = sum(_byte_size(t) for t in stored)
+        size = _entry_size(stored)
         with self._lock:
             if size > self.size:
-                log.debug("response of %d bytes does not fit a cache of %d", size, self.size)
+                # Triton prints its key, a size_t hash, in decimal.
+                log.error("Failed to insert key [%d] into response cache: Requested byte_size: "
+                          "%d is greater than total cache size: %d",
+                          int.from_bytes(key[:8], "little"), size, self.size)
             elif key not in self._entries:
                 while self._used + size > self.size:
                     _, (_, evicted) = self._entries.popitem(last=False)
@@ -168,6 +179,17 @@ class ModelResponseCache:
         digest.update(repr(outputs).encode())
         digest.update(repr(sorted(request.parameters.items())).encode())
         return digest.digest()
+
+
+def _entry_size(outputs: list[Tensor]) -> int:
+    """The bytes of the entry Triton's cache packs a response into (core cache_entry.cc): the
+    output count (4), then per output its packed length (8), name, datatype and shape, each
+    after a 4-byte length, and its data after an 8-byte one."""
+    size = 4
+    for tensor in outputs:
+        size += (8 + 4 + len(tensor.name.encode()) + 4 + len(tensor.datatype)
+                 + 4 + 8 * len(tensor.shape) + 8 + _byte_size(tensor))
+    return size
 
 
 def _byte_size(tensor: Tensor) -> int:

@@ -22,7 +22,7 @@ from .frontend.grpc import GrpcFrontend
 from .frontend.http import HttpFrontend
 from .frontend.http.limits import HttpLimits
 from .frontend.http.listen import bind
-from .frontend.metrics import MetricsFrontend
+from .frontend.metrics import DEFAULT_PINNED_POOL_BYTES, MetricsFrontend
 from .server import InferenceServer, ServerOptions
 from .startup_tables import RAW, log_tables, model_table
 from .tritonserver_flags import metrics_settings
@@ -38,12 +38,18 @@ class Frontend(Protocol):
     async def stop(self, grace: float) -> None: ...
 
 
+def _creating_server_failed(exc: TritonError) -> None:
+    """tritonserver's last line when the server cannot be made (main.cc's LOG_TRITONSERVER_ERROR:
+    the code as Triton's Status names it, e.g. "Invalid argument")."""
+    print(f"error: creating server: {exc.code.status_text} - {exc}", file=sys.stderr, flush=True)
+
+
 async def run(options: ServerOptions, args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     try:
         server = InferenceServer(options)  # refuses a bad --cache-config, for one
     except TritonError as exc:
-        print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
+        _creating_server_failed(exc)
         return 1
     try:
         frontends = build_frontends(server, args)  # refuses a bad --openai-tokenizer, for one
@@ -55,7 +61,7 @@ async def run(options: ServerOptions, args: argparse.Namespace) -> int:
         await loop.run_in_executor(None, server.start)
     except TritonError as exc:
         log.info("\n%s", model_table(server), extra=RAW)
-        print(f"error: creating server: {exc.code.name} - {exc}", file=sys.stderr, flush=True)
+        _creating_server_failed(exc)
         await loop.run_in_executor(None, server.shutdown)
         return 1
     # At INFO, as Triton logs them: with --log-file they are in the file.
@@ -113,7 +119,9 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
             server, address, args.metrics_port, interval_ms=args.metrics_interval_ms,
             allow_cpu_metrics=args.allow_cpu_metrics,
             counter_latencies=settings.get("counter_latencies", True),
-            allow_gpu_metrics=args.allow_gpu_metrics))
+            allow_gpu_metrics=args.allow_gpu_metrics,
+            pinned_pool_bytes=(DEFAULT_PINNED_POOL_BYTES if args.pinned_memory_pool_byte_size
+                               is None else args.pinned_memory_pool_byte_size)))
     return frontends
 
 

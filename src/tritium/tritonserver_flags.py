@@ -290,7 +290,10 @@ def check_tritonserver_flags(args: argparse.Namespace) -> None:
             raise ValueError(f'Bad option: "--metrics-config".\nunknown metrics setting '
                              f"'{key}' (known: {', '.join(METRICS_SETTINGS)})")
         METRICS_SETTINGS[key](value)
-    if args.response_cache_byte_size is not None and not args.cache_config:
+    if args.response_cache_byte_size is not None:
+        if args.cache_config:
+            raise ValueError("Error: Incompatible flags --response-cache-byte-size and "
+                             "--cache-config both provided. Please provide one or the other.")
         args.cache_config.append(("local", "size", str(args.response_cache_byte_size)))
 
 
@@ -302,7 +305,13 @@ def _bool_setting(text: str) -> bool:
     return text == "true"
 
 
-METRICS_SETTINGS: dict[str, Callable[[str], Any]] = {"counter_latencies": _bool_setting}
+METRICS_SETTINGS: dict[str, Callable[[str], Any]] = {
+    "counter_latencies": _bool_setting,
+    # Triton's latency summaries: accepted as tritonserver takes them (any value; only "true"
+    # turns them on), but Tritium exports none (warn_ignored_flags says so).
+    "summary_latencies": str,
+    "summary_quantiles": str,
+}
 
 
 def metrics_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -328,6 +337,9 @@ def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
         log.warning("--allow-sagemaker has no effect: Tritium has no SageMaker endpoint")
     if args.allow_vertex_ai:
         log.warning("--allow-vertex-ai has no effect: Tritium has no Vertex AI endpoint")
+    if metrics_settings(args).get("summary_latencies") == "true":
+        log.warning("--metrics-config summary_latencies=true has no effect: Tritium exports no "
+                    "latency summaries (the *_duration_us counters stay)")
     if args.model_namespacing:
         log.warning("--model-namespacing is not supported: model names must be unique across "
                     "repositories")

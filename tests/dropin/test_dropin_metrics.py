@@ -161,3 +161,31 @@ def test_counter_latencies_off_and_cpu_metrics_off(tmp_path: Path) -> None:
         text = scrape(process)
     assert "nv_inference_count" in text
     assert "_duration_us" not in text and "nv_cpu_" not in text
+
+
+def test_pinned_memory_pool_gauges_as_tritons(server: ServerProcess, tmp_path: Path) -> None:
+    # Triton exports its pinned pool whenever metrics are on: the size the flag set (256 MB by
+    # default) and what is in use (Tritium stages nothing there).
+    lines = scrape(server).splitlines()
+    assert "# HELP nv_pinned_memory_pool_total_bytes Pinned memory pool total memory size, " \
+        "in bytes" in lines
+    assert "# TYPE nv_pinned_memory_pool_total_bytes gauge" in lines
+    assert "nv_pinned_memory_pool_total_bytes 268435456" in lines
+    assert "# HELP nv_pinned_memory_pool_used_bytes Pinned memory pool used memory size, " \
+        "in bytes" in lines
+    assert "nv_pinned_memory_pool_used_bytes 0" in lines
+    write_model(tmp_path, "metered", CONFIG, files={"1/model.py": MODEL})
+    with ServerProcess([tmp_path], "--pinned-memory-pool-byte-size=1024") as process:
+        assert "nv_pinned_memory_pool_total_bytes 1024" in scrape(process).splitlines()
+
+
+def test_summary_settings_are_accepted_with_a_warning(tmp_path: Path) -> None:
+    # L0_metrics starts tritonserver with them; Tritium serves on, without the summaries.
+    write_model(tmp_path, "metered", CONFIG, files={"1/model.py": MODEL})
+    with ServerProcess([tmp_path], "--metrics-config=summary_latencies=true",
+                       "--metrics-config=summary_quantiles=0.1:0.01") as process:
+        infer(process, 1.0)
+        process.wait_metric("nv_inference_count", "metered", 1)
+        assert "_summary_us" not in scrape(process)
+        assert ("--metrics-config summary_latencies=true has no effect: Tritium exports no "
+                "latency summaries (the *_duration_us counters stay)") in process.log_messages()

@@ -85,7 +85,15 @@ PROBES = {
         default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 200000 }""",
         max_batch_size=1),
     "probe_delay": probe_config("probe_delay", """
-        default_queue_policy { timeout_action: DELAY allow_timeout_override: true }""",
+        default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 60000000
+                               allow_timeout_override: true }""",
+        max_batch_size=1),
+    "probe_override": probe_config("probe_override", """
+        default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 200000
+                               allow_timeout_override: true }""",
+        max_batch_size=1),
+    "probe_no_default_timeout": probe_config("probe_no_default_timeout", """
+        default_queue_policy { timeout_action: REJECT allow_timeout_override: true }""",
         max_batch_size=1),
     "probe_queue_full": probe_config(
         "probe_queue_full", "default_queue_policy { max_queue_size: 2 }", max_batch_size=1),
@@ -263,12 +271,62 @@ def test_expired_request_is_rejected_with_reject_policy(server):
 
 
 def test_expired_request_is_delayed_behind_timely_ones(server):
-    expiring = (rows(100), {"timeout": 100_000})  # allow_timeout_override
+    # allow_timeout_override: the request's 100 ms replaces the policy's longer 60 s.
+    expiring = (rows(100), {"timeout": 100_000})
     patient = (rows(100), {})
     blocker, (first, second) = after_blocker(server, "probe_delay", [expiring, patient],
                                              hold=0.5)  # past the 100 ms timeout
     assert blocker.error is None and first.error is None and second.error is None
     assert second.finished < first.finished
+
+
+def test_a_request_timeout_longer_than_the_policy_does_not_extend_it(server):
+    # Triton honours a request's own timeout only when it is shorter than the default (200 ms).
+    patient = (rows(0), {"timeout": 60_000_000})
+    blocker, (late,) = after_blocker(server, "probe_override", [patient], until_answered=True)
+    assert blocker.error is None
+    assert late.error is not None and late.error.status() == "503"
+    assert "Request timeout expired" in late.error.message()
+
+
+def test_a_request_timeout_does_not_apply_without_a_policy_timeout(server):
+    # No default timeout: a request's own timeout cannot shorten it, so nothing expires.
+    hurried = (rows(0), {"timeout": 100_000})
+    blocker, (outcome,) = after_blocker(server, "probe_no_default_timeout", [hurried],
+                                        hold=0.5)  # well past the request's 100 ms
+    assert blocker.error is None
+    assert outcome.error is None, outcome.error
+
+
+LEVELS = 2**64 - 1
+
+
+def test_priority_levels_cost_nothing_until_used(tmp_path: Path):
+    # Triton's L0_model_queue: the most levels a config can ask for, default level 2**32. A
+    # level is made by the request that first reaches it; the server runs under an address
+    # space cap, so a batcher that built every level up front fails the load instead of
+    # eating the machine's memory.
+    config = probe_config("probe_levels", f"""
+        priority_levels: {LEVELS} default_priority_level: 4294967296
+        priority_queue_policy {{ key: 3 value: {{ max_queue_size: 1 }} }}""", max_batch_size=1)
+    write_model(tmp_path, "probe_levels", config, files={"1/model.py": PROBE})
+    cap = ("prlimit", f"--as={4 * 2**30}", "--")
+    with ServerProcess([tmp_path], prefix=cap) as server:
+        for _ in range(2):  # again once the levels made by the first round are empty
+            lowest = (rows(0), {"priority": LEVELS})
+            default = (rows(0), {})
+            explicit_default = (rows(0), {"priority": 4294967296})
+            first = (rows(0), {"priority": 1})
+            own_policy = (rows(0), {"priority": 3})
+            blocker, (low, d1, d2, high, third, refused) = after_blocker(
+                server, "probe_levels",
+                [lowest, default, explicit_default, first, own_policy, own_policy])
+            assert blocker.error is None
+            assert refused.error is not None
+            assert refused.error.status() == "503"  # level 3's max_queue_size: 1
+            outcomes = [low, d1, d2, high, third]
+            assert [o.error for o in outcomes] == [None] * 5
+            assert sorted(outcomes, key=lambda o: o.finished) == [high, third, d1, d2, low]
 
 
 def test_full_queue_refuses_with_unavailable(server):

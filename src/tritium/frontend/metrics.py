@@ -22,6 +22,9 @@ from .prometheus_text import Family, histogram_samples, render
 
 _NS_PER_US = 1000
 
+# Triton's default --pinned-memory-pool-byte-size (256 MB).
+DEFAULT_PINNED_POOL_BYTES = 1 << 28
+
 _COUNTER_FAMILIES: list[tuple[str, str, Callable | None]] = [
     ("nv_inference_request_success", "Number of successful inference requests, all batch sizes",
      lambda s: s.success.count),
@@ -90,10 +93,12 @@ class ServerMetrics:
     """Triton's metric families for one InferenceServer, built on every scrape."""
 
     def __init__(self, server: InferenceServer, cpu: CpuMetrics | None = None,
-                 counter_latencies: bool = True, gpu: GpuMetrics | None = None) -> None:
+                 counter_latencies: bool = True, gpu: GpuMetrics | None = None,
+                 pinned_pool_bytes: int = DEFAULT_PINNED_POOL_BYTES) -> None:
         self._server = server
         self._cpu = cpu
         self._gpu = gpu
+        self._pinned_pool_bytes = pinned_pool_bytes
         self._counters: list[tuple[str, str, Callable | None]] = [
             *_COUNTER_FAMILIES, *(_LATENCY_FAMILIES if counter_latencies else [])]
 
@@ -128,6 +133,7 @@ class ServerMetrics:
         for model_name, version, count in self._server.pending_requests():
             pending.add({"model": model_name, "version": version}, count)
         yield pending
+        yield from self._pinned_pool_families()
         if self._gpu is not None:
             yield from self._gpu_families(self._gpu)
         if self._cpu is not None and self._cpu.available:
@@ -156,6 +162,20 @@ class ServerMetrics:
                     family.add({"gpu_uuid": uuid}, figures[name])
             if family.samples:
                 yield family
+
+    def _pinned_pool_families(self) -> Iterator[Family]:
+        """Triton's pinned memory pool gauges, which it exports whenever metrics are on (a
+        CPU-only build too): its size is --pinned-memory-pool-byte-size, and Tritium never
+        stages a tensor in it, so none of it is in use."""
+        for name, help_text, value in (
+            ("nv_pinned_memory_pool_total_bytes", "Pinned memory pool total memory size, in bytes",
+             self._pinned_pool_bytes),
+            ("nv_pinned_memory_pool_used_bytes", "Pinned memory pool used memory size, in bytes",
+             0),
+        ):
+            family = Family(name, help_text, "gauge")
+            family.add({}, value)
+            yield family
 
     @staticmethod
     def _cpu_families(cpu: CpuMetrics) -> Iterator[Family]:
@@ -192,11 +212,13 @@ class MetricsFrontend(HttpEndpoint):
 
     def __init__(self, server: InferenceServer, address: str, port: int,
                  interval_ms: float = 2000.0, allow_cpu_metrics: bool = True,
-                 counter_latencies: bool = True, allow_gpu_metrics: bool = True) -> None:
+                 counter_latencies: bool = True, allow_gpu_metrics: bool = True,
+                 pinned_pool_bytes: int = DEFAULT_PINNED_POOL_BYTES) -> None:
         self._cpu = CpuMetrics(interval_ms / 1000.0) if allow_cpu_metrics else None
         self._gpu = (GpuMetrics(server.gpus.devices, interval_ms / 1000.0)
                      if allow_gpu_metrics else None)
-        self.metrics = ServerMetrics(server, self._cpu, counter_latencies, self._gpu)
+        self.metrics = ServerMetrics(server, self._cpu, counter_latencies, self._gpu,
+                                     pinned_pool_bytes)
         super().__init__(self._answer, address, port, "Metrics Service")
 
     def _answer(self, connection: HttpConnection, request: Request) -> None:

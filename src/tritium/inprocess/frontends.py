@@ -123,10 +123,11 @@ def cli_frontends(server: InferenceServer, args: argparse.Namespace) -> list[tup
             for frontend in build_frontends(server, args)]
 
 
-def metrics_text(server: InferenceServer, gpu: GpuMetrics | None) -> str:
+def metrics_text(server: InferenceServer, gpu: GpuMetrics | None, pinned_pool_bytes: int) -> str:
     """The Prometheus text the metrics port would serve (Triton's metric names and types, the
     GPU figures `gpu` last read; the CPU families are the metrics port's own)."""
-    return ServerMetrics(server, gpu=gpu).text().decode("utf-8")
+    return ServerMetrics(server, gpu=gpu, pinned_pool_bytes=pinned_pool_bytes).text().decode(
+        "utf-8")
 
 
 

@@ -320,7 +320,7 @@ class Server:
             raise UnavailableError("metrics not enabled")
         if metric_format != MetricFormat.PROMETHEUS:
             raise InvalidArgumentError(f"unsupported metric format {metric_format}")
-        return metrics_text(core, self._gpu_metrics)
+        return metrics_text(core, self._gpu_metrics, self.options.pinned_memory_pool_size)
 
     # -- models ------------------------------------------------------------------------------
 
@@ -440,7 +440,8 @@ class Server:
         return Frontends(self._started(), {
             "interval_ms": float(self.options.metrics_interval),
             "allow_cpu_metrics": self.options.cpu_metrics,
-            "allow_gpu_metrics": self.options.gpu_metrics})
+            "allow_gpu_metrics": self.options.gpu_metrics,
+            "pinned_pool_bytes": self.options.pinned_memory_pool_size})
 
     def _stop_serving(self, frontends: Frontends) -> None:
         if frontends in self._frontends:

@@ -39,6 +39,7 @@ from .immediate import ImmediateCall, ImmediateUnary, MethodHandler
 from .infer_response import encode_infer_response
 from .options import GrpcOptions
 from .repository import RepositoryService
+from .response_delay import ResponseDelay
 from .server import GrpcServer
 from .shared_memory import handlers as shared_memory_handlers
 from .stream import StreamInferHandler
@@ -47,6 +48,9 @@ log = logging.getLogger("tritium.frontend.grpc")
 
 SERVICE = "inference.GRPCInferenceService"
 HEALTH_SERVICE = "grpc.health.v1.Health"
+
+# The RPCs Triton's TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC leaves alone (response_delay).
+_INFERENCE_RPCS = ("ModelInfer", "ModelStreamInfer")
 
 _STATUS: dict[Code, grpc.StatusCode] = {code: grpc.StatusCode[code.grpc_name] for code in Code}
 
@@ -87,6 +91,11 @@ class GrpcFrontend:
         )
         routes = {f"/{SERVICE}/{name}": handler for name, handler in handlers.items()}
         routes.update({f"/{HEALTH_SERVICE}/{name}": handler for name, handler in health.items()})
+        delay = ResponseDelay()
+        if delay.seconds:
+            for path, handler in routes.items():
+                if path.rpartition("/")[2] not in _INFERENCE_RPCS:
+                    routes[path] = delay.delayed(handler)
         options = self.options
         grpc_server = GrpcServer(routes, options.limits, options.max_message_size,
                                  compression_level=self.compression_level)
