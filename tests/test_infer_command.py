@@ -115,6 +115,16 @@ def test_a_model_that_does_not_load_is_explained(model, extra, message):
     assert "failed to load all models" not in result.stderr
 
 
+def test_a_model_whose_configuration_is_invalid_is_explained(tmp_path: Path):
+    (tmp_path / "bad" / "1").mkdir(parents=True)
+    (tmp_path / "bad" / "config.pbtxt").write_text(
+        'name: "bad"\nbackend: "identity"\nmax_batch_size: -3\n')
+    result = tritium_infer("bad", "--repository", str(tmp_path), "-i", "INPUT0=[1]")
+    assert result.returncode == 1
+    assert "error: failed to load model 'bad': " in result.stderr
+    assert "'max_batch_size' must be non-negative value for bad" in result.stderr
+
+
 @pytest.mark.parametrize("url, reason", [
     ("127.0.0.1:{port}", "Connection refused"),
     ("grpc://127.0.0.1:{port}", "Connection refused"),

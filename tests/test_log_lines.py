@@ -80,7 +80,7 @@ def test_messages_are_json_strings_and_name_their_source(tmp_path: Path) -> None
 
 def test_escaping_can_be_turned_off_as_in_triton(tmp_path: Path) -> None:
     lines = run_chatty(tmp_path, {"TRITON_SERVER_ESCAPE_LOG_MESSAGES": "0"})
-    assert any(line.endswith("] successfully loaded 'chatty' version 1") for line in lines)
+    assert any(line.endswith("] successfully loaded 'chatty'") for line in lines)
     assert FORGED in lines  # unescaped, what the model wrote is a line of its own
 
 

@@ -61,7 +61,12 @@ def _check(repositories: list[Path], backend_directories: list[Path], *, as_json
         return 2
     failed = 0
     try:
-        for name, versions in sorted(server.model_states().items()):
+        states = server.model_states()
+        for name, reason in sorted(_unreadable(server, set(states)).items()):
+            failed += 1
+            config_path = _config_path(server, name)
+            print(f"{name}: INVALID ({_source_of(reason, config_path)}): {reason}", file=report)
+        for name, versions in sorted(states.items()):
             ready = [s for s in versions.values() if s.state is ModelReadyState.READY]
             broken = [s for s in versions.values() if s.state is not ModelReadyState.READY]
             for status in broken:
@@ -81,6 +86,24 @@ def _check(repositories: list[Path], backend_directories: list[Path], *, as_json
     finally:
         server.shutdown()
     return 1 if failed else 0
+
+
+def _unreadable(server: InferenceServer, known: set[str]) -> dict[str, str]:
+    """The models the server left out because it could not read them (a name in two
+    repositories, a configuration that does not parse or validate), with why: as Triton's,
+    the server only logs them."""
+    scan = server.repository.scan()
+    found = dict(scan.errors)
+    for name, source in scan.models.items():
+        if name in known:
+            continue
+        try:
+            server.repository.model_config(source)
+        except TritonError as exc:
+            found[name] = exc.message
+        except Exception as exc:
+            found[name] = f"{type(exc).__name__}: {exc}"
+    return found
 
 
 # A frame of the "At:" traceback Triton's python backend adds to an error: `  <file>(<line>): `.

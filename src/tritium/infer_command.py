@@ -148,7 +148,9 @@ def _in_process(args: argparse.Namespace) -> Iterator[dict[str, np.ndarray]]:
 
 
 def _load_failure(server: Any, args: argparse.Namespace) -> str:
-    """Why the model is not ready: its versions' reasons, or that the repository lacks it."""
+    """Why the model is not ready: its versions' reasons, or that the repository lacks it. A
+    model whose configuration cannot be read has no version (the server only logs why, as
+    Triton's start-up does): a load request brings the reason back."""
     versions = {key[1]: found for key, found in server.models().items()
                 if key[0] == args.model}
     where = ", ".join(str(r) for r in args.repository)
@@ -156,6 +158,11 @@ def _load_failure(server: Any, args: argparse.Namespace) -> str:
         return f"model '{args.model}' is not found in the model repository ({where})"
     reasons = "; ".join(f"version {number}: {found.reason}"
                         for number, found in sorted(versions.items()) if found.reason)
+    if not reasons:
+        try:
+            server.load(args.model)
+        except Exception as exc:
+            reasons = str(exc)
     return f"failed to load model '{args.model}': {reasons or 'not ready'}"
 
 

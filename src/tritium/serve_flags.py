@@ -9,6 +9,7 @@ commands, which import the in-process API.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -70,32 +71,28 @@ def _backend_setting(text: str) -> tuple[str, str, str]:
     return name, key, value
 
 
-def _positive(convert: Callable[[str], float], what: str) -> Callable[[str], float]:
-    """An argparse type: `convert`ed text that must be above 0 (nan and junk refused too)."""
+def _number(convert: Callable[[str], float], what: str, *, zero: bool) -> Callable[[str], float]:
+    """An argparse type: `convert`ed text above 0, or from 0 on with `zero` (nan and junk
+    refused too)."""
+    bound = "of 0 or more" if zero else "greater than 0"
+
     def parse(text: str) -> float:
         try:
             value = convert(text)
         except ValueError:
-            value = 0
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected {what} greater than 0, got '{text}'")
+            value = math.nan
+        if not (value >= 0 if zero else value > 0):
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got '{text}'")
         return value
 
     return parse
 
 
-_positive_int = _positive(int, "a whole number")
-_positive_seconds = _positive(float, "a number of seconds")
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got '{text}'")
-    return value
+_positive_int = _number(int, "a whole number", zero=False)
+_positive_seconds = _number(float, "a number of seconds", zero=False)
+_non_negative_int = _number(int, "a whole number", zero=True)
+# --repository-poll-secs: 0 polls only at start-up, as tritonserver does.
+_non_negative_seconds = _number(float, "a number of seconds", zero=True)
 
 
 def _rate_limit_resource(text: str) -> tuple[str, int, int]:
@@ -154,7 +151,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none",
                        type=str.lower)
     serve.add_argument("--load-model", action="append", default=[])
-    serve.add_argument("--repository-poll-secs", type=_positive_seconds, default=15.0)
+    serve.add_argument("--repository-poll-secs", type=_non_negative_seconds, default=15.0)
     flag(serve, "--strict-readiness", default=True)
     flag(serve, "--exit-on-error", default=True)
     flag(serve, "--disable-auto-complete-config", default=False)

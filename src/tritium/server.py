@@ -201,7 +201,7 @@ class InferenceServer:
         self._live = True
         if self.options.exit_on_error and (errors or self._any_failed()):
             raise TritonError.internal("failed to load all models")
-        if mode == "poll":
+        if mode == "poll" and self.options.repository_poll_secs > 0:  # 0: start-up only
             self._poller = RepositoryPoller(self.control, self.options.repository_poll_secs)
             self._poller.start()
 

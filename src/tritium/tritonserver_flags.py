@@ -218,8 +218,8 @@ _HELP = {
                             "(default: none)",
     "--load-model": "a model to load at start-up with --model-control-mode=explicit ('*' "
                     "alone: all); repeatable",
-    "--repository-poll-secs": "with poll: seconds between polls of the repositories "
-                              "(default: 15)",
+    "--repository-poll-secs": "with poll: seconds between polls of the repositories; 0: "
+                              "only the start-up one (default: 15)",
     "--strict-readiness": "ready only when every model is ready (default: true)",
     "--exit-on-error": "exit if a model fails to load at start-up (default: true)",
     "--disable-auto-complete-config": "do not complete model configurations (default: false)",

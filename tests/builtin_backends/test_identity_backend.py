@@ -1,15 +1,18 @@
 """The built-in identity backend's corners that Triton's QA relies on: an output whose
-optional input was not given (L0_optional_input's ensembles of identity models)."""
+optional input was not given (L0_optional_input's ensembles of identity models), and the
+`creation_delay_sec` parameter that slows its load (L0_lifecycle)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
-from support.models import write_model
+from support.models import identity_config, write_model
 from support.server_process import ServerProcess
 
 CONFIG = """
@@ -53,3 +56,21 @@ def test_an_output_of_a_missing_optional_input_is_zeros(server, model, lead) -> 
     # Only the outputs asked for.
     only = client.infer(model, [tensor], outputs=[httpclient.InferRequestedOutput("OUTPUT0")])
     assert only.as_numpy("OUTPUT1") is None
+
+
+def test_creation_delay_sec_holds_the_load_as_tritons_identity(tmp_path: Path) -> None:
+    # Triton's L0_lifecycle times concurrent loads of identity models with this parameter.
+    delay = 'parameters { key: "creation_delay_sec" value: { string_value: "%s" } }'
+    write_model(tmp_path, "slow", identity_config("slow", extra=delay % "1"))
+    write_model(tmp_path, "junk", identity_config("junk", extra=delay % "soon"))
+    with ServerProcess([tmp_path], "--model-control-mode=explicit") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        started = time.monotonic()
+        client.load_model("slow")
+        assert time.monotonic() - started >= 1.0  # it slept its second
+        assert client.is_model_ready("slow")
+        assert "Creation delay is set to: 1" in server.log_messages()
+        with pytest.raises(InferenceServerException) as info:
+            client.load_model("junk")
+        assert "identity model 'junk': parameter creation_delay_sec must be a whole number " \
+            "of seconds, got 'soon'" in info.value.message()

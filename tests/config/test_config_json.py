@@ -114,6 +114,21 @@ def test_json_parse_reads_what_protobufs_parser_reads():
         assert err.message.startswith("model configuration is not valid JSON: Expecting ")
 
 
+def test_json_parse_takes_a_lone_value_as_a_one_element_list():
+    """As protobuf C++'s JsonStringToMessage (Triton's L0_lifecycle sends `"instance_group":
+    {...}`): a message or a scalar where a list belongs is that list's only element."""
+    cfg = model_config_from_json(
+        '{"name": "m", "instance_group": {"kind": "KIND_CPU", "count": 5}, '
+        '"input": {"name": "IN", "data_type": "TYPE_INT32", "dims": 16}, "output": null}')
+    assert len(cfg.instance_group) == 1
+    assert cfg.instance_group[0].count == 5 and cfg.instance_group[0].kind == CPU
+    assert cfg.input[0].name == "IN" and list(cfg.input[0].dims) == [16]
+    assert not cfg.output
+    # A map stays a map: a list there is still refused.
+    err = error_of(model_config_from_json, '{"name": "m", "parameters": [1]}')
+    assert err.code is Code.INVALID_ARG
+
+
 @pytest.mark.parametrize(
     "obj, message",
     [

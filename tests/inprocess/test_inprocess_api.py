@@ -592,7 +592,7 @@ def test_log_file_gets_tritons_log_lines(repo: Path, tmp_path: Path):
         startup_models=["identity_fp32"], log_info=True, log_file=str(log_file)).start()
     server.stop()
     text = log_file.read_text()
-    assert re.search(r"^I\d{4} [\d:.]+ \d+ .*\] \"successfully loaded 'identity_fp32' version 1\"$",
+    assert re.search(r"^I\d{4} [\d:.]+ \d+ .*\] \"successfully loaded 'identity_fp32'\"$",
                      text, re.MULTILINE), text
     # The start-up tables, as Triton's ServerNew logs them.
     assert re.search(r"^\| identity_fp32 \| 1       \| READY  \|$", text, re.MULTILINE), text

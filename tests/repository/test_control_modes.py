@@ -77,6 +77,10 @@ def test_poll_unloads_a_removed_model(polled) -> None:
     assert wait_for(lambda: not client.is_model_ready("gone"))
     assert wait_for(lambda: index(client, "gone") == [])
     assert client.is_model_ready("a")
+    # Unloaded, not forgotten, as in Triton (L0_lifecycle test_dynamic_model_load_unload).
+    with pytest.raises(InferenceServerException) as info:
+        infer(client, "gone")
+    assert info.value.message() == "Request for unknown model: 'gone' has no available versions"
 
 
 def test_poll_reports_a_broken_model_and_keeps_serving(polled) -> None:
@@ -133,13 +137,18 @@ def test_server_stays_ready_after_an_unload_but_not_after_a_failed_load(tmp_path
         assert not client.is_server_ready()
 
 
-def test_poll_forgets_a_removed_broken_model(polled) -> None:
+def test_poll_lets_a_removed_broken_model_go(polled) -> None:
     repo, _, client = polled
     write_model(repo, "broken", 'name: "broken"\nbackend: "no_such_backend"\n')
     assert wait_for(lambda: not client.is_server_ready())
     shutil.rmtree(repo / "broken")
+    # Its failed version shows "unloaded" now: it no longer holds readiness back.
     assert wait_for(lambda: client.is_server_ready())
     assert index(client, "broken") == []
+    with pytest.raises(InferenceServerException) as info:
+        infer(client, "broken")
+    assert info.value.message() == (
+        "Request for unknown model: 'broken' has no available versions")
 
 
 def test_explicit_reload_unloads_versions_removed_from_the_repository(tmp_path: Path) -> None:
@@ -190,3 +199,54 @@ def test_poll_reloads_a_model_whose_files_changed(tmp_path: Path) -> None:
         assert answer() == 1
         (tmp_path / "constant" / "1" / "model.py").write_text(CONSTANT_PY.format(value=22))
         assert wait_for(lambda: answer() == 22)
+
+
+def test_poll_secs_zero_polls_only_at_start_up(tmp_path: Path) -> None:
+    # tritonserver takes 0: the start-up poll loads the repository, none follows, and load
+    # requests are refused as in any POLL mode (L0_lifecycle's control endpoint section).
+    write_model(tmp_path, "a", identity_config("a"))
+    with ServerProcess([tmp_path], "--model-control-mode=poll",
+                       "--repository-poll-secs=0") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_server_ready() and client.is_model_ready("a")
+        with pytest.raises(InferenceServerException) as info:
+            client.load_model("a")
+        assert info.value.status() == "503"
+        assert info.value.message() == (
+            "explicit model load / unload is not allowed if polling is enabled")
+
+
+def test_a_repository_given_twice_counts_once(tmp_path: Path) -> None:
+    write_model(tmp_path, "a", identity_config("a"))
+    with ServerProcess([tmp_path, tmp_path]) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_server_ready() and client.is_model_ready("a")
+        assert client.get_model_repository_index() == [
+            {"name": "a", "version": "1", "state": "READY"}]
+
+
+def test_a_startup_model_missing_from_the_repositories_is_logged(tmp_path: Path) -> None:
+    write_model(tmp_path, "a", identity_config("a"))
+    with ServerProcess([tmp_path], "--model-control-mode=explicit", "--load-model=a",
+                       "--load-model=does-not-exist", "--exit-on-error=false") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("a") and not client.is_model_ready("does-not-exist")
+        assert "failed to poll model 'does-not-exist': model not found in any model " \
+            "repository." in server.log_messages()
+
+
+def test_a_model_whose_configuration_cannot_be_read_is_left_out_and_logged(tmp_path: Path):
+    # Triton's Poll: the model is not added (L0_lifecycle test_parse_error_no_model_config).
+    write_model(tmp_path, "a", identity_config("a"))
+    write_model(tmp_path, "unread", None)
+    (tmp_path / "unread" / "config.pbtxt").write_text("name: [")
+    with ServerProcess([tmp_path], "--model-control-mode=poll", "--repository-poll-secs=0",
+                       "--exit-on-error=false") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_server_ready()
+        with pytest.raises(InferenceServerException) as info:
+            infer(client, "unread")
+        assert info.value.message() == "Request for unknown model: 'unread' is not found"
+        assert {"name": "unread"} in client.get_model_repository_index()
+        assert [m for m in server.log_messages()
+                if m.startswith("Poll failed for model directory 'unread': ")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from tritonclient.utils import InferenceServerException
 
 from support import ROOT
 from support.models import identity_config, write_model
-from support.raw_http import call
+from support.raw_http import call, post
 from support.server_process import ServerProcess
 
 ORDER_BACKEND = """
@@ -68,18 +69,33 @@ def infer_fp32(client: httpclient.InferenceServerClient, model: str, values: lis
 def test_failed_model_does_not_stop_the_others(tmp_path: Path) -> None:
     write_model(tmp_path, "good", identity_config("good"))
     write_model(tmp_path, "bad", 'name: "bad"\nbackend: "identity"\nmax_batch_size: -3\n')
-    with ServerProcess([tmp_path], "--exit-on-error=false", "--strict-readiness=false") as server:
+    with ServerProcess([tmp_path], "--exit-on-error=false") as server:
         client = httpclient.InferenceServerClient(server.http_url)
         assert client.is_model_ready("good")
         assert not client.is_model_ready("bad")
-        assert client.is_server_ready()
         np.testing.assert_array_equal(infer_fp32(client, "good", [1.5, 2.5]), [[1.5, 2.5]])
+        # As in Triton, a model whose configuration is invalid is not added: the log says why,
+        # and it takes no part in (strict) readiness.
+        assert client.is_server_ready()
         with pytest.raises(InferenceServerException) as info:
             infer_fp32(client, "bad", [1.0])
-        assert "bad" in str(info.value)
+        assert info.value.message() == "Request for unknown model: 'bad' is not found"
+        assert client.get_model_repository_index() == [
+            {"name": "bad"}, {"name": "good", "version": "1", "state": "READY"}]
+        assert [m for m in server.log_messages() if "'bad'" in m] == [
+            "Poll failed for model directory 'bad': 'max_batch_size' must be non-negative value "
+            "for bad"]
         table = server.log()
         assert "| good " in table and "READY" in table
-        assert "| bad " in table and "UNAVAILABLE" in table and "max_batch_size" in table
+        assert "| bad " not in table
+
+
+def test_a_bad_configuration_still_stops_a_server_that_exits_on_error(tmp_path: Path) -> None:
+    write_model(tmp_path, "good", identity_config("good"))
+    write_model(tmp_path, "bad", 'name: "bad"\nbackend: "identity"\nmax_batch_size: -3\n')
+    server = ServerProcess([tmp_path]).start(wait_ready=False)
+    assert server.wait_exit(60) != 0
+    assert "failed to load all models" in server.log()
 
 
 def test_strict_readiness_reports_not_ready_when_a_model_failed(tmp_path: Path) -> None:
@@ -112,15 +128,21 @@ def test_duplicate_model_name_fails_only_that_model(tmp_path: Path) -> None:
         client = httpclient.InferenceServerClient(server.http_url)
         assert client.is_model_ready("once")
         assert not client.is_model_ready("twice")
-        assert "multiple model repositories" in server.log()
+        why = "failed to poll model 'twice': not unique across all model repositories"
+        assert server.log_messages().count(why) == 1
+        # The index shows it as Triton's does, even ready-only.
+        duplicate = {"name": "twice", "state": "UNAVAILABLE",
+                     "reason": "model appears in two or more repositories"}
+        assert duplicate in client.get_model_repository_index()
+        status, body = post(server, "/v2/repository/index", raw=b'{"ready": true}') \
+            .status_and_text()
+        assert status == 200 and duplicate in json.loads(body)
         # Loading it again: Triton's answer, and the log says why.
         with pytest.raises(InferenceServerException) as failed:
             client.load_model("twice")
         assert failed.value.message() == (
             "failed to load 'twice', failed to poll from model repository")
-        assert server.log().count(
-            f"load request for 'twice' refused: model 'twice' appears in multiple model "
-            f"repositories: {first}, {second}") == 1
+        assert server.log_messages().count(why) == 2
 
 
 def test_explicit_mode_loads_only_named_models(tmp_path: Path) -> None:

@@ -412,13 +412,24 @@ def test_ensemble_config_and_metadata_as_triton(http) -> None:
 # Refused before loading because a composing model is missing or failed: like Triton 2.51, the
 # ensemble gets no state (it is not in the model table); the reason is logged.
 REFUSED_BY_DEPENDENCIES = {"bad_missing", "bad_dependency"}
+# Refused by the configuration's validation (Triton's ValidateModelConfig, in its Poll): the
+# ensemble is not added at all; the log says why.
+REFUSED_AT_POLL = {"bad_cycle", "bad_twice", "bad_unused", "bad_unwritten"}
 
 
-@pytest.mark.parametrize("name", sorted(set(INVALID) - REFUSED_BY_DEPENDENCIES))
+@pytest.mark.parametrize("name", sorted(set(INVALID) - REFUSED_BY_DEPENDENCIES - REFUSED_AT_POLL))
 def test_invalid_ensemble_is_unavailable_with_tritons_reason(server, http, name) -> None:
     assert not http.is_model_ready(name)
     assert f"| {name} " in server.log()
     assert f"UNAVAILABLE: {INVALID[name][-1]} " in server.log(), server.log()
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_AT_POLL))
+def test_ensemble_whose_configuration_is_invalid_is_left_out(server, http, name) -> None:
+    assert not http.is_model_ready(name)
+    assert f"| {name} " not in server.log()
+    assert f"Poll failed for model directory '{name}': {INVALID[name][-1]}" \
+        in server.log_messages()
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED_BY_DEPENDENCIES))

@@ -2,7 +2,9 @@
 
 It is the example backend authors copy: a ModelState that reads the configuration once, a
 ModelInstanceState that writes only `execute`, and the entry points wiring them to the server.
-Model parameter `execute_delay_ms` sleeps in every execute, to make load and batching visible.
+Model parameter `execute_delay_ms` sleeps in every execute, to make load and batching visible;
+`creation_delay_sec` sleeps once while the model loads (after logging "Creation delay is set
+to: N"), to make loading slow, as Triton's QA tests use it.
 As Triton's: an output whose optional input was not given is zeros of that input's type and
 shape (variable dims as 1); with parameter `enable_custom_tracing` "true", a traced request's
 trace gets the activities CUSTOM_ACTIVITY_START, CUSTOM_ACTIVITY_END (100 ms apart) and
@@ -12,6 +14,7 @@ with a CUSTOM_SINGLE_ACTIVITY every `single_activity_frequency` of them.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
@@ -27,6 +30,8 @@ from tritium.backend import (
 )
 from tritium.datatypes import NUMPY_DTYPES
 from tritium.tensor import wire_datatype
+
+log = logging.getLogger("tritium.backend.identity")
 
 _CUSTOM_SPAN_S = 0.1  # how long Triton's identity backend holds each custom span open
 
@@ -56,6 +61,21 @@ class IdentityModelState(ModelState):
         self.nested_spans = int(self.parameter("nested_span_count", "0") or 0)
         self.single_activity_frequency = max(
             int(self.parameter("single_activity_frequency", "1") or 1), 1)
+        self._creation_delay()
+
+    def _creation_delay(self) -> None:
+        """Sleep `creation_delay_sec` whole seconds, once the configuration is known good."""
+        text = self.parameter("creation_delay_sec", "")
+        if not text:
+            return
+        try:
+            seconds = int(text)
+        except ValueError:
+            raise TritonError.invalid_arg(
+                f"identity model '{self.name}': parameter creation_delay_sec must be a whole "
+                f"number of seconds, got '{text}'") from None
+        log.info("Creation delay is set to: %s", text)
+        time.sleep(max(seconds, 0))
 
 
 class IdentityInstanceState(ModelInstanceState):

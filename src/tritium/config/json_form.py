@@ -9,7 +9,9 @@ JSON demands and as Triton leaves `dynamic_batching.priority_queue_policy` keys 
 Keys come out in .proto declaration order, as Triton's printer emits them.
 
 The reverse (`model_config_from_json`) is Triton's JsonToModelConfig, used for a load with a
-config override: unknown fields are errors and enum names are matched case-insensitively.
+config override: unknown fields are errors, enum names are matched case-insensitively, and a
+lone value where a list belongs (`"instance_group": {...}`) is a one-element list, as protobuf
+C++'s JSON parser (JsonStringToMessage) takes it.
 """
 
 from __future__ import annotations
@@ -111,9 +113,10 @@ def _walk_field(value: Any, field: FieldDescriptor, leaf: _Leaf) -> Any:
         value_field = message_type.fields_by_name["value"]
         return {k: _walk_element(v, value_field, leaf) for k, v in value.items()}
     if _is_repeated(field):
-        if not isinstance(value, list):
+        if value is None:  # parsing clears the field
             return value
-        return [_walk_element(v, field, leaf) for v in value]
+        elements = value if isinstance(value, list) else [value]
+        return [_walk_element(v, field, leaf) for v in elements]
     return _walk_element(value, field, leaf)
 
 

@@ -2,9 +2,10 @@
 
 Each version moves LOADING -> READY, or -> UNAVAILABLE with the reason; unloading goes
 UNLOADING -> UNAVAILABLE ("unloaded") after its in-flight requests finish. A reload keeps the
-old versions serving until the new ones are READY, then swaps them in at once; a reload that
-changes only a serving version's instance groups updates its instances in place instead
-(model_timestamp says when), as Triton's does. The versions of
+old versions serving until the new ones are READY, then swaps them in at once; a load in
+which any version fails unloads the versions it loaded and leaves the old ones serving. A
+reload that changes only a serving version's instance groups updates its instances in place
+instead (model_timestamp says when), as Triton's does. The versions of
 one model load on a thread pool of `--model-load-thread-count` threads. As Triton's life cycle
 picks TritonModel::Create or EnsembleModel::Create, this one picks TritonModel (a backend's
 model) or EnsembleModel, to which it hands the composing models' configurations. Which models
@@ -71,11 +72,13 @@ class ModelLifeCycle:
     def load(self, source: ModelSource, config: mc.ModelConfig) -> None:
         """Load, or reload, the versions `config`'s version policy selects from `source`.
 
-        A reload swaps each new version in only once it is READY; the version it replaces
-        takes no new request and is unloaded after its in-flight requests finish. A version
-        that fails to load leaves the one it would have replaced serving. Versions the policy no
-        longer selects are unloaded. Raises TritonError (Triton's "version V is at UNAVAILABLE
-        state: ..." text) if any version failed.
+        A reload swaps the new versions in only once they are all READY; a version it replaces
+        takes no new request and is unloaded after its in-flight requests finish, as are the
+        versions the policy no longer selects. If any version fails, the load is abandoned as
+        Triton abandons it: the versions it loaded are unloaded again and what served before
+        serves on. Raises TritonError (Triton's "version V is at UNAVAILABLE state: ..." text)
+        then. Logged once for the model, as Triton logs it: "successfully loaded '<model>'"
+        or "failed to load '<model>'".
         """
         name = source.name
         with self._model_lock(name):
@@ -101,7 +104,17 @@ class ModelLifeCycle:
             others = [self._pool.submit(task) for task in tasks[1:]]
             results = [tasks[0]()]
             results += [future.result() for future in others]
-            self._swap(name, old, dict(zip(versions, results, strict=True)), stamps, updating)
+            outcome = dict(zip(versions, results, strict=True))
+            failed = {v: r for v, r in outcome.items() if isinstance(r, str)}
+            if failed:
+                self._abandon(name, old, outcome, stamps, updating)
+                log.info("failed to load '%s'", name)
+                raise TritonError.invalid_arg("".join(
+                    f"version {v} is at {_failed_state(v, updating).value} state: {reason};"
+                    for v, reason in failed.items()))
+            loaded = {v: r for v, r in outcome.items() if isinstance(r, LoadedModel)}
+            self._swap(name, old, loaded, stamps)
+            log.info("successfully loaded '%s'", name)
 
     def _update_version(
         self, status: VersionStatus, config: mc.ModelConfig, name: str
@@ -117,16 +130,14 @@ class ModelLifeCycle:
             reason = exc.message if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
             log.error("failed to update '%s' version %d: %s", name, status.version, reason)
             return reason
-        log.info("successfully loaded '%s' version %d", name, status.version)
         return model
 
     def _load_version(
         self, source: ModelSource, config: mc.ModelConfig, version: int
     ) -> LoadedModel | str:
         """The loaded version, or the reason it failed (after --model-load-retry-count more
-        tries). Logged as Triton logs it: "loading: <model>:<version>", then "successfully
-        loaded '<model>' version <version>" or "failed to load '<model>' version <version>:
-        <Code>: <reason>"."""
+        tries). Logged as Triton logs it: "loading: <model>:<version>", and on failure "failed
+        to load '<model>' version <version>: <Code>: <reason>"."""
         log.info("loading: %s:%d", source.name, version)
         for attempt in range(self._load_retry_count + 1):
             result = self._try_load_version(source, config, version)
@@ -162,7 +173,6 @@ class ModelLifeCycle:
             log.error("failed to load '%s' version %d: %s: %s", source.name, version,
                       code.status_text, reason)
             return reason
-        log.info("successfully loaded '%s' version %d", source.name, version)
         return model
 
     def _load_ensemble(
@@ -212,30 +222,22 @@ class ModelLifeCycle:
         self,
         name: str,
         old: dict[int, VersionStatus],
-        loaded: dict[int, LoadedModel | str],
+        loaded: dict[int, LoadedModel],
         stamps: dict[int, LoadStamp],
-        updated: set[int],
     ) -> None:
-        """Put the newly loaded versions in service at once, retire what they replace (an
-        `updated` version replaces nothing: it is the one serving)."""
+        """Put the newly loaded versions in service at once, retire what they replace (a
+        version updated in place replaces nothing: it is the one serving) and the READY
+        versions the load did not select."""
         retired: list[VersionStatus] = []
-        failures: list[str] = []
         with self._lock:
             current: dict[int, VersionStatus] = {}
-            for version, result in loaded.items():
+            for version, model in loaded.items():
                 previous = old.get(version)
-                serving = previous is not None and previous.state is ModelReadyState.READY
-                if isinstance(result, LoadedModel):
-                    current[version] = VersionStatus(version, ModelReadyState.READY, "", result,
-                                                     stamps[version])
-                    if serving and previous is not None and previous.model is not result:
-                        retired.append(previous)
-                else:
-                    state = ModelReadyState.READY if version in updated else \
-                        ModelReadyState.UNAVAILABLE
-                    failures.append(f"version {version} is at {state.value} state: {result};")
-                    failed = VersionStatus(version, ModelReadyState.UNAVAILABLE, result)
-                    current[version] = previous if serving and previous else failed
+                current[version] = VersionStatus(version, ModelReadyState.READY, "", model,
+                                                 stamps[version])
+                if previous is not None and previous.state is ModelReadyState.READY \
+                        and previous.model is not model:
+                    retired.append(previous)
             for version, status in old.items():
                 if version in loaded:
                     continue
@@ -249,8 +251,39 @@ class ModelLifeCycle:
             self._models[name] = current
         for status in retired:
             self._retire(name, status)
-        if failures:
-            raise TritonError.invalid_arg("".join(failures))
+
+    def _abandon(
+        self,
+        name: str,
+        old: dict[int, VersionStatus],
+        outcome: dict[int, LoadedModel | str],
+        stamps: dict[int, LoadStamp],
+        updated: set[int],
+    ) -> None:
+        """A load in which some version failed (Triton's OnLoadFinal): release the versions it
+        loaded (UNLOADING, then UNAVAILABLE "unloaded"), leave every version that served before
+        it serving, and show why each failed version is not. A version updated in place was
+        serving and serves on, with its new instances if the update went through."""
+        released: list[VersionStatus] = []
+        with self._lock:
+            current = {v: s for v, s in old.items() if v >= 0 and v not in outcome}
+            for version, result in outcome.items():
+                previous = old.get(version)
+                serving = previous if previous is not None and \
+                    previous.state is ModelReadyState.READY else None
+                if isinstance(result, str):
+                    current[version] = serving or VersionStatus(
+                        version, ModelReadyState.UNAVAILABLE, result)
+                elif version in updated:
+                    current[version] = VersionStatus(version, ModelReadyState.READY, "", result,
+                                                     stamps[version])
+                else:
+                    unloading = VersionStatus(version, ModelReadyState.UNLOADING, "", result)
+                    released.append(unloading)
+                    current[version] = serving or unloading
+            self._models[name] = current
+        for status in released:
+            self._retire(name, status)
 
     def _retire(self, name: str, status: VersionStatus) -> None:
         """Unload a replaced or dropped version once its in-flight requests are done."""
@@ -355,11 +388,15 @@ class ModelLifeCycle:
                 log.info("successfully unloaded '%s' version %d", name, status.version)
                 self._update(name, _unloaded(status.version))
 
-    def forget(self, name: str) -> None:
-        """Unload `name` and drop its states: its directory left the repository."""
-        self.unload(name)
-        with self._lock:
-            self._models.pop(name, None)
+    def mark_removed(self, name: str) -> None:
+        """`name`'s directory left the repository (POLL) and its loaded versions are unloaded:
+        every version it has left shows "unloaded", so that a request for it hears it has no
+        available versions, as in Triton, and a version that had failed no longer holds the
+        server's readiness back."""
+        with self._model_lock(name), self._lock:
+            versions = self._models.get(name, {})
+            for version in versions:
+                versions[version] = _unloaded(version)
 
     def fail_queued(self) -> None:
         """The server is exiting: every loaded version answers its queued requests
@@ -452,6 +489,12 @@ def _updatable(serving: VersionStatus | None, stamp: LoadStamp) -> bool:
     return (serving is not None and serving.state is ModelReadyState.READY
             and isinstance(serving.model, TritonModel) and serving.stamp is not None
             and serving.stamp.updatable_to(stamp.config, stamp.files))
+
+
+def _failed_state(version: int, updated: set[int]) -> ModelReadyState:
+    """The state Triton's load error gives a failed version: one whose in-place update failed
+    still serves (READY); one that failed to load is UNAVAILABLE."""
+    return ModelReadyState.READY if version in updated else ModelReadyState.UNAVAILABLE
 
 
 def _unloaded(version: int) -> VersionStatus:

@@ -6,12 +6,18 @@ then picks up new, changed and removed models (repository/poller.py calls `poll`
 loads only `--load-model` names at start-up and what load requests ask for. In every mode an
 ensemble's composing models load before it (the dependency graph), and an ensemble whose
 composing model is missing or failed is refused with Triton's reason.
+
+At start-up and when polling, a model whose configuration does not parse or validate stays
+unknown, as in Triton's Poll: the log says why, and the model takes no part in readiness (a
+load request for it records the reason as the model's state instead: docs/differences.md). A
+name found in two repositories cannot load; the index shows it UNAVAILABLE with Triton's reason.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -62,21 +68,19 @@ class ModelRepositoryManager:
         """Load `names` (all models when None) with their composing models; the errors."""
         scan = self.repository.scan()
         wanted = sorted(set(scan.models) | set(scan.errors)) if names is None else list(names)
-        errors: list[str] = []
-        for name in wanted:
-            if name in scan.errors:
-                self.lifecycle.mark_unavailable(name, scan.errors[name])
-                errors.append(scan.errors[name])
+        errors = _log_duplicates(scan, wanted)
         configs = {}
         for name in wanted:
             if name in scan.errors:
                 continue
             if name not in scan.models:
+                log.error("failed to poll model '%s': model not found in any model repository.",
+                          name)
                 reason = f"model '{name}' is not found in the model repository"
                 self.lifecycle.mark_unavailable(name, reason)
                 errors.append(reason)
                 continue
-            config = self._read_config(scan.models[name])
+            config = self._poll_config(scan.models[name])
             if config is not None:
                 configs[name] = config
             else:
@@ -223,6 +227,10 @@ class ModelRepositoryManager:
         states = self.lifecycle.status()
         entries: list[dict[str, str]] = []
         for name in sorted(set(scan.models) | set(scan.errors)):
+            if name in scan.errors:  # Triton lists such a name even in a ready-only index
+                entries.append({"name": name, "state": ModelReadyState.UNAVAILABLE.value,
+                                "reason": scan.errors[name]})
+                continue
             versions = states.get(name)
             if not versions:
                 if not ready_only:
@@ -249,16 +257,19 @@ class ModelRepositoryManager:
         with self._lock:
             known = dict(self._fingerprints)
             self._fingerprints = seen
+        _log_duplicates(scan, scan.errors)
         for name in sorted(set(known) - set(seen)):
+            # Unloaded, not forgotten, as in Triton: a request for it hears that it has no
+            # available versions; the index lists only what the repositories hold.
             log.info("model '%s' was removed from the repository: unloading it", name)
             self._unload(name, False)  # with the ensembles that use it
-            self.lifecycle.forget(name)
+            self.lifecycle.mark_removed(name)
             self.graph.remove(name)
         changed = [n for n in sorted(seen) if known.get(n) != seen[n]]
         configs = {}
         for name in changed:
             log.info("model '%s' is new or changed: loading it", name)
-            config = self._read_config(scan.models[name])
+            config = self._poll_config(scan.models[name])
             if config is not None:
                 configs[name] = config
         self._load_many(scan, configs, set(changed))
@@ -328,13 +339,32 @@ class ModelRepositoryManager:
                 )
 
     def _read_config(self, source: ModelSource) -> mc.ModelConfig | None:
-        """The model's configuration, or None after recording why it cannot load."""
+        """The configuration a load request's model needs, or None after recording why it
+        cannot load (the model shows UNAVAILABLE with the reason)."""
+        try:
+            return self._config(source)
+        except TritonError as exc:
+            self._record_config_error(source, exc.message)
+            return None
+
+    def _poll_config(self, source: ModelSource) -> mc.ModelConfig | None:
+        """The configuration of a model found at start-up or by a poll, or None: the model
+        stays as it was (unknown if new) and only the log says why, in Triton's words."""
+        try:
+            return self._config(source)
+        except TritonError as exc:
+            log.error("Poll failed for model directory '%s': %s", source.name, exc.message)
+            return None
+
+    def _config(self, source: ModelSource) -> mc.ModelConfig:
+        """The model's configuration, noted in the dependency graph; TritonError if it cannot
+        be read, normalised or validated."""
         try:
             config = self.repository.model_config(source)
+        except TritonError:
+            raise
         except Exception as exc:
-            reason = exc.message if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
-            self._record_config_error(source, reason)
-            return None
+            raise TritonError.invalid_arg(f"{type(exc).__name__}: {exc}") from exc
         self.graph.set(source.name, config)
         return config
 
@@ -345,7 +375,7 @@ class ModelRepositoryManager:
 
     def _repository_source(self, scan: RepositoryScan, name: str) -> ModelSource:
         if name in scan.errors:  # Triton's answer; why goes to the log
-            log.error("load request for '%s' refused: %s", name, scan.errors[name])
+            _log_duplicates(scan, [name])
             raise _poll_failed(name)
         source = scan.models.get(name)
         if source is None:
@@ -407,6 +437,15 @@ class ModelRepositoryManager:
             for name, versions in self.lifecycle.status().items()
             if any(s.state in _LIVE for s in versions.values())
         }
+
+
+def _log_duplicates(scan: RepositoryScan, names: Iterable[str]) -> list[str]:
+    """Log, in Triton's words, each of `names` found in two or more repositories (it cannot
+    load); the reasons."""
+    duplicates = [name for name in names if name in scan.errors]
+    for name in duplicates:
+        log.error("failed to poll model '%s': not unique across all model repositories", name)
+    return [scan.errors[name] for name in duplicates]
 
 
 def _poll_failed(name: str, detail: str = "") -> TritonError:

@@ -12,6 +12,7 @@ ModelLifeCycle's job; deciding what to load (Triton's ModelRepositoryManager) is
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,13 @@ from ..config import (
 )
 from ..errors import TritonError
 from ..gpus import NO_GPUS, GpuInventory
+
+log = logging.getLogger("tritium.repository")
+
+# Triton's MODEL_READY_REASON_DUPLICATE: the index's reason for a name found in two repositories.
+DUPLICATE_REASON = "model appears in two or more repositories"
+# Folders of a model directory that hold other things than a version.
+NOT_VERSIONS = ("warmup", "initial_state", "configs")
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,9 @@ class RepositoryScan:
 class RepositoryScanner:
     def __init__(self, repositories: list[Path], *, auto_complete: bool,
                  gpus: GpuInventory = NO_GPUS, config_name: str = ""):
-        self.repositories = [Path(r) for r in repositories]
+        # A repository given twice is one repository (Triton keeps them in a set), not a reason
+        # to find every model in it twice.
+        self.repositories = list(dict.fromkeys(Path(r) for r in repositories))
         self.auto_complete = auto_complete
         self.config_name = config_name  # --model-config-name
         self.gpus = gpus  # where KIND_GPU / KIND_AUTO instances may go
@@ -108,8 +118,7 @@ class RepositoryScanner:
         errors: dict[str, str] = {}
         for name, sources in found.items():
             if len(sources) > 1:
-                where = ", ".join(str(s.repository) for s in sources)
-                errors[name] = f"model '{name}' appears in multiple model repositories: {where}"
+                errors[name] = DUPLICATE_REASON
             else:
                 models[name] = sources[0]
         for name, source in self.mappings.items():
@@ -136,30 +145,42 @@ class RepositoryScanner:
         return config
 
     @staticmethod
-    def available_versions(source: ModelSource) -> list[int]:
-        """Integer version folders; others (and names starting with 0) are ignored, as in Triton."""
+    def available_versions(source: ModelSource, *, warn: bool = False) -> list[int]:
+        """Integer version folders. Others are ignored, as in Triton, which warns (`warn`: when
+        the versions are picked for a load) about a name with a leading zero, which would
+        otherwise alias another version, and about one that is no number."""
         versions = []
-        for entry in source.path.iterdir():
+        for entry in sorted(source.path.iterdir()):
             name = entry.name
-            if entry.is_dir() and name.isdigit() and not name.startswith("0"):
+            if not entry.is_dir() or name in NOT_VERSIONS:
+                continue
+            if len(name) > 1 and name.startswith("0"):
+                if warn:
+                    log.warning("ignore version directory '%s' which contains leading zeros in "
+                                "its directory name", name)
+            elif name.isascii() and name.isdigit():
                 versions.append(int(name))
+            elif warn:
+                log.warning("ignore version directory '%s' which fails to convert to integral "
+                            "number", name)
         return sorted(versions)
 
     def versions_to_load(self, source: ModelSource, config: mc.ModelConfig) -> list[int]:
-        """The versions the model's version policy selects, newest first."""
-        available = self.available_versions(source)
+        """The versions the model's version policy selects, newest first. A `specific` version
+        without its folder is logged and left out, as Triton does: the others still load."""
+        available = self.available_versions(source, warn=True)
         policy = config.version_policy
         which = policy.WhichOneof("policy_choice")
         if which == "all":
             chosen = available
         elif which == "specific":
-            chosen = [v for v in policy.specific.versions if v in available]
-            absent = [v for v in policy.specific.versions if v not in available]
-            if absent:
-                raise TritonError.invalid_arg(
-                    f"version {absent[0]} of model '{config.name}' is specified in the version "
-                    "policy but is not found in the model directory"
-                )
+            chosen = []
+            for version in dict.fromkeys(policy.specific.versions):
+                if version in available:
+                    chosen.append(version)
+                else:
+                    log.error("version %d is specified for model '%s', but the version "
+                              "directory is not present", version, config.name)
         else:
             count = policy.latest.num_versions or 1
             chosen = available[-count:]

@@ -270,6 +270,21 @@ def test_failed_reload_leaves_the_old_version_serving(explicit: ServerProcess) -
     assert states(explicit, "failreload")[0]["state"] == "READY"
 
 
+def test_config_override_with_a_lone_instance_group_object(tmp_path: Path) -> None:
+    # Triton's L0_lifecycle test_concurrent_model_instance_load_sanity sends the group itself,
+    # not a list of one; Triton takes it.
+    write_model(tmp_path, "m", identity_config("m"))
+    with ServerProcess([tmp_path], "--model-control-mode=explicit") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        client.load_model("m")
+        config = client.get_model_config("m")
+        client.load_model("m", config=json.dumps(
+            dict(config, instance_group={"kind": "KIND_CPU", "count": 3})))
+        groups = client.get_model_config("m")["instance_group"]
+        assert [(g["kind"], g["count"]) for g in groups] == [("KIND_CPU", 3)]
+        np.testing.assert_array_equal(infer(client, "m"), [[1.5, 2.5]])
+
+
 def test_bad_config_json_fails_as_triton(explicit: ServerProcess) -> None:
     body = json.dumps({"parameters": {"config": "{bad json"}}).encode()
     assert post(explicit, "/v2/repository/models/ready_b/load", raw=body).status_and_text() == (
