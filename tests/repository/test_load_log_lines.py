@@ -5,6 +5,8 @@ each that fails, then once for the model "successfully loaded '<model>'" or "fai
 
 from __future__ import annotations
 
+import tritonclient.http as httpclient
+
 from support import ROOT
 from support.server_process import ServerProcess
 
@@ -29,3 +31,19 @@ def test_loading_each_version_then_the_result_for_the_model():
     assert messages.count("successfully loaded 'identity_fp32'") == 1
     assert messages.count("failed to load 'simple'") == 1
     assert not [m for m in messages if m.startswith("successfully loaded 'identity_fp32' ")]
+
+
+def test_a_verbose_server_traces_each_load_and_unload_as_triton():
+    """Triton's verbose (level 2) life-cycle trace: AsyncLoad() when a load starts,
+    OnLoadFinal() once its versions are done, AsyncUnload() when an unload starts (L0_lifecycle
+    reads their order)."""
+    with ServerProcess([EXAMPLES], "--model-control-mode=explicit", "--log-verbose=2") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        client.load_model("identity_fp32")
+        client.unload_model("identity_fp32")
+        messages = server.log_messages()
+    trace = [m for m in messages if m.endswith("'identity_fp32'") and "()" in m
+             or m == "OnLoadFinal() 'identity_fp32' for all version(s)"]
+    assert trace == ["AsyncLoad() 'identity_fp32'",
+                     "OnLoadFinal() 'identity_fp32' for all version(s)",
+                     "AsyncUnload() 'identity_fp32'"], trace

@@ -82,6 +82,7 @@ class ModelLifeCycle:
         """
         name = source.name
         with self._model_lock(name):
+            log.debug("AsyncLoad() '%s'", name)  # Triton's verbose trace of a load's steps
             try:
                 versions = self._repository.versions_to_load(source, config)
             except TritonError as exc:
@@ -105,6 +106,7 @@ class ModelLifeCycle:
             results = [tasks[0]()]
             results += [future.result() for future in others]
             outcome = dict(zip(versions, results, strict=True))
+            log.debug("OnLoadFinal() '%s' for all version(s)", name)
             failed = {v: r for v, r in outcome.items() if isinstance(r, str)}
             if failed:
                 self._abandon(name, old, outcome, stamps, updating)
@@ -375,6 +377,7 @@ class ModelLifeCycle:
     def unload(self, name: str) -> None:
         """Unload every version of `name` once its in-flight requests finish (blocks)."""
         with self._model_lock(name):
+            log.debug("AsyncUnload() '%s'", name)
             with self._lock:
                 versions = self._models.get(name, {})
                 targets = [s for s in versions.values() if s.state is ModelReadyState.READY]
