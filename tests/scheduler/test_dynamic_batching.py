@@ -313,11 +313,12 @@ def test_priority_levels_cost_nothing_until_used(tmp_path: Path):
     cap = ("prlimit", f"--as={4 * 2**30}", "--")
     with ServerProcess([tmp_path], prefix=cap) as server:
         for _ in range(2):  # again once the levels made by the first round are empty
-            lowest = (rows(0), {"priority": LEVELS})
-            default = (rows(0), {})
-            explicit_default = (rows(0), {"priority": 4294967296})
-            first = (rows(0), {"priority": 1})
-            own_policy = (rows(0), {"priority": 3})
+            # Each execute takes 100 ms, so the order of completion is the order of execution.
+            lowest = (rows(100), {"priority": LEVELS})
+            default = (rows(100), {})
+            explicit_default = (rows(100), {"priority": 4294967296})
+            first = (rows(100), {"priority": 1})
+            own_policy = (rows(100), {"priority": 3})
             blocker, (low, d1, d2, high, third, refused) = after_blocker(
                 server, "probe_levels",
                 [lowest, default, explicit_default, first, own_policy, own_policy])
