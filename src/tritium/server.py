@@ -29,7 +29,13 @@ from .custom_metrics import MetricRegistry
 from .errors import TritonError
 from .gpus import GpuInventory, discover, log_inventory
 from .logging_settings import LogSettings
-from .model import LoadedModel, ModelRetired, ResolvedModel, StatisticsSnapshot
+from .model import (
+    EnsembleModel,
+    LoadedModel,
+    ModelRetired,
+    ResolvedModel,
+    StatisticsSnapshot,
+)
 from .repository import (
     ModelControlQueue,
     ModelLifeCycle,
@@ -430,11 +436,14 @@ class InferenceServer:
         and labels to decode, then `submit` the request to it (a context manager: closing it
         unsubmitted gives it back). Decode, inference and encode then see one version, and a
         reload meanwhile cannot unload it (Triton's request holding its model)."""
-        if self._stopping:
-            raise server_stopping()
         number = parse_version(version)
         while True:
             model = self.lifecycle.get(name, number)
+            # Stopping, as Triton's schedulers stop: a backend's model takes no new request;
+            # an ensemble's scheduler still takes one, whose steps are then refused ("in
+            # ensemble 'E', Server is stopping, ...").
+            if self._stopping and not isinstance(model, EnsembleModel):
+                raise server_stopping()
             try:
                 return model.hold()
             except ModelRetired:

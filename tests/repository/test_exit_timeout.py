@@ -56,6 +56,16 @@ class TritonPythonModel:
 
 QUEUED = 200
 
+ENSEMBLE = """
+name: "pipeline"
+platform: "ensemble"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
+ensemble_scheduling { step [ { model_name: "sleeper" model_version: -1
+  input_map { key: "INPUT0" value: "INPUT0" } output_map { key: "OUTPUT0" value: "OUTPUT0" } } ] }
+"""
+
 # Leaves a file `started` in the model's folder when its execution begins.
 LONG_MODEL = '''
 import pathlib
@@ -188,6 +198,7 @@ def test_requests_in_flight_finish_while_new_ones_are_refused(tmp_path: Path) ->
     """As Triton stops: the requests already queued run and are answered, the frontends still
     up; a new request meanwhile gets Triton's refusal; the log counts what is in flight."""
     write_model(tmp_path, "sleeper", CONFIG, files={"1/model.py": MODEL})
+    write_model(tmp_path, "pipeline", ENSEMBLE)
     results: list[str] = []
     answered = threading.Semaphore(0)
 
@@ -209,6 +220,12 @@ def test_requests_in_flight_finish_while_new_ones_are_refused(tmp_path: Path) ->
             client.infer("sleeper", [tensor])
         assert refused.value.message() == ("Server is stopping, scheduler for model has "
                                            "stopped accepting new inference requests")
+        # An ensemble still takes it; its step is refused.
+        with pytest.raises(InferenceServerException) as refused:
+            client.infer("pipeline", [tensor])
+        assert refused.value.message() == (
+            "in ensemble 'pipeline', Server is stopping, scheduler for model has stopped "
+            "accepting new inference requests")
         for _ in range(8):
             assert answered.acquire(timeout=30)
         assert server.wait_exit(60) == 0
