@@ -454,7 +454,11 @@ class ModelLifeCycle:
             ]
             for _, status in targets:
                 status.state = ModelReadyState.UNLOADING
+            loading = sorted({name for name, versions in self._models.items()
+                              for s in versions.values() if s.state is ModelReadyState.LOADING})
             retiring = list(self._retiring)
+        for name in sorted({name for name, _ in targets}):
+            log.debug("AsyncUnload() '%s'", name)
         for _, status in targets:
             assert status.model is not None
             status.model.fail_queued()
@@ -465,11 +469,33 @@ class ModelLifeCycle:
             self._update(name, _unloaded(status.version))
             log.info("successfully unloaded '%s' version %d", name, status.version)
 
+        def unload_when_loaded(name: str) -> None:
+            """A load still running finishes first (within the timeout), then what it
+            loaded unloads, as Triton's exit waits for a load in progress."""
+            left = remaining()
+            lock = self._model_lock(name)
+            if not lock.acquire(timeout=-1 if left is None else left):
+                return  # the exit gives up on it
+            try:
+                with self._lock:
+                    late = [s for s in self._models.get(name, {}).values()
+                            if s.state is ModelReadyState.READY and s.model is not None]
+                    for status in late:
+                        status.state = ModelReadyState.UNLOADING
+            finally:
+                lock.release()
+            if late:
+                log.debug("AsyncUnload() '%s'", name)
+            for status in late:
+                unload(name, status)
+
         # Side by side, as Triton unloads its models: the exit timeout bounds them all, not
         # each. Daemon threads: one left behind by a server that gave up waiting (an execution
         # past the timeout) must not hold the interpreter's exit.
         threads = [threading.Thread(target=unload, args=(name, s), daemon=True,
                                     name=f"unload-{name}") for name, s in targets]
+        threads += [threading.Thread(target=unload_when_loaded, args=(name,), daemon=True,
+                                     name=f"unload-{name}") for name in loading]
         for thread in threads:
             thread.start()
         for thread in threads:
