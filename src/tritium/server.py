@@ -29,13 +29,7 @@ from .custom_metrics import MetricRegistry
 from .errors import TritonError
 from .gpus import GpuInventory, discover, log_inventory
 from .logging_settings import LogSettings
-from .model import (
-    EnsembleModel,
-    LoadedModel,
-    ModelRetired,
-    ResolvedModel,
-    StatisticsSnapshot,
-)
+from .model import LoadedModel, ModelRetired, ResolvedModel, StatisticsSnapshot
 from .repository import (
     ModelControlQueue,
     ModelLifeCycle,
@@ -47,7 +41,6 @@ from .repository import (
 )
 from .request import Deliver, InferenceRequest, parse_version
 from .response_cache import CacheSnapshot, ResponseCache
-from .scheduler.base import server_stopping
 from .scheduler.rate_limiter import RateLimiter
 from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
@@ -438,12 +431,9 @@ class InferenceServer:
         reload meanwhile cannot unload it (Triton's request holding its model)."""
         number = parse_version(version)
         while True:
+            # Stopping, the models' schedulers refuse new work, as Triton's do (an ensemble
+            # takes a request, whose steps are refused: "in ensemble 'E', Server is ...").
             model = self.lifecycle.get(name, number)
-            # Stopping, as Triton's schedulers stop: a backend's model takes no new request;
-            # an ensemble's scheduler still takes one, whose steps are then refused ("in
-            # ensemble 'E', Server is stopping, ...").
-            if self._stopping and not isinstance(model, EnsembleModel):
-                raise server_stopping()
             try:
                 return model.hold()
             except ModelRetired:

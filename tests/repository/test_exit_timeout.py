@@ -236,3 +236,46 @@ def test_requests_in_flight_finish_while_new_ones_are_refused(tmp_path: Path) ->
                             r"inferences", m) for m in messages), messages
     assert any(re.fullmatch(r"Model 'sleeper' \(version 1\) has \d+ in-flight inferences", m)
                for m in messages), messages
+
+
+SEQUENCE_CONFIG = """
+name: "counter"
+backend: "python"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1 ] } ]
+sequence_batching { max_sequence_idle_microseconds: 60000000 }
+"""
+
+ECHO_MODEL = '''
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
+            for r in requests]
+'''
+
+
+def test_open_sequences_go_on_while_new_ones_are_refused(tmp_path: Path) -> None:
+    """As Triton's sequence batcher stops: a new sequence is refused, an open one goes on to
+    its end, and the exit waits for it (the log counts it in flight)."""
+    write_model(tmp_path, "counter", SEQUENCE_CONFIG, files={"1/model.py": ECHO_MODEL})
+    with ServerProcess([tmp_path]) as server:
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        tensor = grpcclient.InferInput("INPUT0", [1], "FP32")
+        tensor.set_data_from_numpy(np.ones(1, np.float32))
+        client.infer("counter", [tensor], sequence_id=5, sequence_start=True)
+        assert server.process is not None
+        server.process.send_signal(signal.SIGTERM)
+        server.wait_log("Model 'counter' (version 1) has 1 in-flight inferences")
+        with pytest.raises(InferenceServerException) as refused:
+            client.infer("counter", [tensor], sequence_id=6, sequence_start=True)
+        assert refused.value.message() == ("Server is stopping, scheduler for model has "
+                                           "stopped accepting new inference requests")
+        client.infer("counter", [tensor], sequence_id=5)
+        client.infer("counter", [tensor], sequence_id=5, sequence_end=True)
+        assert server.wait_exit(60) == 0
+        client.close()

@@ -204,6 +204,19 @@ class LoadedModel(abc.ABC):
     def inflight(self) -> int:
         return self._inflight
 
+    def stop_accepting(self) -> None:
+        """The server is exiting: the scheduler refuses what would start new work (Triton's
+        scheduler Stop); what is queued, executing or continues an open sequence goes on."""
+        if self.scheduler is not None:
+            self.scheduler.stop_accepting()
+
+    def pending_at_exit(self) -> int:
+        """What an exiting server waits for on this version: its requests in flight, or its
+        open sequences where there are more."""
+        scheduler = self.scheduler
+        sequences = scheduler.open_sequences() if scheduler is not None else 0
+        return max(self._inflight, sequences)
+
     def retire(self) -> None:
         """Take no new request (they get ModelRetired); those already in flight go on."""
         with self._lock:

@@ -411,17 +411,23 @@ class ModelLifeCycle:
             model.fail_queued()
 
     def drain(self, deadline: float) -> None:
-        """The server is exiting and takes no new request: wait until no loaded version has a
-        request in flight, logging them each second as Triton does, until `deadline`
-        (time.monotonic()); then answer those still queued UNAVAILABLE."""
+        """The server is exiting: the models' schedulers stop taking new work; wait until no
+        loaded version has a request in flight or a sequence open, logging them each second as
+        Triton does, until `deadline` (time.monotonic()); then answer those still queued
+        UNAVAILABLE."""
+        with self._lock:
+            serving = [s.model for versions in self._models.values() for s in versions.values()
+                       if s.state is ModelReadyState.READY and s.model is not None]
+        for model in serving:
+            model.stop_accepting()
         report_at = 0.0
         while True:
             with self._lock:
-                busy = [(name, s.version, s.model.inflight)
-                        for name, versions in sorted(self._models.items())
-                        for s in versions.values()
-                        if s.state is ModelReadyState.READY and s.model is not None
-                        and s.model.inflight]
+                counted = [(name, s.version, s.model.pending_at_exit())
+                           for name, versions in sorted(self._models.items())
+                           for s in versions.values()
+                           if s.state is ModelReadyState.READY and s.model is not None]
+            busy = [entry for entry in counted if entry[2]]
             now = time.monotonic()
             if not busy:
                 return

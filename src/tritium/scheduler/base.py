@@ -55,6 +55,14 @@ class Scheduler(Protocol):
     def stop(self) -> None:
         """Run what is queued, then stop the execution threads (the model is unloading)."""
 
+    def stop_accepting(self) -> None:
+        """The server is exiting (Triton's scheduler Stop): refuse what would start new work
+        with `server_stopping()`, every new request or, for a sequence batcher, a new
+        sequence; what is queued and what continues an open sequence go on."""
+
+    def open_sequences(self) -> int:
+        """The sequences still open, which an exiting server waits for as for requests."""
+
     def fail_queued(self) -> None:
         """Answer every request still waiting for an execution with `server_stopping()`; those
         executing go on. The server is exiting: --exit-timeout-secs bounds the time to exit,

@@ -57,6 +57,7 @@ class DefaultScheduler:
         self._model_name = model_name
         self._queue: queue.SimpleQueue[_Queued] = queue.SimpleQueue()
         self._slots = SlotThreads(f"{model_name}-exec", instances, policy, self._run)
+        self._refusing = False  # the server is exiting
 
     def start(self) -> None:
         self._slots.start()
@@ -75,7 +76,15 @@ class DefaultScheduler:
         for instance in removed:
             release(instance)
 
+    def stop_accepting(self) -> None:
+        self._refusing = True
+
+    def open_sequences(self) -> int:
+        return 0
+
     def enqueue(self, request: InferenceRequest) -> None:
+        if self._refusing:
+            raise server_stopping()
         # While other requests of the caller's frontend await their answers, those its event
         # loop reads in one turn are queued together at the turn's end (see handoff).
         hand_off(self._queue.put, request)

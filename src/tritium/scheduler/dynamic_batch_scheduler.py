@@ -62,6 +62,7 @@ class DynamicBatchScheduler:
         # while every instance is busy and no slot looks at the queue.
         self._deadlines = threading.Condition(self._lock) if self._queue.may_time_out else None
         self._stopping = False
+        self._refusing = False  # the server is exiting
         self._watcher: threading.Thread | None = None
         # Slots waiting for the oldest request's delay to pass, and the batch size queued: a
         # request that cannot complete the batch they wait for need not wake one (a wake-up,
@@ -93,7 +94,15 @@ class DynamicBatchScheduler:
         for instance in removed:
             release(instance)
 
+    def stop_accepting(self) -> None:
+        self._refusing = True
+
+    def open_sequences(self) -> int:
+        return 0
+
     def enqueue(self, request: InferenceRequest) -> None:
+        if self._refusing:
+            raise server_stopping()
         with self._lock:
             try:
                 self._queue.enqueue(request)

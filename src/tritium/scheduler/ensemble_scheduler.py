@@ -74,6 +74,13 @@ class EnsembleScheduler:
     def fail_queued(self) -> None:
         """Nothing queued here: the composing models fail their own queued steps."""
 
+    def stop_accepting(self) -> None:
+        """An ensemble still takes requests while the server exits, as Triton's: their steps
+        are refused by the composing models' schedulers ("in ensemble 'E', ...")."""
+
+    def open_sequences(self) -> int:
+        return 0
+
     def enqueue(self, request: InferenceRequest) -> None:
         _EnsembleRun(self, request).start()
 

@@ -107,6 +107,7 @@ class SequenceBatchScheduler:
         self._backlogs: deque[_Backlog] = deque()
         self._last_seen: dict[CorrelationId, float] = {}
         self._stopping = False
+        self._refusing = False  # the server is exiting: no new sequence
         self._reaper_wake = threading.Condition(self._lock)
         self._reaper: threading.Thread | None = None
         # Triton's testing hooks (delay_hook): the requests queued in each batcher's slots.
@@ -195,7 +196,7 @@ class SequenceBatchScheduler:
         start = bool(request.flags & SEQUENCE_START)
         end = bool(request.flags & SEQUENCE_END)
         with self._lock:
-            if self._stopping and start:
+            if (self._stopping or self._refusing) and start:
                 raise server_stopping()
             slot = self._slots.get(correlation_id)
             backlog = self._backlog_of.get(correlation_id) if slot is None else None
@@ -230,6 +231,15 @@ class SequenceBatchScheduler:
                 del self._slots[correlation_id]
         slot_index, batcher = slot
         self._batchers[batcher].enqueue(slot_index, request)
+
+    def stop_accepting(self) -> None:
+        with self._lock:
+            # New sequences are refused; open ones go on, and idle ones are still reaped.
+            self._refusing = True
+
+    def open_sequences(self) -> int:
+        with self._lock:
+            return len(self._slots) + len(self._backlog_of)
 
     def fail_queued(self) -> None:
         """Fail the sequences still waiting for a slot; those holding a slot go on."""
