@@ -4,8 +4,6 @@ test_parse_error_modelfail, test_load_new_model_version)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from support.models import identity_config, write_model
+from support.python_backend_fixtures import wait_for
 from support.server_process import ServerProcess
 
 # A backend that refuses a version whose folder holds a file named `refuse`: one version of a
@@ -38,15 +37,6 @@ def model_instance_execute(instance, requests):
 """
 
 ALL_VERSIONS = "version_policy: { all: {} }"
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
 
 
 def infer(client: httpclient.InferenceServerClient, model: str, version: str = "") -> list:
@@ -114,7 +104,7 @@ def test_one_failing_version_takes_the_versions_loaded_with_it_down(tmp_path):
     with picky_server(tmp_path, "--exit-on-error=false", "--strict-readiness=false") as server:
         client = httpclient.InferenceServerClient(server.http_url)
         assert not client.is_model_ready("m", "1")
-        assert wait_for(lambda: index(client, "m")[0] == {
+        wait_for(lambda: index(client, "m")[0] == {
             "name": "m", "version": "1", "state": "UNAVAILABLE", "reason": "unloaded"})
         assert index(client, "m")[1] == {"name": "m", "version": "2", "state": "UNAVAILABLE",
                                          "reason": "version 2 refused"}

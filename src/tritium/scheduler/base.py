@@ -86,6 +86,19 @@ class InstanceScheduler(Scheduler, Protocol):
         batcher's instance that still holds sequences, released when the last of them ends."""
 
 
+class RefusesWhenStopping:
+    """What the schedulers without sequences share of the exit: once `stop_accepting`, every
+    new request is refused (their `enqueue` reads `_refusing`); no sequence is ever open."""
+
+    _refusing = False
+
+    def stop_accepting(self) -> None:
+        self._refusing = True
+
+    def open_sequences(self) -> int:
+        return 0
+
+
 def server_stopping() -> TritonError:
     """Triton's answer to a request its scheduler will not run: the server is stopping."""
     return TritonError.unavailable(

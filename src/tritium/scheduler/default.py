@@ -26,7 +26,14 @@ from typing import cast
 from ..backend.handles import ExecutionPolicy
 from ..handoff import hand_off
 from ..request import InferenceRequest
-from .base import ExecutionInstance, Instances, Release, drop_cancelled, server_stopping
+from .base import (
+    ExecutionInstance,
+    Instances,
+    RefusesWhenStopping,
+    Release,
+    drop_cancelled,
+    server_stopping,
+)
 from .slot_threads import SlotThreads, SlotWorker
 
 # The most queued requests an instance takes in one go (each its own execution), and the time
@@ -47,7 +54,7 @@ _WAKE = _Wake()
 _Queued = InferenceRequest | None | _Wake
 
 
-class DefaultScheduler:
+class DefaultScheduler(RefusesWhenStopping):
     def __init__(
         self,
         model_name: str,
@@ -57,7 +64,6 @@ class DefaultScheduler:
         self._model_name = model_name
         self._queue: queue.SimpleQueue[_Queued] = queue.SimpleQueue()
         self._slots = SlotThreads(f"{model_name}-exec", instances, policy, self._run)
-        self._refusing = False  # the server is exiting
 
     def start(self) -> None:
         self._slots.start()
@@ -75,12 +81,6 @@ class DefaultScheduler:
                 worker.thread.join(_WAKE_RETRY_S)
         for instance in removed:
             release(instance)
-
-    def stop_accepting(self) -> None:
-        self._refusing = True
-
-    def open_sequences(self) -> int:
-        return 0
 
     def enqueue(self, request: InferenceRequest) -> None:
         if self._refusing:

@@ -25,7 +25,14 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..backend.handles import ExecutionPolicy
 from ..errors import TritonError
 from ..request import InferenceRequest
-from .base import ExecutionInstance, Instances, Release, drop_cancelled, server_stopping
+from .base import (
+    ExecutionInstance,
+    Instances,
+    RefusesWhenStopping,
+    Release,
+    drop_cancelled,
+    server_stopping,
+)
 from .delay_hook import RECHECK_S, delay_count
 from .equal_inputs import RequiredEqualInputs
 from .priority_queue import PriorityQueue
@@ -37,7 +44,7 @@ log = logging.getLogger("tritium.scheduler")
 _TIMEOUT_EXPIRED = "Request timeout expired"
 
 
-class DynamicBatchScheduler:
+class DynamicBatchScheduler(RefusesWhenStopping):
     def __init__(
         self,
         config: mc.ModelConfig,
@@ -62,7 +69,6 @@ class DynamicBatchScheduler:
         # while every instance is busy and no slot looks at the queue.
         self._deadlines = threading.Condition(self._lock) if self._queue.may_time_out else None
         self._stopping = False
-        self._refusing = False  # the server is exiting
         self._watcher: threading.Thread | None = None
         # Slots waiting for the oldest request's delay to pass, and the batch size queued: a
         # request that cannot complete the batch they wait for need not wake one (a wake-up,
@@ -93,12 +99,6 @@ class DynamicBatchScheduler:
             worker.thread.join()
         for instance in removed:
             release(instance)
-
-    def stop_accepting(self) -> None:
-        self._refusing = True
-
-    def open_sequences(self) -> int:
-        return 0
 
     def enqueue(self, request: InferenceRequest) -> None:
         if self._refusing:
