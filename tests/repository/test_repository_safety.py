@@ -91,7 +91,8 @@ def test_override_file_path_with_dot_dot_is_refused(server: ServerProcess, key: 
                  {"parameters": {"config": CONFIG, key: content}})
     assert reply.status == 400
     assert reply.error == (
-        f"invalid file override '{key}': the path must stay inside the model directory")
+        f"failed to load 'fresh', invalid file override '{key}': the path must stay inside the "
+        "model directory")
     # Nothing was written: no temporary directory left, no escaped file anywhere near.
     assert os.listdir(layout["tmp"]) == []
     assert not list(layout["root"].rglob("escape.txt"))

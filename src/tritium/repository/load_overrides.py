@@ -47,7 +47,7 @@ class OverrideDirectory:
 
     def __init__(self, name: str, files: dict[str, bytes]) -> None:
         check_model_name(name)
-        relative = {key: _relative_path(key) for key in files}
+        relative = {key: _relative_path(name, key) for key in files}
         self.root = Path(tempfile.mkdtemp(prefix="tritium-model-"))
         self.path = self.root / name
         try:
@@ -57,7 +57,8 @@ class OverrideDirectory:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if not inside(target.parent, self.path):
                     raise TritonError.invalid_arg(
-                        f"invalid file override '{key}': the path leaves the model directory"
+                        f"failed to load '{name}', invalid file override '{key}': the path "
+                        "leaves the model directory"
                     )
                 # O_EXCL|O_NOFOLLOW: the file is new, and never written through a link.
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -71,7 +72,7 @@ class OverrideDirectory:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _relative_path(key: str) -> PurePosixPath:
+def _relative_path(name: str, key: str) -> PurePosixPath:
     """`file:<version>/<path>` -> the relative path, refusing anything that could leave. A
     leading `/` is inside the override directory too, as Triton joins the path to it
     (`file:/1/model.py` is `1/model.py`)."""
@@ -84,7 +85,9 @@ def _relative_path(key: str) -> PurePosixPath:
         or any(part in ("..", ".") for part in text.split("/"))
         or not path.parts
     ):
+        # Triton's answer begins "failed to load '<name>'" (clients match it); this says why.
         raise TritonError.invalid_arg(
-            f"invalid file override '{key}': the path must stay inside the model directory"
+            f"failed to load '{name}', invalid file override '{key}': the path must stay "
+            "inside the model directory"
         )
     return path

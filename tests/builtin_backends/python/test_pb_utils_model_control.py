@@ -116,5 +116,5 @@ def test_errors_reach_the_model_with_the_servers_message(server: ServerProcess) 
         "error: Failed to load model: invalid model name '../manager'")
     assert command(server, "load", name="x", config="{}",
                    files={"file:../x.py": "evil"}) == (
-        "error: Failed to load model: invalid file override 'file:../x.py': the path must "
-        "stay inside the model directory")
+        "error: Failed to load model: failed to load 'x', invalid file override 'file:../x.py': "
+        "the path must stay inside the model directory")
