@@ -15,7 +15,12 @@ from pathlib import Path
 
 from .serve_flags import add_serve_arguments, check_serve_args, flag, version_text
 from .server import ServerOptions
-from .tritonserver_flags import check_tritonserver_flags, warn_ignored_flags
+from .tritonserver_flags import (
+    check_tritonserver_flags,
+    metrics_settings,
+    summary_quantiles,
+    warn_ignored_flags,
+)
 
 log = logging.getLogger("tritium")
 
@@ -85,6 +90,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         ray_address=args.ray_address,
         min_supported_compute_capability=args.min_supported_compute_capability,
         model_load_gpu_limit=dict(args.model_load_gpu_limit),
+        summary_quantiles=summary_quantiles(metrics_settings(args)),
     )
 
 

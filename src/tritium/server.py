@@ -112,6 +112,9 @@ class ServerOptions:
     model_load_gpu_limit: dict[int, float] = field(default_factory=dict)
     # The GPUs to place instances on; None: ask NVML at start-up (tritium.gpus.discover).
     gpus: GpuInventory | None = None
+    # --metrics-config summary_latencies=true: the summaries' (quantile, error) pairs; None:
+    # no summaries.
+    summary_quantiles: tuple[tuple[float, float], ...] | None = None
 
 
 class InferenceServer:
@@ -145,6 +148,7 @@ class InferenceServer:
                           if options.rate_limit == "execution_count" else None),
             server=self,
             load_retry_count=options.model_load_retry_count,
+            summary_quantiles=options.summary_quantiles,
         )
         if options.ray_address:
             # Only here: a server without --ray-address never imports Ray.

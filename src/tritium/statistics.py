@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .errors import Code, TritonError
+from .latency_summary import LatencySummaries
 from .request import InferenceRequest
 
 # Triton 2.51's `reason` label of nv_inference_request_failure, in the order it lists them.
@@ -166,6 +167,8 @@ class StatisticsSnapshot(InferenceCounts):
     gpus: dict[int, InferenceCounts] = field(default_factory=dict)
     # What the model and its instances reported holding, summed per memory type and device.
     memory_usage: list[MemoryUsage] = field(default_factory=list)
+    # The model's latency summaries (--metrics-config summary_latencies=true), read live.
+    summaries: LatencySummaries | None = None
 
     def without_gpus(self, devices: Iterable[int]) -> InferenceCounts:
         """The counts without the share of GPUs `devices`: Triton's series without a
@@ -210,6 +213,8 @@ class ModelStatistics:
         self._gpus: dict[int, _Counters] = {}
         # Reporter ("" for the model, else the instance's name) -> its last memory report.
         self._memory: dict[str, list[MemoryUsage]] = {}
+        # Set by the life cycle when the server exports latency summaries.
+        self.summaries: LatencySummaries | None = None
 
     def _gpu(self, device: int) -> _Counters:
         """The counters of GPU `device` (called under the lock)."""
@@ -312,6 +317,9 @@ class ModelStatistics:
             if request.gpu >= 0:
                 self._gpu(request.gpu).add_success(total, queue, compute_input, compute_infer,
                                                    compute_output, inferences)
+        if self.summaries is not None:
+            self.summaries.observe(request=total, queue=queue, compute_input=compute_input,
+                                   compute_infer=compute_infer, compute_output=compute_output)
 
     def _record_cache_hit(self, request: InferenceRequest, end: int, now_ms: int) -> None:
         total = end - request.queue_start_ns
@@ -323,12 +331,17 @@ class ModelStatistics:
             self._all.queue_ns += queue if queue > 0 else 0
             self._cache_hit_count += 1
             self._cache_hit_ns += request.cache_hit_ns
+        if self.summaries is not None:
+            self.summaries.observe(request=max(total, 0), queue=max(queue, 0),
+                                   cache_hit=request.cache_hit_ns)
 
     def record_cache_miss(self, ns: int) -> None:
         """A request computed because the cache had no answer: lookup plus insertion time."""
         with self._lock:
             self._cache_miss_count += 1
             self._cache_miss_ns += ns
+        if self.summaries is not None:
+            self.summaries.observe(cache_miss=ns)
 
     def record_execution(self, requests: Sequence[InferenceRequest]) -> None:
         """Called once per backend execute, after it returned (batch_stats, execution_count)."""
@@ -431,4 +444,5 @@ class ModelStatistics:
                 },
                 gpus={device: counters.counts() for device, counters in self._gpus.items()},
                 memory_usage=self._memory_usage(),
+                summaries=self.summaries,
             )

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .frontend.extensions.header_forward import HeaderPattern
+from .latency_summary import parse_quantiles
 
 log = logging.getLogger("tritium")
 
@@ -307,11 +308,18 @@ def _bool_setting(text: str) -> bool:
 
 METRICS_SETTINGS: dict[str, Callable[[str], Any]] = {
     "counter_latencies": _bool_setting,
-    # Triton's latency summaries: accepted as tritonserver takes them (any value; only "true"
-    # turns them on), but Tritium exports none (warn_ignored_flags says so).
+    # Triton's latency summaries: taken as tritonserver takes them (any value; only "true"
+    # turns them on; quantiles "<quantile>:<error>,...").
     "summary_latencies": str,
     "summary_quantiles": str,
 }
+
+
+def summary_quantiles(settings: dict[str, Any]) -> tuple[tuple[float, float], ...] | None:
+    """The latency summaries' (quantile, error) pairs, or None when they are off."""
+    if settings.get("summary_latencies") != "true":
+        return None
+    return parse_quantiles(settings.get("summary_quantiles", ""))
 
 
 def metrics_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -337,9 +345,6 @@ def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
         log.warning("--allow-sagemaker has no effect: Tritium has no SageMaker endpoint")
     if args.allow_vertex_ai:
         log.warning("--allow-vertex-ai has no effect: Tritium has no Vertex AI endpoint")
-    if metrics_settings(args).get("summary_latencies") == "true":
-        log.warning("--metrics-config summary_latencies=true has no effect: Tritium exports no "
-                    "latency summaries (the *_duration_us counters stay)")
     if args.model_namespacing:
         log.warning("--model-namespacing is not supported: model names must be unique across "
                     "repositories")
@@ -347,5 +352,6 @@ def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
 
 __all__ = [
     "COMPRESSION_LEVELS", "LOAD_MODEL_NEEDS_EXPLICIT", "add_tritonserver_flags",
-    "check_tritonserver_flags", "describe_flags", "metrics_settings", "warn_ignored_flags",
+    "check_tritonserver_flags", "describe_flags", "metrics_settings", "summary_quantiles",
+    "warn_ignored_flags",
 ]

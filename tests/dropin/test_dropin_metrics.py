@@ -179,13 +179,68 @@ def test_pinned_memory_pool_gauges_as_tritons(server: ServerProcess, tmp_path: P
         assert "nv_pinned_memory_pool_total_bytes 1024" in scrape(process).splitlines()
 
 
-def test_summary_settings_are_accepted_with_a_warning(tmp_path: Path) -> None:
-    # L0_metrics starts tritonserver with them; Tritium serves on, without the summaries.
+SUMMARIES = ("nv_inference_request_summary_us", "nv_inference_queue_summary_us",
+             "nv_inference_compute_input_summary_us", "nv_inference_compute_infer_summary_us",
+             "nv_inference_compute_output_summary_us")
+
+
+def test_latency_summaries_with_tritons_default_quantiles(tmp_path: Path) -> None:
+    # From load (no observation yet: NaN), then over the last minute's requests.
+    write_model(tmp_path, "metered", CONFIG, files={"1/model.py": MODEL})
+    with ServerProcess([tmp_path], "--metrics-config=summary_latencies=true") as process:
+        lines = scrape(process).splitlines()
+        assert "# TYPE nv_inference_request_summary_us summary" in lines
+        assert ('nv_inference_request_summary_us{model="metered",quantile="0.5",version="1"} '
+                "NaN") in lines
+        for _ in range(3):
+            infer(process, 1.0)
+        process.wait_metric("nv_inference_count", "metered", 3)
+        text = scrape(process)
+    for name in SUMMARIES:
+        assert f'{name}_count{{model="metered",version="1"}} 3' in text
+        for quantile in ("0.5", "0.9", "0.95", "0.99", "0.999"):
+            value = _sample(text, f'{name}{{model="metered",quantile="{quantile}",version="1"}}')
+            assert value >= 0  # a number now, not NaN
+    assert "nv_cache_hit_summary_per_model" not in text  # the model has no cache
+    assert "nv_inference_request_duration_us" in text  # the counters stay
+
+
+def test_summaries_take_custom_quantiles_and_leave_the_counters_when_asked(
+        tmp_path: Path) -> None:
+    # Triton's L0_metrics values, a malformed error ("0.0.1") read as std::stod reads it.
     write_model(tmp_path, "metered", CONFIG, files={"1/model.py": MODEL})
     with ServerProcess([tmp_path], "--metrics-config=summary_latencies=true",
-                       "--metrics-config=summary_quantiles=0.1:0.01") as process:
-        infer(process, 1.0)
-        process.wait_metric("nv_inference_count", "metered", 1)
-        assert "_summary_us" not in scrape(process)
-        assert ("--metrics-config summary_latencies=true has no effect: Tritium exports no "
-                "latency summaries (the *_duration_us counters stay)") in process.log_messages()
+                       "--metrics-config=counter_latencies=false",
+                       "--metrics-config=summary_quantiles=0.1:0.0.1,0.7:0.01,0.75:0.01"
+                       ) as process:
+        text = scrape(process)
+    for quantile in ("0.1", "0.7", "0.75"):
+        assert f'quantile="{quantile}"' in text
+    assert 'quantile="0.5"' not in text
+    assert "_duration_us" not in text
+
+
+def test_no_summaries_by_default(server: ServerProcess) -> None:
+    assert "_summary" not in scrape(server)
+
+
+def _sample(text: str, series: str) -> float:
+    line = next(line for line in text.splitlines() if line.startswith(series + " "))
+    return float(line.rsplit(" ", 1)[1])
+
+
+def test_a_cached_models_summaries_as_tritons(tmp_path: Path) -> None:
+    # Triton 2.51 leaves the request summary out for a model with the response cache (its
+    # DLIS-4762) and adds the cache's hit and miss summaries.
+    write_model(tmp_path, "metered", CONFIG + "response_cache { enable: true }\n",
+                files={"1/model.py": MODEL})
+    with ServerProcess([tmp_path], "--metrics-config=summary_latencies=true",
+                       "--cache-config=local,size=1048576") as process:
+        for _ in range(2):  # a miss, then a hit
+            infer(process, 2.0)
+        process.wait_metric("nv_inference_request_success", "metered", 2)
+        text = scrape(process)
+    assert "nv_inference_request_summary_us" not in text
+    assert 'nv_inference_queue_summary_us_count{model="metered",version="1"} 2' in text
+    assert 'nv_cache_hit_summary_per_model_count{model="metered",version="1"} 1' in text
+    assert 'nv_cache_miss_summary_per_model_count{model="metered",version="1"} 1' in text

@@ -18,7 +18,7 @@ from .cpu_metrics import CpuMetrics
 from .gpu_metrics import FAMILIES as GPU_FAMILIES
 from .gpu_metrics import GpuMetrics
 from .http.server import HttpConnection, HttpEndpoint, Request
-from .prometheus_text import Family, histogram_samples, render
+from .prometheus_text import Family, format_value, histogram_samples, render
 
 _NS_PER_US = 1000
 
@@ -57,6 +57,29 @@ _LATENCY_FAMILIES: list[tuple[str, str, Callable]] = [
      lambda s: s.compute_output.ns // _NS_PER_US),
 ]
 
+# --metrics-config summary_latencies=true: Triton's summaries, by the kind of duration each
+# summarizes (latency_summary.KINDS); the request's is left out for a model with the response
+# cache (as Triton 2.51 does), the cache's are only for such a model.
+_SUMMARY_FAMILIES: list[tuple[str, str, str]] = [
+    ("nv_inference_request_summary_us", "request",
+     "Summary of inference request duration in microseconds (includes cached requests)"),
+    ("nv_inference_queue_summary_us", "queue",
+     "Summary of inference queuing duration in microseconds (includes cached requests)"),
+    ("nv_inference_compute_input_summary_us", "compute_input",
+     "Cumulative compute input duration in microseconds (does not include cached requests)"),
+    ("nv_inference_compute_infer_summary_us", "compute_infer",
+     "Cumulative compute inference duration in microseconds (does not include cached "
+     "requests)"),
+    ("nv_inference_compute_output_summary_us", "compute_output",
+     "Cumulative inference compute output duration in microseconds (does not include cached "
+     "requests)"),
+    ("nv_cache_hit_summary_per_model", "cache_hit",
+     "Summary of cache hit counts/durations per model, in microseconds."),
+    ("nv_cache_miss_summary_per_model", "cache_miss",
+     "Summary of cache miss counts/durations per model, in microseconds."),
+]
+_CACHE_ONLY = ("cache_hit", "cache_miss")
+
 # Per model with the response cache enabled (Triton's nv_cache_*_per_model counters).
 _CACHE_FAMILIES: list[tuple[str, str, Callable]] = [
     ("nv_cache_num_hits_per_model", "Number of cache hits per model",
@@ -89,6 +112,30 @@ _CACHE_GAUGES: list[tuple[str, str, Callable]] = [
 ]
 
 
+def _summary_families(snapshots: list[StatisticsSnapshot]) -> Iterator[Family]:
+    """The latency summaries of the models that keep them: `_count`, `_sum`, then one line per
+    quantile, as prometheus-cpp writes a summary."""
+    summarized = [snap for snap in snapshots if snap.summaries is not None]
+    if not summarized:
+        return
+    for name, kind, help_text in _SUMMARY_FAMILIES:
+        family = Family(name, help_text, "summary")
+        for snap in summarized:
+            if kind in _CACHE_ONLY and not snap.cache_enabled:
+                continue
+            if kind == "request" and snap.cache_enabled:
+                continue
+            assert snap.summaries is not None
+            summary = snap.summaries.snapshot(kind)
+            labels = {"model": snap.name, "version": snap.version}
+            family.add(labels, summary.count, "_count")
+            family.add(labels, summary.sum_us, "_sum")
+            for quantile, value in summary.quantiles:
+                family.add({**labels, "quantile": format_value(quantile)}, value)
+        if family.samples:
+            yield family
+
+
 class ServerMetrics:
     """Triton's metric families for one InferenceServer, built on every scrape."""
 
@@ -114,6 +161,7 @@ class ServerMetrics:
                 else:
                     family.add(labels, value(counts))
             yield family
+        yield from _summary_families(snapshots)
         cached = [snap for snap in snapshots if snap.cache_enabled]
         if cached:
             for name, help_text, value in _CACHE_FAMILIES:

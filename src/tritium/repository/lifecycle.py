@@ -27,6 +27,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..backend.manager import BackendManager
 from ..config import ENSEMBLE_PLATFORM
 from ..errors import Code, TritonError
+from ..latency_summary import LatencySummaries
 from ..model import EnsembleModel, LoadedModel, TritonModel
 from ..response_cache import ResponseCache
 from ..scheduler import EnsembleServer
@@ -52,9 +53,12 @@ class ModelLifeCycle:
         rate_limiter: RateLimiter | None = None,
         server: EnsembleServer | None = None,
         load_retry_count: int = 0,
+        summary_quantiles: tuple[tuple[float, float], ...] | None = None,
     ) -> None:
         self._repository = repository
         self._load_retry_count = load_retry_count  # --model-load-retry-count
+        # --metrics-config summary_latencies=true: each loaded version keeps latency summaries.
+        self._summary_quantiles = summary_quantiles
         self._backends = backends
         # What ensembles route their steps through (None: no ensemble can load).
         self._server = server
@@ -175,6 +179,8 @@ class ModelLifeCycle:
             log.error("failed to load '%s' version %d: %s: %s", source.name, version,
                       code.status_text, reason)
             return reason
+        if self._summary_quantiles is not None:
+            model.statistics.summaries = LatencySummaries(self._summary_quantiles)
         return model
 
     def _load_ensemble(
