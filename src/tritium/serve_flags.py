@@ -9,8 +9,6 @@ commands, which import the in-process API.
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Callable
 from typing import Any
 
 from .frontend.busy_poll import DEFAULT_BUDGET_US
@@ -27,10 +25,7 @@ from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .trace_settings import parse_trace_config
-from .tritonserver_flags import (
-    add_tritonserver_flags,
-    describe_flags,
-)
+from .tritonserver_flags import add_tritonserver_flags, describe_flags, number_type
 
 
 def _bool(text: str) -> bool:
@@ -71,28 +66,11 @@ def _backend_setting(text: str) -> tuple[str, str, str]:
     return name, key, value
 
 
-def _number(convert: Callable[[str], float], what: str, *, zero: bool) -> Callable[[str], float]:
-    """An argparse type: `convert`ed text above 0, or from 0 on with `zero` (nan and junk
-    refused too)."""
-    bound = "of 0 or more" if zero else "greater than 0"
-
-    def parse(text: str) -> float:
-        try:
-            value = convert(text)
-        except ValueError:
-            value = math.nan
-        if not (value >= 0 if zero else value > 0):
-            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got '{text}'")
-        return value
-
-    return parse
-
-
-_positive_int = _number(int, "a whole number", zero=False)
-_positive_seconds = _number(float, "a number of seconds", zero=False)
-_non_negative_int = _number(int, "a whole number", zero=True)
+_positive_int = number_type(int, "a whole number", zero=False)
+_positive_seconds = number_type(float, "a number of seconds", zero=False)
+_non_negative_int = number_type(int, "a whole number", zero=True)
 # --repository-poll-secs: 0 polls only at start-up, as tritonserver does.
-_non_negative_seconds = _number(float, "a number of seconds", zero=True)
+_non_negative_seconds = number_type(float, "a number of seconds", zero=True)
 
 
 def _rate_limit_resource(text: str) -> tuple[str, int, int]:

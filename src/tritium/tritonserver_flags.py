@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -29,24 +30,26 @@ LOAD_MODEL_NEEDS_EXPLICIT = (
 COMPRESSION_LEVELS = ("none", "low", "medium", "high")
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got '{text}'")
-    return value
+def number_type(convert: Callable[[str], float], what: str, *,
+                zero: bool) -> Callable[[str], float]:
+    """An argparse type: `convert`ed text above 0, or from 0 on with `zero` (nan and junk
+    refused too)."""
+    bound = "of 0 or more" if zero else "greater than 0"
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = math.nan
+        if not (value >= 0 if zero else value > 0):
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got '{text}'")
+        return value
+
+    return parse
 
 
-def _interval_ms(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected milliseconds greater than 0, got '{text}'")
-    return value
+_non_negative_int = number_type(int, "a whole number", zero=True)
+_interval_ms = number_type(float, "milliseconds", zero=False)
 
 
 def _header_pattern(text: str) -> HeaderPattern:
@@ -352,6 +355,7 @@ def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
 
 __all__ = [
     "COMPRESSION_LEVELS", "LOAD_MODEL_NEEDS_EXPLICIT", "add_tritonserver_flags",
-    "check_tritonserver_flags", "describe_flags", "metrics_settings", "summary_quantiles",
+    "check_tritonserver_flags", "describe_flags", "metrics_settings", "number_type",
+    "summary_quantiles",
     "warn_ignored_flags",
 ]

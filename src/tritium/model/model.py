@@ -60,7 +60,8 @@ class TritonModel(LoadedModel):
         self._backend = loaded_backend
         self.handle = handle
         self.instances: list[TritonModelInstance] = []
-        self._instance_scheduler: InstanceScheduler | None = None
+        # A backend's model's scheduler runs on its instances (an update changes them).
+        self.scheduler: InstanceScheduler | None = None
         self._gpus = NO_GPUS
         self._rate_limiter: RateLimiter | None = None
         # Instances an update removed that a sequence batcher still runs sequences on.
@@ -116,7 +117,7 @@ class TritonModel(LoadedModel):
             scheduler = create_scheduler(
                 model.config, _scheduled(model.instances), loaded.handle.execution_policy
             )
-            model.scheduler = model._instance_scheduler = scheduler
+            model.scheduler = scheduler
             scheduler.start()
             model._cache = model_response_cache(response_cache, model)
         except BaseException:
@@ -152,7 +153,7 @@ class TritonModel(LoadedModel):
                 wanted.append(request)
         added = self._create_instances(wanted)
         removed = [instance for left in current.values() for instance in left]
-        scheduler = self._instance_scheduler
+        scheduler = self.scheduler
         assert scheduler is not None
         with self._draining_lock:
             self._draining += removed

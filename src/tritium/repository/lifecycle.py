@@ -410,10 +410,7 @@ class ModelLifeCycle:
     def fail_queued(self) -> None:
         """The server is exiting: every loaded version answers its queued requests
         UNAVAILABLE and takes no more; their executions go on."""
-        with self._lock:
-            models = [s.model for versions in self._models.values() for s in versions.values()
-                      if s.state is ModelReadyState.READY and s.model is not None]
-        for model in models:
+        for _, model in self._serving():
             model.fail_queued()
 
     def drain(self, deadline: float) -> None:
@@ -421,19 +418,13 @@ class ModelLifeCycle:
         loaded version has a request in flight or a sequence open, logging them each second as
         Triton does, until `deadline` (time.monotonic()); then answer those still queued
         UNAVAILABLE."""
-        with self._lock:
-            serving = [s.model for versions in self._models.values() for s in versions.values()
-                       if s.state is ModelReadyState.READY and s.model is not None]
-        for model in serving:
+        for _, model in self._serving():
             model.stop_accepting()
         report_at = 0.0
         while True:
-            with self._lock:
-                counted = [(name, s.version, s.model.pending_at_exit())
-                           for name, versions in sorted(self._models.items())
-                           for s in versions.values()
-                           if s.state is ModelReadyState.READY and s.model is not None]
-            busy = [entry for entry in counted if entry[2]]
+            busy = [(name, model.version, pending) for name, model in sorted(
+                self._serving(), key=lambda entry: (entry[0], entry[1].version))
+                if (pending := model.pending_at_exit())]
             now = time.monotonic()
             if not busy:
                 return
@@ -448,6 +439,13 @@ class ModelLifeCycle:
                              version, count)
                 report_at = now + 1.0
             time.sleep(_DRAIN_POLL_S)
+
+    def _serving(self) -> list[tuple[str, LoadedModel]]:
+        """Every READY version's model, with its model's name."""
+        with self._lock:
+            return [(name, s.model) for name, versions in self._models.items()
+                    for s in versions.values()
+                    if s.state is ModelReadyState.READY and s.model is not None]
 
     def unload_all(self, timeout: float | None = None) -> None:
         """The server is exiting: fail every request still queued, then unload every loaded
