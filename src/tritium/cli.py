@@ -69,6 +69,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
     return ServerOptions(
         model_repositories=[Path(p) for p in args.model_repository],
         backend_directories=[Path(p) for p in args.backend_directory],
+        repoagent_directory=Path(args.repoagent_directory),
         backend_config=_settings(args.backend_config),
         cache_config=_settings(args.cache_config),
         rate_limit=args.rate_limit,

@@ -31,6 +31,7 @@ from .gpus import GpuInventory, discover, log_inventory
 from .logging_settings import LogSettings
 from .model import LoadedModel, ModelRetired, ResolvedModel, StatisticsSnapshot
 from .repository import (
+    DEFAULT_REPOAGENT_DIRECTORY,
     ModelControlQueue,
     ModelLifeCycle,
     ModelReadyState,
@@ -79,6 +80,8 @@ class ServerOptions:
 
     model_repositories: list[Path]
     backend_directories: list[Path] = field(default_factory=list)
+    # --repoagent-directory: where the repository agents models name are found.
+    repoagent_directory: Path = DEFAULT_REPOAGENT_DIRECTORY
     backend_config: dict[str, dict[str, str]] = field(default_factory=dict)
     model_control_mode: str = "none"
     load_models: list[str] = field(default_factory=list)
@@ -164,6 +167,7 @@ class InferenceServer:
             self.lifecycle,
             mode=options.model_control_mode,
             thread_count=options.model_load_thread_count,
+            repoagent_directory=options.repoagent_directory,
         )
         # Load and unload requests: one at a time per model, on a bounded pool.
         self.control_queue = ModelControlQueue(options.model_load_thread_count)

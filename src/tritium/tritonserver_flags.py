@@ -88,7 +88,6 @@ NO_GPU_FLAGS = (
 )
 # Flags for parts Tritium does not have: accepted, warned about when given.
 NO_EFFECT_FLAGS = {
-    "--repoagent-directory": "Tritium has no repository agents",
     "--cache-directory": "the response cache is built in (only the 'local' cache)",
     "--http-thread-count": "HTTP requests are handled on the server's event loop",
     "--grpc-infer-allocation-pool-size": "gRPC request objects are not pooled",
@@ -170,8 +169,10 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
                               "repeatable")
 
     other = serve.add_argument_group("repository agents and caches (accepted)")
-    other.add_argument("--repoagent-directory", default=None,
-                       help="where repository agents are found; Tritium has none")
+    other.add_argument("--repoagent-directory", default="/opt/tritonserver/repoagents",
+                       help="where the repository agents models name are found, as "
+                            "<dir>/<name>/libtritonrepoagent_<name>.so (default: "
+                            "/opt/tritonserver/repoagents)")
     other.add_argument("--cache-directory", default=None,
                        help="where cache libraries are found; the local cache is built in")
     other.add_argument("--response-cache-byte-size", type=_non_negative_int, default=None,

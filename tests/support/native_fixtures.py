@@ -13,13 +13,15 @@ from tritium.backend.native import build
 SOURCES = Path(__file__).resolve().parent / "native_backends"
 
 
-def compile_backends(directory: Path, names: dict[str, str]) -> Path:
-    """Compile `{backend name: source stem}` into `directory/<name>/libtriton_<name>.so`."""
+def compile_backends(directory: Path, names: dict[str, str],
+                     filename: str = "libtriton_{name}.so") -> Path:
+    """Compile `{backend name: source stem}` into `directory/<name>/libtriton_<name>.so`
+    (`filename`: a repository agent's `libtritonrepoagent_{name}.so`)."""
     library = build.library_path()
     cxx = build.compiler()
 
     def one(name: str, stem: str) -> None:
-        target = directory / name / f"libtriton_{name}.so"
+        target = directory / name / filename.format(name=name)
         target.parent.mkdir(parents=True, exist_ok=True)
         result = subprocess.run(
             [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{build.INCLUDE_DIR}",

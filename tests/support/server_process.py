@@ -62,6 +62,11 @@ def free_ports(count: int) -> list[int]:
     raise RuntimeError(f"no {count} free loopback ports in {ports}")
 
 
+# The servers' log files: one folder per test process, removed when it exits (a full run
+# starts hundreds of servers).
+_LOG_DIR = tempfile.TemporaryDirectory(prefix="tritium-server-logs-")
+
+
 class ServerProcess:
     """One `python -m tritium serve` process; `start()` returns once HTTP answers
     /v2/health/live."""
@@ -77,9 +82,10 @@ class ServerProcess:
         self.python = python
         self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
         self.process: subprocess.Popen | None = None
-        # Open for the process's whole life; the file stays for `output` after it ends.
+        # Open for the process's whole life; the file stays for `output` after it ends, until
+        # this test process exits.
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115
-            prefix="tritium-", suffix=".log", delete=False
+            prefix="tritium-", suffix=".log", delete=False, dir=_LOG_DIR.name
         )
 
     @property

@@ -140,6 +140,7 @@ class Options:
         return ServerOptions(
             model_repositories=[Path(r) for r in repositories if r is not None],
             backend_directories=[d for d in backend_directories if d.is_dir()],
+            repoagent_directory=Path(self.repo_agent_directory),
             backend_config={name: dict(settings)
                             for name, settings in self.backend_configuration.items()},
             model_control_mode=CONTROL_MODE_NAMES[ModelControlMode(self.model_control_mode)],

@@ -5,7 +5,8 @@ versions), `ready_state` (ModelReadyState, VersionStatus), `lifecycle` (ModelLif
 loading and unloading versions and their states; it picks TritonModel or EnsembleModel),
 `model_repository_manager` (ModelRepositoryManager, as Triton's: control modes, load/unload
 requests, polling, the index) with `dependency_graph`, `load_overrides` and `poller`;
-`control_queue` (ModelControlQueue: load/unload requests run one at a time per model).
+`control_queue` (ModelControlQueue: load/unload requests run one at a time per model);
+`repo_agents` (the repository agents a model's configuration names).
 """
 
 from .control_queue import ModelControlQueue
@@ -13,9 +14,11 @@ from .lifecycle import ModelLifeCycle
 from .model_repository_manager import ModelRepositoryManager
 from .poller import RepositoryPoller
 from .ready_state import ModelReadyState, VersionStatus
+from .repo_agents import DEFAULT_REPOAGENT_DIRECTORY
 from .scanner import ModelSource, RepositoryScan, RepositoryScanner
 
 __all__ = [
+    "DEFAULT_REPOAGENT_DIRECTORY",
     "ModelControlQueue",
     "ModelLifeCycle",
     "ModelReadyState",

@@ -34,6 +34,7 @@ from ..scheduler import EnsembleServer
 from ..scheduler.rate_limiter import RateLimiter
 from .model_timestamp import LoadStamp, version_fingerprint
 from .ready_state import ModelReadyState, VersionStatus
+from .repo_agents import RepoAgentModels
 from .scanner import ModelSource, RepositoryScanner
 
 log = logging.getLogger("tritium.repository")
@@ -70,10 +71,13 @@ class ModelLifeCycle:
         self._models: dict[str, dict[int, VersionStatus]] = {}
         self._model_locks: dict[str, threading.Lock] = {}
         self._retiring: list[threading.Thread] = []  # replaced versions still draining
+        # The repository agents of each loaded version (by id of its model), until it unloads.
+        self._agents: dict[int, RepoAgentModels] = {}
 
     # -- loading -----------------------------------------------------------------------------
 
-    def load(self, source: ModelSource, config: mc.ModelConfig) -> None:
+    def load(self, source: ModelSource, config: mc.ModelConfig,
+             agents: RepoAgentModels | None = None) -> None:
         """Load, or reload, the versions `config`'s version policy selects from `source`.
 
         A reload swaps the new versions in only once they are all READY; a version it replaces
@@ -82,8 +86,18 @@ class ModelLifeCycle:
         Triton abandons it: the versions it loaded are unloaded again and what served before
         serves on. Raises TritonError (Triton's "version V is at UNAVAILABLE state: ..." text)
         then. Logged once for the model, as Triton logs it: "successfully loaded '<model>'"
-        or "failed to load '<model>'".
+        or "failed to load '<model>'". The model's repository `agents` (taken over) hear how
+        the load went and stay with the versions it loaded.
         """
+        try:
+            self._load(source, config, agents)
+        except BaseException:
+            if agents is not None:
+                agents.load_failed()
+            raise
+
+    def _load(self, source: ModelSource, config: mc.ModelConfig,
+              agents: RepoAgentModels | None) -> None:
         name = source.name
         with self._model_lock(name):
             log.debug("AsyncLoad() '%s'", name)  # Triton's verbose trace of a load's steps
@@ -120,6 +134,11 @@ class ModelLifeCycle:
                     for v, reason in failed.items()))
             loaded = {v: r for v, r in outcome.items() if isinstance(r, LoadedModel)}
             self._swap(name, old, loaded, stamps)
+            if agents is not None:  # they stay with the versions loaded (not updated) here
+                new = [model for v, model in loaded.items() if v not in updating]
+                with self._lock:
+                    self._agents.update((id(model), agents) for model in new)
+                agents.loaded(new)
             log.info("successfully loaded '%s'", name)
 
     def _update_version(
@@ -297,11 +316,13 @@ class ModelLifeCycle:
         """Unload a replaced or dropped version once its in-flight requests are done."""
         model = status.model
         assert model is not None
+        self._agents_hear_unload(model)
         model.retire()
 
         def unload() -> None:
             model.unload(None)
             log.info("successfully unloaded '%s' version %d", name, status.version)
+            self._agents_hear_unloaded(model)
             with self._lock:
                 versions = self._models.get(name, {})
                 entry = versions.get(status.version)
@@ -393,9 +414,13 @@ class ModelLifeCycle:
                     )
             for status in targets:
                 assert status.model is not None
+                self._agents_hear_unload(status.model)
+            for status in targets:
+                assert status.model is not None
                 status.model.unload(None)
                 log.info("successfully unloaded '%s' version %d", name, status.version)
                 self._update(name, _unloaded(status.version))
+                self._agents_hear_unloaded(status.model)
 
     def mark_removed(self, name: str) -> None:
         """`name`'s directory left the repository (POLL) and its loaded versions are unloaded:
@@ -475,9 +500,11 @@ class ModelLifeCycle:
 
         def unload(name: str, status: VersionStatus) -> None:
             assert status.model is not None
+            self._agents_hear_unload(status.model)
             status.model.unload(remaining())
             self._update(name, _unloaded(status.version))
             log.info("successfully unloaded '%s' version %d", name, status.version)
+            self._agents_hear_unloaded(status.model)
 
         def unload_when_loaded(name: str) -> None:
             """A load still running finishes first (within the timeout), then what it
@@ -513,6 +540,20 @@ class ModelLifeCycle:
         for thread in retiring:
             thread.join(remaining())
         self._pool.shutdown(wait=True)
+
+    # -- repository agents -------------------------------------------------------------------
+
+    def _agents_hear_unload(self, model: LoadedModel) -> None:
+        with self._lock:
+            agents = self._agents.get(id(model))
+        if agents is not None:
+            agents.unloading()
+
+    def _agents_hear_unloaded(self, model: LoadedModel) -> None:
+        with self._lock:
+            agents = self._agents.pop(id(model), None)
+        if agents is not None:
+            agents.unloaded(model)
 
     # -- state updates -----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,29 @@ from .lifecycle import ModelLifeCycle
 from .load_overrides import FILE_PREFIX, OverrideDirectory, check_model_name, inside
 from .model_timestamp import fingerprint
 from .ready_state import ModelReadyState
+from .repo_agents import DEFAULT_REPOAGENT_DIRECTORY, RepoAgentModels
 from .scanner import ModelSource, RepositoryScan, RepositoryScanner
 
 log = logging.getLogger("tritium.repository")
 
 NOT_ALLOWED = "explicit model load / unload is not allowed if polling is enabled"
 _LIVE = (ModelReadyState.READY, ModelReadyState.LOADING)
+
+
+@dataclass
+class PolledModel:
+    """What one load of a model starts from (Triton's ModelInfo): its completed
+    configuration, where its files are (the last repository agent's location, if it has
+    agents) and its agents, which the load takes over."""
+
+    config: mc.ModelConfig
+    source: ModelSource
+    agents: RepoAgentModels | None = None
+
+    def abandon(self) -> None:
+        """The load never started: the agents hear that it failed."""
+        if self.agents is not None:
+            self.agents.load_failed()
 
 
 class ModelRepositoryManager:
@@ -47,8 +65,10 @@ class ModelRepositoryManager:
         *,
         mode: str,
         thread_count: int = 4,
+        repoagent_directory: Path = DEFAULT_REPOAGENT_DIRECTORY,
     ) -> None:
         self.repository = repository
+        self.repoagent_directory = repoagent_directory
         self.lifecycle = lifecycle
         self.mode = mode
         self.graph = DependencyGraph()
@@ -80,9 +100,9 @@ class ModelRepositoryManager:
                 self.lifecycle.mark_unavailable(name, reason)
                 errors.append(reason)
                 continue
-            config = self._poll_config(scan.models[name])
-            if config is not None:
-                configs[name] = config
+            polled = self._poll_config(scan.models[name])
+            if polled is not None:
+                configs[name] = polled
             else:
                 errors.append(f"failed to load '{name}'")
         if self.mode == "poll":
@@ -91,7 +111,7 @@ class ModelRepositoryManager:
         return errors
 
     def _load_many(
-        self, scan: RepositoryScan, configs: dict[str, mc.ModelConfig], settled: set[str]
+        self, scan: RepositoryScan, configs: dict[str, PolledModel], settled: set[str]
     ) -> list[str]:
         """Load models in parallel, each ensemble after its composing models; the errors.
         Models in `settled` were tried by the caller: an ensemble does not try them again."""
@@ -147,11 +167,11 @@ class ModelRepositoryManager:
                               "%s", name, exc.message)
                     raise _poll_failed(name) from None  # Triton's answer to a bad config JSON
             try:
-                config = self.repository.model_config(source, override_config)
+                polled = self._config(source, override_config)
             except TritonError as exc:
                 self._record_config_error(source, exc.message)
                 raise _poll_failed(name, exc.message) from None
-            self._load_tree(scan, name, config, set(), set(), source)
+            self._load_tree(scan, name, polled, set(), set())
             with self._lock:
                 if config_json is None:
                     self._config_overridden.pop(name, None)
@@ -269,9 +289,9 @@ class ModelRepositoryManager:
         configs = {}
         for name in changed:
             log.info("model '%s' is new or changed: loading it", name)
-            config = self._poll_config(scan.models[name])
-            if config is not None:
-                configs[name] = config
+            polled = self._poll_config(scan.models[name])
+            if polled is not None:
+                configs[name] = polled
         self._load_many(scan, configs, set(changed))
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -280,22 +300,23 @@ class ModelRepositoryManager:
         self,
         scan: RepositoryScan,
         name: str,
-        config: mc.ModelConfig,
+        polled: PolledModel,
         visiting: set[str],
         settled: set[str],
-        source: ModelSource | None = None,
     ) -> None:
         """Load `name` after its composing models (those not already READY); raise on failure
         with Triton's "load failed for model ..." text. Composing models in `settled` were
         already tried by the caller and are not tried again."""
-        self.graph.set(name, config)
+        self.graph.set(name, polled.config)
         dependencies = self.graph.uses(name)
         if dependencies:
-            self._check_dependencies(scan, name, dependencies, visiting | {name}, settled)
-        if source is None:
-            source = scan.models[name]
+            try:
+                self._check_dependencies(scan, name, dependencies, visiting | {name}, settled)
+            except BaseException:
+                polled.abandon()
+                raise
         try:
-            self.lifecycle.load(source, config)
+            self.lifecycle.load(polled.source, polled.config, polled.agents)
         except TritonError as exc:
             raise TritonError.invalid_arg(
                 f"load failed for model '{name}': {exc.message}\n"
@@ -323,11 +344,11 @@ class ModelRepositoryManager:
         for dependency in dependencies:
             if self._is_ready(dependency):
                 continue
-            config = None if dependency in settled else self._read_config(scan.models[dependency])
+            polled = None if dependency in settled else self._read_config(scan.models[dependency])
             error = ""
-            if config is not None:
+            if polled is not None:
                 try:
-                    self._load_tree(scan, dependency, config, visiting, settled)
+                    self._load_tree(scan, dependency, polled, visiting, settled)
                 except TritonError as exc:
                     error = exc.message
             if not self._is_ready(dependency):
@@ -338,7 +359,7 @@ class ModelRepositoryManager:
                     f"failed with error: {reason.rstrip()}\n"
                 )
 
-    def _read_config(self, source: ModelSource) -> mc.ModelConfig | None:
+    def _read_config(self, source: ModelSource) -> PolledModel | None:
         """The configuration a load request's model needs, or None after recording why it
         cannot load (the model shows UNAVAILABLE with the reason)."""
         try:
@@ -347,7 +368,7 @@ class ModelRepositoryManager:
             self._record_config_error(source, exc.message)
             return None
 
-    def _poll_config(self, source: ModelSource) -> mc.ModelConfig | None:
+    def _poll_config(self, source: ModelSource) -> PolledModel | None:
         """The configuration of a model found at start-up or by a poll, or None: the model
         stays as it was (unknown if new) and only the log says why, in Triton's words."""
         try:
@@ -356,20 +377,32 @@ class ModelRepositoryManager:
             log.error("Poll failed for model directory '%s': %s", source.name, exc.message)
             return None
 
-    def _config(self, source: ModelSource) -> mc.ModelConfig:
-        """The model's configuration, noted in the dependency graph; TritonError if it cannot
-        be read, normalised or validated."""
+    def _config(self, source: ModelSource, override: mc.ModelConfig | None = None
+                ) -> PolledModel:
+        """The model's configuration (its file's, or a load request's `override`), noted in
+        the dependency graph, after its repository agents' LOAD (they may move the files),
+        completed for where the files are; TritonError if it cannot be read, an agent
+        refuses, or it does not normalise or validate."""
+        agents = None
         try:
-            config = self.repository.model_config(source)
-        except TritonError:
+            config = self.repository.read_config(source) if override is None else override
+            if config.HasField("model_repository_agents"):
+                agents = RepoAgentModels.start(source.name, config, source.path,
+                                               self.repoagent_directory,
+                                               self.repository.config_name)
+                source = ModelSource(source.name, agents.location, source.repository)
+            config = self.repository.complete_config(config, source)
+        except BaseException as exc:
+            if agents is not None:
+                agents.load_failed()
+            if isinstance(exc, Exception) and not isinstance(exc, TritonError):
+                raise TritonError.invalid_arg(f"{type(exc).__name__}: {exc}") from exc
             raise
-        except Exception as exc:
-            raise TritonError.invalid_arg(f"{type(exc).__name__}: {exc}") from exc
         self.graph.set(source.name, config)
-        return config
+        return PolledModel(config, source, agents)
 
     def _record_config_error(self, source: ModelSource, reason: str) -> None:
-        log.error("failed to load model '%s': %s", source.name, reason)
+        log.error("Poll failed for model directory '%s': %s", source.name, reason)
         versions = self.repository.available_versions(source) if source.path.is_dir() else []
         self.lifecycle.mark_unavailable(source.name, reason, versions)
 

@@ -131,13 +131,19 @@ class RepositoryScanner:
     ) -> mc.ModelConfig:
         """The model's configuration (config.pbtxt, or the `override` a load request gave),
         normalised and validated as Triton does before loading."""
-        if override is None:
-            config = read_model_config(source.path, auto_complete=self.auto_complete,
-                                       config_name=self.config_name)
-        else:
-            config = override
-            if not config.name:
-                config.name = source.name
+        return self.complete_config(
+            self.read_config(source) if override is None else override, source)
+
+    def read_config(self, source: ModelSource) -> mc.ModelConfig:
+        """The model's config.pbtxt (or --model-config-name's file) as written."""
+        return read_model_config(source.path, auto_complete=self.auto_complete,
+                                 config_name=self.config_name)
+
+    def complete_config(self, config: mc.ModelConfig, source: ModelSource) -> mc.ModelConfig:
+        """`config` (read, or a load request's) normalised for the files at `source` and
+        validated, as Triton does before loading."""
+        if not config.name:
+            config.name = source.name
         normalize_model_config(config, source.path, model_name=source.name)
         validate_model_config(config)
         if not self.auto_complete:  # otherwise the backend may still fill inputs and outputs

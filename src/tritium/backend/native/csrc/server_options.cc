@@ -35,6 +35,7 @@ struct TRITONSERVER_ServerOptions {
   bool metrics = true, gpu_metrics = true, cpu_metrics = true;
   uint64_t metrics_interval_ms = 2000;
   std::string backend_directory = "/opt/tritonserver/backends";
+  std::string repo_agent_directory = "/opt/tritonserver/repoagents";
   Settings backend_config;
   std::map<int, double> gpu_load_limits;
   Settings metrics_config;
@@ -129,6 +130,7 @@ std::string server_options_json(const TRITONSERVER_ServerOptions* o) {
       << ",\"cpu_metrics\":" << flag(o->cpu_metrics)
       << ",\"metrics_interval\":" << o->metrics_interval_ms
       << ",\"backend_directory\":" << json_string(o->backend_directory)
+      << ",\"repo_agent_directory\":" << json_string(o->repo_agent_directory)
       << ",\"backend_configuration\":";
   settings(o->backend_config);
   out << ",\"metrics_configuration\":";
@@ -266,10 +268,7 @@ TRITIUM_SETTER(SetGpuMetrics, bool, gpu_metrics, )
 TRITIUM_SETTER(SetCpuMetrics, bool, cpu_metrics, )
 TRITIUM_SETTER(SetMetricsInterval, uint64_t, metrics_interval_ms, )
 TRITIUM_SETTER(SetBackendDirectory, const char*, backend_directory, text)
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetRepoAgentDirectory(TRITONSERVER_ServerOptions* o, const char*) {
-  TRITIUM_OPTIONS("TRITONSERVER_ServerOptionsSetRepoAgentDirectory");
-  return nullptr;  // no repository agents: a model naming one fails to load, saying so
-}
+TRITIUM_SETTER(SetRepoAgentDirectory, const char*, repo_agent_directory, text)
 TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit(TRITONSERVER_ServerOptions* o, const TRITONSERVER_InstanceGroupKind kind, const int device_id, const double fraction) {
   TRITIUM_OPTIONS("TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit");
   TRITIUM_REQUIRE(device_id >= 0, TRITONSERVER_ERROR_INVALID_ARG,

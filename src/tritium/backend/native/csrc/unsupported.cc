@@ -53,54 +53,6 @@ TRITONSERVER_Error* TRITONSERVER_InferenceTraceContext(TRITONSERVER_InferenceTra
   return unsupported("TRITONSERVER_InferenceTraceContext");
 }
 
-TRITONSERVER_Error* TRITONREPOAGENT_ApiVersion(uint32_t* major, uint32_t* minor) {
-  return unsupported("TRITONREPOAGENT_ApiVersion");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelRepositoryLocation(TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model, TRITONREPOAGENT_ArtifactType* artifact_type, const char** location) {
-  return unsupported("TRITONREPOAGENT_ModelRepositoryLocation");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelRepositoryLocationAcquire(TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model, const TRITONREPOAGENT_ArtifactType artifact_type, const char** location) {
-  return unsupported("TRITONREPOAGENT_ModelRepositoryLocationAcquire");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelRepositoryLocationRelease(TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model, const char* location) {
-  return unsupported("TRITONREPOAGENT_ModelRepositoryLocationRelease");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelRepositoryUpdate(TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model, const TRITONREPOAGENT_ArtifactType artifact_type, const char* location) {
-  return unsupported("TRITONREPOAGENT_ModelRepositoryUpdate");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelParameterCount(TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model, uint32_t* count) {
-  return unsupported("TRITONREPOAGENT_ModelParameterCount");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelParameter(TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model, const uint32_t index, const char** parameter_name, const char** parameter_value) {
-  return unsupported("TRITONREPOAGENT_ModelParameter");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelConfig(TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model, const uint32_t config_version, TRITONSERVER_Message** model_config) {
-  return unsupported("TRITONREPOAGENT_ModelConfig");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelState(TRITONREPOAGENT_AgentModel* model, void** state) {
-  return unsupported("TRITONREPOAGENT_ModelState");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_ModelSetState(TRITONREPOAGENT_AgentModel* model, void* state) {
-  return unsupported("TRITONREPOAGENT_ModelSetState");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_State(TRITONREPOAGENT_Agent* agent, void** state) {
-  return unsupported("TRITONREPOAGENT_State");
-}
-
-TRITONSERVER_Error* TRITONREPOAGENT_SetState(TRITONREPOAGENT_Agent* agent, void* state) {
-  return unsupported("TRITONREPOAGENT_SetState");
-}
-
 TRITONSERVER_Error* TRITONCACHE_ApiVersion(uint32_t* major, uint32_t* minor) {
   return unsupported("TRITONCACHE_ApiVersion");
 }

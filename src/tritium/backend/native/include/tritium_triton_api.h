@@ -192,6 +192,11 @@ typedef enum TRITONBACKEND_execpolicy_enum {
 typedef enum TRITONREPOAGENT_artifacttype_enum {
   TRITONREPOAGENT_ARTIFACT_FILESYSTEM, TRITONREPOAGENT_ARTIFACT_REMOTE_FILESYSTEM
 } TRITONREPOAGENT_ArtifactType;
+typedef enum TRITONREPOAGENT_actiontype_enum {
+  TRITONREPOAGENT_ACTION_LOAD, TRITONREPOAGENT_ACTION_LOAD_COMPLETE,
+  TRITONREPOAGENT_ACTION_LOAD_FAIL, TRITONREPOAGENT_ACTION_UNLOAD,
+  TRITONREPOAGENT_ACTION_UNLOAD_COMPLETE
+} TRITONREPOAGENT_ActionType;
 
 /* ---- callback types ---- */
 typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorAllocFn_t)(
@@ -715,7 +720,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(
     TRITONBACKEND_Backend* backend, TRITONBACKEND_BackendAttribute* backend_attributes);
 
-/* ================= TRITONREPOAGENT / TRITONCACHE (exported, not implemented) ========= */
+/* ================= TRITONREPOAGENT (repository agents, API 0.1) ========================== */
+#define TRITONREPOAGENT_API_VERSION_MAJOR 0
+#define TRITONREPOAGENT_API_VERSION_MINOR 1
 TRITIUM_API TRITONSERVER_Error* TRITONREPOAGENT_ApiVersion(uint32_t* major, uint32_t* minor);
 TRITIUM_API TRITONSERVER_Error* TRITONREPOAGENT_ModelRepositoryLocation(
     TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model,
@@ -740,6 +747,18 @@ TRITIUM_API TRITONSERVER_Error* TRITONREPOAGENT_ModelState(TRITONREPOAGENT_Agent
 TRITIUM_API TRITONSERVER_Error* TRITONREPOAGENT_ModelSetState(TRITONREPOAGENT_AgentModel* model, void* state);
 TRITIUM_API TRITONSERVER_Error* TRITONREPOAGENT_State(TRITONREPOAGENT_Agent* agent, void** state);
 TRITIUM_API TRITONSERVER_Error* TRITONREPOAGENT_SetState(TRITONREPOAGENT_Agent* agent, void* state);
+/* What a repository agent library defines (Initialize, Finalize and the model pair optional). */
+TRITONREPOAGENT_ISPEC TRITONSERVER_Error* TRITONREPOAGENT_Initialize(TRITONREPOAGENT_Agent* agent);
+TRITONREPOAGENT_ISPEC TRITONSERVER_Error* TRITONREPOAGENT_Finalize(TRITONREPOAGENT_Agent* agent);
+TRITONREPOAGENT_ISPEC TRITONSERVER_Error* TRITONREPOAGENT_ModelInitialize(
+    TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model);
+TRITONREPOAGENT_ISPEC TRITONSERVER_Error* TRITONREPOAGENT_ModelFinalize(
+    TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model);
+TRITONREPOAGENT_ISPEC TRITONSERVER_Error* TRITONREPOAGENT_ModelAction(
+    TRITONREPOAGENT_Agent* agent, TRITONREPOAGENT_AgentModel* model,
+    const TRITONREPOAGENT_ActionType action_type);
+
+/* ================= TRITONCACHE (exported, not implemented) ============================== */
 TRITIUM_API TRITONSERVER_Error* TRITONCACHE_ApiVersion(uint32_t* major, uint32_t* minor);
 TRITIUM_API TRITONSERVER_Error* TRITONCACHE_CacheEntryBufferCount(TRITONCACHE_CacheEntry* entry, size_t* count);
 TRITIUM_API TRITONSERVER_Error* TRITONCACHE_CacheEntryAddBuffer(
