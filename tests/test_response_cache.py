@@ -47,6 +47,21 @@ class TritonPythonModel:
 '''
 
 
+# An ensemble that caches, over a step that does not.
+ENSEMBLE = """
+    name: "cached_ensemble"
+    platform: "ensemble"
+    max_batch_size: 8
+    input { name: "X" data_type: TYPE_FP32 dims: [ -1 ] }
+    output { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }
+    output { name: "CALLS" data_type: TYPE_INT64 dims: [ 1 ] }
+    ensemble_scheduling { step [ { model_name: "step" model_version: -1
+        input_map { key: "INPUT0" value: "X" }
+        output_map [ { key: "OUTPUT0" value: "Y" }, { key: "CALLS" value: "CALLS" } ] } ] }
+    response_cache { enable: true }
+    """
+
+
 def counter_config(name: str, cache: bool) -> str:
     return f"""
         name: "{name}"
@@ -63,8 +78,10 @@ def counter_config(name: str, cache: bool) -> str:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     repo = tmp_path_factory.mktemp("cache")
-    for name, cache in (("counter", True), ("counter_lru", True), ("uncached", False)):
+    for name, cache in (("counter", True), ("counter_lru", True), ("uncached", False),
+                        ("step", False)):
         write_model(repo, name, counter_config(name, cache), files={"1/model.py": COUNTER})
+    write_model(repo, "cached_ensemble", ENSEMBLE)
     with ServerProcess([repo], "--cache-config=local,size=1000") as process:
         yield process
 
@@ -125,6 +142,51 @@ def test_identical_request_is_answered_from_the_cache(server, client):
     assert delta("nv_inference_exec_count") == 1
     assert after["nv_cache_num_entries"] >= 1
     assert 0 < after["nv_cache_util"] <= 1
+
+
+def test_ensemble_answers_from_the_cache_without_running_its_steps(server, client):
+    data = np.full((1, 3), 5, np.float32)
+    tensor = httpclient.InferInput("X", [1, 3], "FP32")
+    tensor.set_data_from_numpy(data)
+    first = client.infer("cached_ensemble", [tensor])
+    second = client.infer("cached_ensemble", [tensor])
+    assert (second.as_numpy("Y") == data).all()
+    # The step ran once: the second answer is the first one, from the cache.
+    assert second.as_numpy("CALLS")[0, 0] == first.as_numpy("CALLS")[0, 0]
+    stats = client.get_inference_statistics("cached_ensemble")["model_stats"][0]
+    assert stats["inference_stats"]["cache_hit"]["count"] == 1
+    assert stats["inference_stats"]["cache_miss"]["count"] == 1
+    assert stats["inference_stats"]["success"]["count"] == 2
+    step = client.get_inference_statistics("step")["model_stats"][0]
+    assert step["execution_count"] == 1
+
+
+def test_ensemble_with_a_decoupled_step_cannot_cache(tmp_path):
+    write_model(tmp_path, "repeat_int32", """
+        name: "repeat_int32"
+        backend: "repeat"
+        model_transaction_policy { decoupled: true }
+        input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] },
+                { name: "DELAY" data_type: TYPE_UINT32 dims: [ -1 ] optional: true },
+                { name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] optional: true } ]
+        output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] },
+                 { name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] } ]
+        """)
+    write_model(tmp_path, "streamed", """
+        name: "streamed"
+        platform: "ensemble"
+        input { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] }
+        output { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }
+        ensemble_scheduling { step [ { model_name: "repeat_int32" model_version: -1
+            input_map { key: "IN" value: "IN" } output_map { key: "OUT" value: "OUT" } } ] }
+        response_cache { enable: true }
+        """)
+    with ServerProcess([tmp_path], "--cache-config=local,size=1000",
+                       "--model-control-mode=explicit") as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        with pytest.raises(Exception, match="Response Cache does not currently support model "
+                                            "streamed with 'decoupled' transaction policy"):
+            client.load_model("streamed")
 
 
 @pytest.mark.parametrize("change", ["data", "shape", "outputs", "parameters"])

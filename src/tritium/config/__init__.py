@@ -19,7 +19,7 @@ what Triton core does to it, in the order Triton does it:
 from .json_form import model_config_from_json, model_config_to_json
 from .loader import parse_config_text, read_model_config
 from .normalize import ENSEMBLE_PLATFORM, normalize_instance_groups, normalize_model_config
-from .validate import validate_instance_groups, validate_model_config
+from .validate import validate_instance_groups, validate_model_config, validate_response_cache
 from .validate_ensemble import validate_ensemble_steps
 from .validate_io import validate_model_io_config
 
@@ -35,4 +35,5 @@ __all__ = [
     "validate_instance_groups",
     "validate_model_config",
     "validate_model_io_config",
+    "validate_response_cache",
 ]

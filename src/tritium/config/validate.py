@@ -83,13 +83,19 @@ def validate_model_config(config: mc.ModelConfig) -> None:
             f"ensemble scheduling must be set for ensemble {name} "
             f"whose platform is {ENSEMBLE_PLATFORM}"
         )
-    if config.model_transaction_policy.decoupled and config.response_cache.enable:
-        raise _invalid(
-            f"Response Cache does not currently support model {name} with 'decoupled' "
-            "transaction policy. Please disable the response cache."
-        )
+    validate_response_cache(config)
     if config.HasField("model_metrics"):
         _validate_model_metrics(config.model_metrics)
+
+
+def validate_response_cache(config: mc.ModelConfig) -> None:
+    """A decoupled model cannot use the response cache; an ensemble is checked again once
+    its steps have said whether it is decoupled, as Triton's Model::Init does."""
+    if config.model_transaction_policy.decoupled and config.response_cache.enable:
+        raise _invalid(
+            f"Response Cache does not currently support model {config.name} with 'decoupled' "
+            "transaction policy. Please disable the response cache."
+        )
 
 
 def validate_instance_groups(

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from ..config import validate_ensemble_steps, validate_model_io_config
+from ..config import validate_ensemble_steps, validate_model_io_config, validate_response_cache
+from ..response_cache import ResponseCache
 from ..scheduler import EnsembleScheduler, EnsembleServer
 from ..statistics import ModelStatistics
 from .labels import read_labels
@@ -43,16 +44,21 @@ class EnsembleModel(LoadedModel):
         model_path: Path,
         composing_configs: Callable[[mc.ModelConfig], dict[str, mc.ModelConfig]],
         server: EnsembleServer,
+        response_cache: ResponseCache | None = None,
     ) -> EnsembleModel:
         """Triton's EnsembleModel::Create. `composing_configs(config)`: each step model's final
-        configuration, from the life cycle (TritonError when a step model is not ready)."""
+        configuration, from the life cycle (TritonError when a step model is not ready). An
+        ensemble that enables the response cache answers a request it has answered before
+        from the cache, its steps not run, as Triton's ensemble scheduler does."""
         ensemble = mc.ModelConfig()
         ensemble.CopyFrom(config)
         validate_model_io_config(ensemble)
         decoupled = validate_ensemble_steps(ensemble, composing_configs(ensemble))
         ensemble.model_transaction_policy.decoupled = decoupled
+        validate_response_cache(ensemble)
         statistics = ModelStatistics(ensemble.name, str(version))
         model = cls(ensemble, version, model_path, statistics)
+        model.use_response_cache(response_cache)
         model.labels = read_labels(ensemble, model_path)
         model.scheduler = EnsembleScheduler(ensemble, server, statistics)
         model.scheduler.start()

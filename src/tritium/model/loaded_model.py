@@ -31,7 +31,7 @@ from ..request import (
     InferenceResponse,
     ResponseSender,
 )
-from ..response_cache import ModelResponseCache
+from ..response_cache import ModelResponseCache, ResponseCache
 from ..scheduler import Scheduler
 from ..statistics import ModelStatistics, failure_reason
 from .output_reshape import apply_output_reshapes, output_reshapes
@@ -86,6 +86,17 @@ class LoadedModel(abc.ABC):
     @abc.abstractmethod
     def config(self) -> mc.ModelConfig:
         """The final configuration (after auto-complete and normalisation)."""
+
+    def use_response_cache(self, cache: ResponseCache | None) -> None:
+        """Answer from and fill the server's `cache` if it has one and the configuration
+        enables it (Triton never caches for decoupled or sequence models: the configuration
+        check refuses those). Called once the configuration is final."""
+        config = self.config
+        if cache is None or not config.response_cache.enable or self.decoupled \
+                or config.HasField("sequence_batching"):
+            return
+        self._cache = ModelResponseCache(cache, self.name, self._version_text,
+                                         [o.name for o in config.output], self.statistics)
 
     def is_ready(self) -> bool:
         """Whether the version can serve; a backend's model asks its instances."""

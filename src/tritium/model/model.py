@@ -36,7 +36,7 @@ from ..config import (
 )
 from ..config.model_paths import check_model_paths
 from ..gpus import NO_GPUS, GpuInventory
-from ..response_cache import ModelResponseCache, ResponseCache
+from ..response_cache import ResponseCache
 from ..scheduler import ExecutionInstance, InstanceScheduler, create_scheduler
 from ..scheduler.rate_limiter import RateLimiter
 from ..statistics import ModelStatistics
@@ -119,7 +119,7 @@ class TritonModel(LoadedModel):
             )
             model.scheduler = scheduler
             scheduler.start()
-            model._cache = model_response_cache(response_cache, model)
+            model.use_response_cache(response_cache)
         except BaseException:
             model._teardown()
             raise
@@ -248,19 +248,6 @@ class TritonModel(LoadedModel):
             log.exception("model '%s' failed to finalize", self.name)
         self._backends.release(self._backend)
 
-
-
-def model_response_cache(
-    cache: ResponseCache | None, model: LoadedModel
-) -> ModelResponseCache | None:
-    """The model's use of the server's cache, if both enable it (Triton never caches for
-    decoupled or sequence models; the configuration check refuses those)."""
-    config = model.config
-    if cache is None or not config.response_cache.enable or model.decoupled \
-            or config.HasField("sequence_batching"):
-        return None
-    return ModelResponseCache(cache, model.name, model._version_text,
-                              [o.name for o in config.output], model.statistics)
 
 
 # One requested instance: its group, device and index in the group.

@@ -208,7 +208,8 @@ class ModelLifeCycle:
         if self._server is None:
             raise TritonError.internal(f"ensemble '{config.name}' needs a server to run on")
         return EnsembleModel.load_ensemble(
-            config, version, source.path, self._composing_configs, self._server
+            config, version, source.path, self._composing_configs, self._server,
+            self._response_cache,
         )
 
     def _composing_configs(self, config: mc.ModelConfig) -> dict[str, mc.ModelConfig]:
