@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import queue
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -462,8 +463,15 @@ def test_statistics_for_ensemble_and_composing_models(server, http) -> None:
     assert delta("add_one") == (2, 0, 4, 2)
     # id_fp32 also ran the first step of the failing ensemble
     assert delta("id_fp32") == (3, 0, 5, 3)
-    # a failed ensemble request counts once (Triton 2.51 counts it twice)
+    # a failed ensemble request counts once (Triton 2.51 counts it twice), as OTHER whatever
+    # failed in its steps, as Triton's ensemble scheduler reports it; the step counts BACKEND
     assert delta("failing_chain") == (0, 1, 0, 0)
+    with urllib.request.urlopen(server.metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    failures = {line.split("reason=")[1].split('"')[1]: float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith('nv_inference_request_failure{model="failing_chain"')}
+    assert failures["OTHER"] >= 1 and failures["BACKEND"] == 0
 
 
 def test_ensemble_compute_time_is_its_steps_time(server, http) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..config import validate_ensemble_steps, validate_model_io_config, validate_response_cache
+from ..errors import TritonError
+from ..request import InferenceRequest
 from ..response_cache import ResponseCache
 from ..scheduler import EnsembleScheduler, EnsembleServer
 from ..statistics import ModelStatistics
@@ -35,6 +37,11 @@ class EnsembleModel(LoadedModel):
     @property
     def config(self) -> mc.ModelConfig:
         return self._config
+
+    def failure_reason(self, request: InferenceRequest, error: TritonError | None) -> str:
+        """OTHER, whatever failed: Triton's ensemble scheduler reports every failed ensemble
+        request so (its steps count their own reasons)."""
+        return "OTHER"
 
     @classmethod
     def load_ensemble(

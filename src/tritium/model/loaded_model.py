@@ -87,6 +87,10 @@ class LoadedModel(abc.ABC):
     def config(self) -> mc.ModelConfig:
         """The final configuration (after auto-complete and normalisation)."""
 
+    def failure_reason(self, request: InferenceRequest, error: TritonError | None) -> str:
+        """The reason a failed request of this model counts under (nv_inference_request_failure)."""
+        return failure_reason(request, error)
+
     def use_response_cache(self, cache: ResponseCache | None) -> None:
         """Answer from and fill the server's `cache` if it has one and the configuration
         enables it (Triton never caches for decoupled or sequence models: the configuration
@@ -153,7 +157,7 @@ class LoadedModel(abc.ABC):
                     apply_output_reshapes(response, reshapes, batching)
                 if response.error is not None and not failed:
                     failed = True
-                    reason = failure_reason(request, response.error)
+                    reason = self.failure_reason(request, response.error)
             if flags & RESPONSE_COMPLETE_FINAL:
                 if request.trace is not None:
                     self._trace(request, request_start)
