@@ -232,6 +232,12 @@ void infer_strings(TRITONSERVER_Server* server, const std::string& step, size_t 
   check("append data", TRITONSERVER_InferenceRequestAppendInputData(
                            request, "INPUT0", data.data() + split, data.size() - split,
                            TRITONSERVER_MEMORY_CPU, 0));
+  // Data for a host policy no instance has (as Triton's memory_alloc QA program adds): kept
+  // apart from the input's data, which it must not lengthen.
+  static const char other[8] = {0};
+  check("append policy data", TRITONSERVER_InferenceRequestAppendInputDataWithHostPolicy(
+                                  request, "INPUT0", other, sizeof(other),
+                                  TRITONSERVER_MEMORY_CPU, 0, "fake_host_policy_name"));
   TRITONSERVER_Error* err = TRITONSERVER_ServerInferAsync(server, request, nullptr);
   if (err != nullptr) {  // refused: the request is still the caller's, not released
     expect_error(step, err);

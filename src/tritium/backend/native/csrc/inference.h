@@ -4,6 +4,7 @@
 // Python server reads the request and answers it (bls_host.cc).
 #pragma once
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,10 @@ struct ServerInput {
   TRITONSERVER_DataType datatype;
   std::vector<int64_t> shape;
   std::vector<Buffer> buffers;
+  // AppendInputDataWithHostPolicy's data, by host policy name: kept apart from the default
+  // data, as Triton keeps it, for instances of that policy; Tritium's instances have none, so
+  // every model reads `buffers`.
+  std::map<std::string, std::vector<Buffer>> policy_buffers;
 };
 
 struct TRITONSERVER_ResponseAllocator {

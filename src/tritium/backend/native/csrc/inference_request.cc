@@ -174,9 +174,12 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputs(TRITONSERVER_In
   r->raw_input.clear();
   return nullptr;
 }
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(
-    TRITONSERVER_InferenceRequest* r, const char* name, const void* base, size_t byte_size,
-    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id) {
+// `base` as one more buffer of input `name`'s data (for host policy `policy`, or the default
+// data when null).
+static TRITONSERVER_Error* append_input_data(TRITONSERVER_InferenceRequest* r, const char* name,
+                                             const void* base, size_t byte_size,
+                                             TRITONSERVER_MemoryType memory_type,
+                                             int64_t memory_type_id, const char* policy) {
   ServerInput* in = nullptr;
   TRITONSERVER_Error* err = input_named(r, name, &in);
   if (err != nullptr) return err;
@@ -186,14 +189,21 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(
   buffer.attributes.byte_size = byte_size;
   buffer.attributes.memory_type = memory_type;
   buffer.attributes.memory_type_id = memory_type_id;
-  in->buffers.push_back(buffer);
+  (policy != nullptr ? in->policy_buffers[policy] : in->buffers).push_back(buffer);
   return nullptr;
+}
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(
+    TRITONSERVER_InferenceRequest* r, const char* name, const void* base, size_t byte_size,
+    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id) {
+  return append_input_data(r, name, base, byte_size, memory_type, memory_type_id, nullptr);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputDataWithHostPolicy(
     TRITONSERVER_InferenceRequest* r, const char* name, const void* base, size_t byte_size,
-    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id, const char*) {
-  return TRITONSERVER_InferenceRequestAppendInputData(r, name, base, byte_size, memory_type,
-                                                      memory_type_id);
+    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id, const char* host_policy_name) {
+  TRITIUM_NOT_NULL(host_policy_name,
+                   "TRITONSERVER_InferenceRequestAppendInputDataWithHostPolicy");
+  return append_input_data(r, name, base, byte_size, memory_type, memory_type_id,
+                           host_policy_name);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputDataWithBufferAttributes(
     TRITONSERVER_InferenceRequest* r, const char* name, const void* base,
@@ -207,6 +217,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputData(
   TRITONSERVER_Error* err = input_named(r, name, &in);
   if (err != nullptr) return err;
   in->buffers.clear();
+  in->policy_buffers.clear();
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddRequestedOutput(
