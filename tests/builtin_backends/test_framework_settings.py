@@ -3,6 +3,7 @@ TorchScript module shared by instances, and parameters Triton would refuse refus
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -50,17 +51,28 @@ def test_onnxruntime_instances_have_their_own_sessions_by_default(tmp_path: Path
 
 
 @pytest.mark.parametrize("sharing", ["true", "false"])
-def test_pytorch_weight_sharing(tmp_path: Path, sharing: str) -> None:
+def test_pytorch_weight_sharing(tmp_path: Path, sharing: str, caplog) -> None:
     write_model(tmp_path, "m", PT_CONFIG + 'instance_group [ { count: 2 kind: KIND_CPU } ]\n'
                 f'parameters {{ key: "ENABLE_WEIGHT_SHARING"'
                 f' value: {{ string_value: "{sharing}" }} }}\n')
     torch_models.save(torch_models.AddSub(), tmp_path / "m" / "1" / "model.pt")
-    model = load(tmp_path / "m")
+    with caplog.at_level(logging.INFO, logger="tritium.backend.pytorch"):
+        model = load(tmp_path / "m")
     try:
         first, second = (instance.handle.state.module for instance in model.instances)
         assert (first is second) == (sharing == "true")
     finally:
         model.unload()
+    # Triton's libtorch backend's lines, which its QA tests count.
+    state = "enabled" if sharing == "true" else "disabled"
+    messages = [record.getMessage() for record in caplog.records]
+    for line in (f"Weight sharing is {state} for model instance 'm'",
+                 "Optimized execution is enabled for model instance 'm'",
+                 "Cache Cleaning is disabled for model instance 'm'",
+                 "Inference Mode is enabled for model instance 'm'",
+                 "cuDNN is enabled for model instance 'm'"):
+        assert messages.count(line) == 1, (line, messages)
+    assert messages.count("Reusing TorchScript model for instance 'm'") == (sharing == "true")
 
 
 def test_bad_parameter_values_are_refused(tmp_path: Path) -> None:

@@ -206,6 +206,12 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         step("chain", {"X": "X"}, {"Y": "t"}),
         step("id_fp32", {"INPUT0": "t"}, {"OUTPUT0": "Z"}),
     ]))
+    # a step whose output has labels, in an ensemble whose output has none of its own
+    write_model(repo, "id_labeled", identity_config("id_labeled").replace(
+        'name: "OUTPUT0"', 'name: "OUTPUT0" label_filename: "labels.txt"'),
+        files={"labels.txt": "".join(f"class{i}\n" for i in range(4))})
+    write_model(repo, "labeled", ensemble("labeled", X_FP32, Y_FP32, [
+        step("id_labeled", {"INPUT0": "X"}, {"OUTPUT0": "Y"})]))
     # a non-batching ensemble around a batching model: the batch dimension comes and goes
     write_model(repo, "unbatched", ensemble(
         "unbatched", 'input { name: "X" data_type: TYPE_FP32 dims: [ 3 ] }',
@@ -311,6 +317,13 @@ def test_only_requested_outputs_are_computed(server, http) -> None:
     assert server.metric("nv_inference_request_success", "slow_a") == before_a + 1
     # the step that writes only unrequested outputs is pruned, as Triton does
     assert server.metric("nv_inference_request_success", "slow_b") == before_b
+
+
+def test_ensemble_output_classifies_with_its_steps_labels(http) -> None:
+    output = httpclient.InferRequestedOutput("Y", class_count=1)
+    values = np.array([[0.5, 3.0, 1.0, 2.0]], dtype=np.float32)
+    result = http.infer("labeled", [fp32_input(httpclient, values)], outputs=[output])
+    assert result.as_numpy("Y")[0][0] == b"3.000000:1:class1"
 
 
 def test_step_error_fails_the_request_with_its_message(server, http, grpc) -> None:

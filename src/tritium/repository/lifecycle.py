@@ -207,10 +207,20 @@ class ModelLifeCycle:
     ) -> EnsembleModel:
         if self._server is None:
             raise TritonError.internal(f"ensemble '{config.name}' needs a server to run on")
-        return EnsembleModel.load_ensemble(
+        model = EnsembleModel.load_ensemble(
             config, version, source.path, self._composing_configs, self._server,
             self._response_cache,
         )
+        # An output without labels of its own classifies with those of the step output that
+        # writes it, as Triton's life cycle gives them to a new ensemble.
+        unlabeled = {output.name for output in config.output if not model.labels.get(output.name)}
+        for step in config.ensemble_scheduling.step:
+            for step_output, tensor in step.output_map.items():
+                if tensor in unlabeled:
+                    labels = self.get(step.model_name, step.model_version).labels.get(step_output)
+                    if labels:
+                        model.labels[tensor] = labels
+        return model
 
     def _composing_configs(self, config: mc.ModelConfig) -> dict[str, mc.ModelConfig]:
         """Each step model's final configuration (the model repository manager loads composing

@@ -67,6 +67,7 @@ class TorchModelState(ModelState):
                 "pytorch backend", self.name,
             )
         self.settings = TorchSettings.from_config(self.config)
+        self.settings.log(self.config)
         apply_thread_counts(self.torch, self.config)
         self._shared: dict[str, Any] = {}  # device -> module, with weight sharing
         self._lock = threading.Lock()
@@ -77,6 +78,7 @@ class TorchModelState(ModelState):
         key = str(device.device)
         with self._lock:
             if key in self._shared:
+                log.info("Reusing TorchScript model for instance '%s'", self.name)
                 return self._shared[key]
             module = self._load(self._path(), device)
             if self.settings.weight_sharing:

@@ -58,6 +58,26 @@ class TorchSettings:
             tensor_fuser=flag("ENABLE_TENSOR_FUSER"),
         )
 
+    def log(self, config: mc.ModelConfig) -> None:
+        """The settings as Triton's libtorch backend logs them when a model has parameters:
+        the four it always has, the others where the configuration gives them."""
+        if not config.parameters:
+            return
+        given = config.parameters
+        lines = [("Optimized execution", self.optimized_execution),
+                 ("Cache Cleaning", self.cache_cleaning),
+                 ("Inference Mode", self.inference_mode), ("cuDNN", self.cudnn)]
+        for key, what, value in (("ENABLE_TENSOR_FUSER", "Tensor fuser", self.tensor_fuser),
+                                 ("ENABLE_WEIGHT_SHARING", "Weight sharing",
+                                  self.weight_sharing),
+                                 ("ENABLE_JIT_PROFILING", "Jit profiling", self.jit_profiling),
+                                 ("ENABLE_JIT_EXECUTOR", "Jit executor", self.jit_executor)):
+            if key in given:
+                lines.append((what, bool(value)))
+        for what, enabled in lines:
+            log.info("%s is %s for model instance '%s'", what,
+                     "enabled" if enabled else "disabled", config.name)
+
     def apply(self, torch: ModuleType) -> None:
         """Set the JIT and cuDNN switches before each forward(), as Triton's Execute does: they
         are process-wide in torch, and another model may have set them otherwise."""
@@ -73,9 +93,9 @@ class TorchSettings:
 
 def apply_thread_counts(torch: ModuleType, config: mc.ModelConfig) -> None:
     """INTRA_OP_THREAD_COUNT / INTER_OP_THREAD_COUNT, each set once per process."""
-    for key, setter in (
-        ("INTRA_OP_THREAD_COUNT", torch.set_num_threads),
-        ("INTER_OP_THREAD_COUNT", torch.set_num_interop_threads),
+    for key, what, setter in (
+        ("INTRA_OP_THREAD_COUNT", "Intra op", torch.set_num_threads),
+        ("INTER_OP_THREAD_COUNT", "Inter op", torch.set_num_interop_threads),
     ):
         entry = config.parameters.get(key)
         if entry is None:
@@ -90,4 +110,5 @@ def apply_thread_counts(torch: ModuleType, config: mc.ModelConfig) -> None:
             except RuntimeError:  # inter-op threads can only be set before parallel work
                 log.warning("%s could not be set to %d: torch already started", key, count)
                 continue
-        log.info("%s is set to %d for model '%s'", key, count, config.name)
+        log.info("%s thread count is set to %d for model instance '%s'", what, count,
+                 config.name)
