@@ -9,6 +9,7 @@ commands, which import the in-process API.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from .frontend.busy_poll import DEFAULT_BUDGET_US
@@ -24,7 +25,7 @@ from .frontend.http.limits import (
 from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
-from .trace_settings import parse_trace_config
+from .trace_settings import BadOption, parse_trace_config
 from .tritonserver_flags import add_tritonserver_flags, describe_flags, number_type
 
 
@@ -80,6 +81,14 @@ def _rate_limit_resource(text: str) -> tuple[str, int, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _int_bool(text: str) -> int:
+    """tritonserver's ParseIntBoolOption: true/false (any case) or an integer."""
+    lower = text.lower()
+    if lower in ("true", "false"):
+        return int(lower == "true")
+    return int(text)
+
+
 def flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
     """A boolean flag that also works bare (`--allow-http` means true)."""
     parser.add_argument(name, type=_bool, nargs="?", const=True, **kwargs)
@@ -88,6 +97,13 @@ def flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
 _DEPRECATED_TRACE_FLAGS = {
     "--trace-file": "triton,file", "--trace-level": "level", "--trace-rate": "rate",
     "--trace-count": "count", "--trace-log-frequency": "triton,log-frequency",
+}
+
+
+_DEPRECATED_TRACE_HINTS = {
+    "--trace-file": "triton,file=<filepath>", "--trace-level": "level=<OFF|TIMESTAMPS|TENSORS>",
+    "--trace-rate": "rate=<rate value>", "--trace-count": "count=<count value>",
+    "--trace-log-frequency": "triton,log-frequency=<log frequency value>",
 }
 
 
@@ -137,7 +153,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
           help="deprecated: true means --disable-auto-complete-config")
     serve.add_argument("--model-load-thread-count", type=_positive_int, default=4)
     serve.add_argument("--exit-timeout-secs", type=float, default=30.0)
-    serve.add_argument("--log-verbose", type=int, default=0)
+    serve.add_argument("--log-verbose", type=_int_bool, default=0)
     flag(serve, "--log-info", default=True)
     flag(serve, "--log-warning", default=True)
     flag(serve, "--log-error", default=True)
@@ -219,8 +235,13 @@ def check_serve_args(args: argparse.Namespace) -> None:
     Raises ValueError naming the flag, as tritonserver's `Bad option` messages do.
     """
     trace_values = []
-    for setting in _DEPRECATED_TRACE_FLAGS.values():
-        trace_values += [f"{setting}={value}" for value in getattr(args, _trace_dest(setting))]
+    for old, setting in _DEPRECATED_TRACE_FLAGS.items():
+        values = getattr(args, _trace_dest(setting))
+        for _ in values:  # tritonserver warns once per use, on stderr
+            print(f"Warning: '{old}' has been deprecated and will be removed in future "
+                  f"releases. Please use '--trace-config {_DEPRECATED_TRACE_HINTS[old]} instead.",
+                  file=sys.stderr)
+        trace_values += [f"{setting}={value}" for value in values]
     for flag, attribute, action in (
         ("--backend-config", "backend_config",
          lambda: [_backend_setting(text) for text in args.backend_config]),
@@ -237,6 +258,8 @@ def check_serve_args(args: argparse.Namespace) -> None:
     ):
         try:
             setattr(args, attribute, action())
+        except BadOption:
+            raise
         except ValueError as exc:
             raise ValueError(f'Bad option: "{flag}".\n{exc}') from None
 

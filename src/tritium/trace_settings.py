@@ -13,6 +13,7 @@ traces, at the TIMESTAMPS level (TENSORS adds nothing here).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -222,13 +223,15 @@ def parse_trace_config(values: Iterable[str]) -> TraceSetting:
         if mode and mode not in MODES:
             raise ValueError(f"invalid trace mode '{mode}' in --trace-config {text}")
         if not mode and key == "level":
-            upper = value.upper()
-            if upper == "OFF":
+            lower = value.lower()  # tritonserver's ParseTraceLevelOption
+            if lower in ("false", "off"):
                 levels.clear()
-            elif upper in LEVELS:
-                levels.append(upper)
+            elif lower in ("true", "on", "min", "max", "timestamps"):
+                levels.append("TIMESTAMPS")
+            elif lower == "tensors":
+                levels.append("TENSORS")
             else:
-                raise ValueError(f"invalid value for trace level: {value}")
+                raise ValueError(f"invalid value for trace level option: {value}")
         elif not mode and key == "rate":
             setting = replace(setting, trace_rate=_int(text, value, 0))
         elif not mode and key == "count":
@@ -246,7 +249,38 @@ def parse_trace_config(values: Iterable[str]) -> TraceSetting:
         else:
             raise ValueError(f"unknown trace setting '{key}' in --trace-config {text}")
     ordered = tuple(level for level in LEVELS if level in levels)
+    if setting.trace_mode == "opentelemetry":
+        _check_bsp(extra)
     return replace(setting, trace_level=ordered, config=tuple(extra))
+
+
+class BadOption(ValueError):
+    """A message tritonserver prints whole (its own `Bad option: "..."` line)."""
+
+
+_BSP_DEFAULTS = {"bsp_max_queue_size": "2048", "bsp_schedule_delay": "5000",
+                 "bsp_max_export_batch_size": "512"}
+
+
+def _uint32(value: str) -> bool:
+    return value.strip().isdigit() and int(value) < 2**32
+
+
+def _check_bsp(extra: list[tuple[str, str, str]]) -> None:
+    """tritonserver's ProcessOpenTelemetryBatchSpanProcessorArgs: the batch span processor
+    settings given as --trace-config opentelemetry,<key>=N, else OTEL_<KEY> from the
+    environment, must be unsigned 32-bit integers."""
+    given = set()
+    for mode, key, value in extra:
+        if mode == "opentelemetry" and key in _BSP_DEFAULTS:
+            given.add(key)
+            if not _uint32(value):
+                raise BadOption(f'Bad option: "--trace-config opentelemetry,{key}".\n'
+                                f"Invalid option value. Got {value}")
+    for key, default in _BSP_DEFAULTS.items():
+        value = os.environ.get("OTEL_" + key.upper(), default)
+        if key not in given and not _uint32(value):
+            raise BadOption(f'Bad option: "OTEL_{key.upper()}".\nInvalid option value. Got {value}')
 
 
 def _int(text: str, value: str, minimum: int) -> int:
@@ -259,5 +293,5 @@ def _int(text: str, value: str, minimum: int) -> int:
     return number
 
 
-__all__ = ["FIELDS", "LEVELS", "TRACE_FILE_REFUSED", "TraceSetting", "TraceSettings",
+__all__ = ["BadOption", "FIELDS", "LEVELS", "TRACE_FILE_REFUSED", "TraceSetting", "TraceSettings",
            "parse_trace_config"]

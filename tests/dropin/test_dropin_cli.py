@@ -36,8 +36,8 @@ def triton_flags() -> list[tuple[str, str]]:
     return rows
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**(os.environ if env is None else env), "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run([sys.executable, "-m", "tritium", *args], capture_output=True,
                           check=False, text=True, timeout=60, env=env)
 
@@ -160,6 +160,41 @@ def test_mode_values_are_case_insensitive_as_tritons() -> None:
         "--grpc-infer-response-compression-level=High"])
     assert (args.model_control_mode, args.rate_limit,
             args.grpc_infer_response_compression_level) == ("poll", "off", "high")
+
+
+def test_trace_level_and_verbosity_spellings_are_tritonservers(capsys) -> None:
+    """tritonserver reads --log-verbose as true/false or a number, and the trace levels MIN,
+    MAX, ON and TRUE as TIMESTAMPS (L0_sagemaker, L0_cmdline_trace pass them)."""
+    from tritium.cli import build_parser
+    from tritium.serve_flags import check_serve_args
+
+    args = build_parser().parse_args([
+        "serve", "--model-repository=/tmp", "--log-verbose=true", "--trace-level=MIN",
+        "--trace-level=tensors", "--trace-file=/tmp/t.json"])
+    check_serve_args(args)
+    assert args.log_verbose == 1
+    assert args.trace_default.trace_level == ("TIMESTAMPS", "TENSORS")
+    # The deprecated --trace-* flags still work, with tritonserver's warning for each use.
+    warnings = capsys.readouterr().err.splitlines()
+    assert warnings.count(
+        "Warning: '--trace-level' has been deprecated and will be removed in future releases. "
+        "Please use '--trace-config level=<OFF|TIMESTAMPS|TENSORS> instead.") == 2
+    assert len(warnings) == 3
+
+
+@pytest.mark.parametrize(("flags", "env", "message"), [
+    (["--trace-config=opentelemetry,bsp_max_queue_size=-1"], {},
+     'Bad option: "--trace-config opentelemetry,bsp_max_queue_size".\n'
+     "Invalid option value. Got -1"),
+    ([], {"OTEL_BSP_SCHEDULE_DELAY": "soon"},
+     'Bad option: "OTEL_BSP_SCHEDULE_DELAY".\nInvalid option value. Got soon'),
+])
+def test_opentelemetry_batch_settings_are_checked(repo: Path, flags: list[str],
+                                                 env: dict[str, str], message: str) -> None:
+    result = run_cli("serve", f"--model-repository={repo}", "--trace-config=mode=opentelemetry",
+                     *flags, env={**os.environ, **env})
+    assert result.returncode == 1
+    assert result.stderr.strip() == message
 
 
 @pytest.mark.parametrize("service", ["HTTP", "GRPC", "Metrics"])
