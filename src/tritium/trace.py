@@ -10,7 +10,10 @@ frontend has sent the answer, the trace, its children included, goes to its sett
 in Triton's format: a JSON array of objects, one per activity, each `{"id": N, "timestamps":
 [{"name": ..., "ns": ...}]}`, each request's first one preceded by `{"id": N, "model_name": ...,
 "model_version": V[, "request_id": ...][, "parent_id": P]}`. Timestamps are the monotonic clock
-in nanoseconds (Triton's steady clock).
+in nanoseconds (Triton's steady clock). At the TENSORS level a trace also records each input of
+its request as the model queues it (TENSOR_QUEUE_INPUT) and each output of its responses
+(TENSOR_BACKEND_OUTPUT), as `{"id": N, "activity": ..., "tensor": {"name": ..., "data": "v,v,...",
+"shape": "d,d", "dtype": ...}}` with the values written as Triton writes them.
 
 The stream is written, as Triton writes it, to `<file>.<index>` each time `log_frequency`
 traces have gathered or the last of `trace_count` traces is in, and otherwise to `<file>` when
@@ -27,6 +30,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from time import perf_counter_ns
 from typing import IO
+
+import numpy as np
+
+from .tensor import Tensor
 
 log = logging.getLogger("tritium.trace")
 
@@ -82,7 +89,11 @@ class TraceSampler:
     """One trace setting in use (Triton's TraceSetting): which requests it samples, how many
     it may still trace (`count`, -1 for no limit), and the traces gathered for its file."""
 
-    def __init__(self, rate: int, count: int, log_frequency: int, file: TraceFile | None) -> None:
+    def __init__(self, rate: int, count: int, log_frequency: int, file: TraceFile | None,
+                 levels: tuple[str, ...] = ("TIMESTAMPS",)) -> None:
+        # What its traces record: activity timestamps, tensors, or both.
+        self.timestamps = "TIMESTAMPS" in levels
+        self.tensors = "TENSORS" in levels
         self.rate = rate
         self.count = count
         self.log_frequency = log_frequency
@@ -133,7 +144,7 @@ class Trace:
     """One traced request, and the traces of the requests it spawns (an ensemble's steps),
     which are written with it."""
 
-    __slots__ = ("id", "parent_id", "_root", "_parts", "_sampler", "_custom")
+    __slots__ = ("id", "parent_id", "tensors", "_root", "_parts", "_sampler", "_custom")
 
     def __init__(self, sampler: TraceSampler, root: Trace | None = None,
                  parent_id: int = 0) -> None:
@@ -141,6 +152,7 @@ class Trace:
         self.parent_id = parent_id
         self._root = root if root is not None else self
         self._sampler = sampler
+        self.tensors = sampler.tensors  # whether it records tensors (the TENSORS level)
         # The root's: each trace's JSON objects, by trace id, in the order they were made.
         self._parts: dict[int, list[str]] = {} if root is None else root._parts
         self._parts[self.id] = []
@@ -154,7 +166,16 @@ class Trace:
 
     def capture(self, name: str, ns: int) -> None:
         """A frontend's activity (HTTP_RECV_START, GRPC_SEND_END, ...)."""
-        self._parts[self.id].append(_timestamp(self.id, name, ns))
+        if self._sampler.timestamps:
+            self._parts[self.id].append(_timestamp(self.id, name, ns))
+
+    def record_tensor(self, activity: str, tensor: Tensor) -> None:
+        """A tensor at the TENSORS level: TENSOR_QUEUE_INPUT, TENSOR_BACKEND_OUTPUT."""
+        record = {"id": self.id, "activity": activity, "tensor": {
+            "name": tensor.name, "data": _tensor_values(tensor),
+            "shape": ",".join(str(d) for d in tensor.shape), "dtype": tensor.datatype}}
+        self._parts[self.id].append(json.dumps(record, separators=(",", ":"),
+                                               ensure_ascii=False))
 
     def report_activity(self, name: str, ns: int) -> None:
         """A backend's own activity (CUSTOM_ACTIVITY_START, ...) during the request."""
@@ -165,6 +186,8 @@ class Trace:
         """The server's account of the request, when it ends: which model served it, then
         its activities in order, the backend's own among them (those with no time are left
         out)."""
+        if not self._sampler.timestamps:
+            return
         header = {"id": self.id, "model_name": model, "model_version": version}
         if request_id:
             header["request_id"] = request_id
@@ -193,6 +216,23 @@ class Trace:
         text = ",".join(part for parts in self._parts.values() for part in parts)
         if text:
             self._sampler.write(text)
+
+
+def _tensor_values(tensor: Tensor) -> str:
+    """The values as Triton's trace writes them: comma-separated, booleans as 1/0, floats as
+    C++ streams them (six significant digits), each string element in quotes; FP16 and BF16
+    are left out (Triton writes them as nothing). 8-bit integers are written as numbers
+    (Triton streams them as raw characters, which can make its file unreadable JSON)."""
+    if tensor.datatype in ("FP16", "BF16"):
+        return ""
+    values = np.asarray(tensor.data).reshape(-1)
+    if tensor.datatype == "BYTES":
+        texts = (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+                 for v in values)
+        return ",".join(f'"{text}"' for text in texts)
+    if tensor.datatype in ("FP32", "FP64"):
+        return ",".join(f"{v:g}" for v in values.tolist())
+    return ",".join(str(int(v)) for v in values.tolist())
 
 
 def _timestamp(trace_id: int, name: str, ns: int) -> str:

@@ -120,7 +120,8 @@ class TraceSettings:
             if file is None:
                 file = self._files[setting.trace_file] = TraceFile(setting.trace_file)
         count = self._carried.pop(key, setting.trace_count)
-        return TraceSampler(setting.trace_rate, count, setting.log_frequency, file)
+        return TraceSampler(setting.trace_rate, count, setting.log_frequency, file,
+                            setting.trace_level)
 
     def close(self) -> None:
         """The server stops: every sampler writes what it gathered, and the files end."""
@@ -199,7 +200,7 @@ class TraceSettings:
 
 def _writes(setting: TraceSetting) -> bool:
     """Whether requests under `setting` may be traced to its file."""
-    return ("TIMESTAMPS" in setting.trace_level and setting.trace_mode == "triton"
+    return (bool(setting.trace_level) and setting.trace_mode == "triton"
             and bool(setting.trace_file) and setting.trace_rate != 0)
 
 

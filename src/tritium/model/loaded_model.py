@@ -146,6 +146,11 @@ class LoadedModel(abc.ABC):
         if reshapes is None:
             reshapes = self._output_reshapes = output_reshapes(self.config)
         batching = spec.max_batch_size > 0
+        trace = request.trace
+        tensors_traced = trace is not None and trace.tensors
+        if tensors_traced and trace is not None:
+            for tensor in request.inputs.values():
+                trace.record_tensor("TENSOR_QUEUE_INPUT", tensor)
 
         def on_response(response: InferenceResponse | None, flags: int) -> None:
             nonlocal failed, reason
@@ -155,6 +160,9 @@ class LoadedModel(abc.ABC):
                 response.id = request.id
                 if reshapes and response.outputs:
                     apply_output_reshapes(response, reshapes, batching)
+                if tensors_traced and trace is not None and response.error is None:
+                    for tensor in response.outputs:
+                        trace.record_tensor("TENSOR_BACKEND_OUTPUT", tensor)
                 if response.error is not None and not failed:
                     failed = True
                     reason = self.failure_reason(request, response.error)

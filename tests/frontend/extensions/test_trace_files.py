@@ -229,3 +229,39 @@ def test_a_backends_own_activities_are_in_its_requests_trace(repo: Path, tmp_pat
     assert names.index("COMPUTE_START") < names.index("CUSTOM_ACTIVITY_START")
     assert names.index("CUSTOM_ACTIVITY0_END") < names.index("REQUEST_END")
     assert trace["times"] == sorted(trace["times"])
+
+
+def _tensor_records(path: Path) -> list[tuple[int, str, dict]]:
+    return [(entry["id"], entry["activity"], entry["tensor"])
+            for entry in json.loads(path.read_text()) if "activity" in entry]
+
+
+def test_the_tensors_level_records_inputs_and_outputs(repo: Path, tmp_path: Path) -> None:
+    trace_file = tmp_path / "trace.json"
+    with _serve(repo, trace_file, "rate=1", "level=TENSORS") as process:
+        client = httpclient.InferenceServerClient(process.http_url)
+        tensor = httpclient.InferInput("X", [1, 3], "FP32")
+        tensor.set_data_from_numpy(np.array([[0.5, 2.0, 1e-7]], np.float32))
+        client.infer("chain", [tensor])
+    records = _tensor_records(trace_file)
+    chain_id = next(i for i, t in _traces(trace_file).items() if t.get("model_name") == "chain")
+    values = {"data": "0.5,2,1e-07", "shape": "1,3", "dtype": "FP32"}
+    # The ensemble's own request and each step's: its inputs as queued, its outputs as sent,
+    # in Triton's format (floats as C++ streams them).
+    assert (chain_id, "TENSOR_QUEUE_INPUT", {"name": "X", **values}) in records
+    assert (chain_id, "TENSOR_BACKEND_OUTPUT", {"name": "Y", **values}) in records
+    steps = [r for r in records if r[0] != chain_id]
+    assert [(activity, t["name"]) for _, activity, t in steps] == [
+        ("TENSOR_QUEUE_INPUT", "INPUT0"), ("TENSOR_BACKEND_OUTPUT", "OUTPUT0")] * 2
+    assert '"data":"0.5,2,1e-07"' in trace_file.read_text()  # written without spaces
+
+
+def test_the_tensors_level_alone_records_no_timestamps(repo: Path, tmp_path: Path) -> None:
+    trace_file = tmp_path / "trace.json"
+    flags = [f"--trace-config=triton,file={trace_file}", "--trace-config=level=TENSORS",
+             "--trace-config=rate=1"]
+    with ServerProcess([repo], *flags) as process:
+        _http_infer(process)
+    entries = json.loads(trace_file.read_text())
+    assert [entry["activity"] for entry in entries] == ["TENSOR_QUEUE_INPUT",
+                                                        "TENSOR_BACKEND_OUTPUT"]
