@@ -105,7 +105,8 @@ def test_backend_directory_and_model_version():
 
 @pytest.mark.parametrize("model, extra, message", [
     ("simple", [], "error: failed to load model 'simple': version 1: unable to find backend "
-                   "'addsub' (searched no --backend-directory"),
+                   "library for backend 'addsub', try specifying runtime on the model "
+                   "configuration. (searched no --backend-directory"),
     ("nosuch", [], f"error: model 'nosuch' is not found in the model repository ({EXAMPLES})"),
 ])
 def test_a_model_that_does_not_load_is_explained(model, extra, message):

@@ -63,9 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
-    auto_complete = not args.disable_auto_complete_config
+    # Triton's command_line_parser.cc: --strict-model-config is deprecated (warned on stderr);
+    # --disable-auto-complete-config always wins over it.
     if args.strict_model_config is not None:
-        auto_complete = not args.strict_model_config
+        print("Warning: '--strict-model-config' has been deprecated! Please use "
+              "'--disable-auto-complete-config' instead.", file=sys.stderr)
+    if args.disable_auto_complete_config and args.strict_model_config is False:
+        print("Warning: Overriding deprecated '--strict-model-config' from False to True in "
+              "favor of '--disable-auto-complete-config'!", file=sys.stderr)
+    auto_complete = not (args.disable_auto_complete_config or args.strict_model_config)
     return ServerOptions(
         model_repositories=[Path(p) for p in args.model_repository],
         backend_directories=[Path(p) for p in args.backend_directory],

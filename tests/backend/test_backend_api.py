@@ -131,7 +131,7 @@ def test_check_shows_backend_completion(autofill_setup) -> None:
     result = check(str(repo), "--json")
     # Without --backend-directory the backend cannot be found: a precise error, non-zero exit.
     assert result.returncode == 1
-    assert "unable to find backend 'autofill'" in result.stdout
+    assert "unable to find backend library for backend 'autofill'" in result.stdout
     result = check(str(repo), f"--backend-directory={backends}", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     completed = json.loads(result.stdout.split("doubler: OK\n", 1)[1])

@@ -106,7 +106,7 @@ def test_unknown_backend_names_where_it_looked(tmp_path: Path) -> None:
     with pytest.raises(TritonError) as info:
         BackendManager([tmp_path]).acquire("nonexistent")
     assert info.value.code is Code.INVALID_ARG
-    assert "unable to find backend 'nonexistent'" in str(info.value)
+    assert "unable to find backend library for backend 'nonexistent'" in str(info.value)
     assert str(tmp_path) in str(info.value)
 
 

@@ -162,6 +162,24 @@ def test_mode_values_are_case_insensitive_as_tritons() -> None:
             args.grpc_infer_response_compression_level) == ("poll", "off", "high")
 
 
+def test_strict_model_config_is_deprecated_and_never_overrides_disable(tmp_path: Path) -> None:
+    """tritonserver warns about --strict-model-config, and --disable-auto-complete-config wins
+    over --strict-model-config=false: a model without a configuration file does not load."""
+    write_model(tmp_path, "id", identity_config("id"))
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "1").mkdir()
+    result = run_cli("serve", f"--model-repository={tmp_path}", "--http-port=0",
+                     "--grpc-port=0", "--metrics-port=0", "--disable-auto-complete-config",
+                     "--strict-model-config=false")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert ("Warning: '--strict-model-config' has been deprecated! Please use "
+            "'--disable-auto-complete-config' instead.") in lines
+    assert ("Warning: Overriding deprecated '--strict-model-config' from False to True in "
+            "favor of '--disable-auto-complete-config'!") in lines
+    assert "failed to open text file for read" in result.stderr
+
+
 def test_trace_level_and_verbosity_spellings_are_tritonservers(capsys) -> None:
     """tritonserver reads --log-verbose as true/false or a number, and the trace levels MIN,
     MAX, ON and TRUE as TIMESTAMPS (L0_sagemaker, L0_cmdline_trace pass them)."""

@@ -90,6 +90,26 @@ def test_failed_model_does_not_stop_the_others(tmp_path: Path) -> None:
         assert "| bad " not in table
 
 
+def test_runtime_and_missing_configurations_fail_as_in_triton(tmp_path: Path) -> None:
+    write_model(tmp_path, "bad_runtime", identity_config("bad_runtime").replace(
+        'backend: "identity"', 'backend: "identity"\nruntime: "__invalid_runtime__"'))
+    # No configuration file: the backend must give the model one. Triton's identity does not,
+    # Triton's python backend does.
+    write_model(tmp_path, "bare.identity", None)
+    write_model(tmp_path, "bare_python", None, files={"1/model.py": (
+        "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n")})
+    with ServerProcess([tmp_path], "--exit-on-error=false") as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_model_ready("bare_python")
+        assert not client.is_model_ready("bad_runtime")
+        assert not client.is_model_ready("bare.identity")
+        messages = "\n".join(server.log_messages())
+        assert ("unable to find backend library '__invalid_runtime__' for model 'bad_runtime', "
+                "searched: ") in messages
+        assert "Not found: model configuration is not provided for model 'bare.identity'" \
+            in messages
+
+
 def test_a_bad_configuration_still_stops_a_server_that_exits_on_error(tmp_path: Path) -> None:
     write_model(tmp_path, "good", identity_config("good"))
     write_model(tmp_path, "bad", 'name: "bad"\nbackend: "identity"\nmax_batch_size: -3\n')
@@ -105,7 +125,8 @@ def test_strict_readiness_reports_not_ready_when_a_model_failed(tmp_path: Path) 
         client = httpclient.InferenceServerClient(server.http_url)
         assert client.is_server_live()
         assert not client.is_server_ready()
-        assert "unable to find backend 'nosuchbackend'" in server.log()
+        assert ("unable to find backend library for backend 'nosuchbackend', try specifying "
+                "runtime on the model configuration.") in server.log()
 
 
 def test_exit_on_error_is_the_default(tmp_path: Path) -> None:

@@ -30,7 +30,8 @@ def test_loading_each_version_then_the_result_for_the_model():
 
     assert index("loading: identity_fp32:1") < index("successfully loaded 'identity_fp32'")
     assert index("loading: simple:1") < index(
-        "failed to load 'simple' version 1: Invalid argument: unable to find backend 'addsub'") \
+        "failed to load 'simple' version 1: Invalid argument: unable to find backend library "
+        "for backend 'addsub', try specifying runtime") \
         < index("failed to load 'simple'\"")
     assert messages.count("successfully loaded 'identity_fp32'") == 1
     assert messages.count("failed to load 'simple'") == 1

@@ -67,7 +67,6 @@ def _load(server: ServerProcess, config: dict):
      "{root}/planted.py"),
     ({"cc_model_filenames": {"8.0": "../../planted.py"}}, "cc_model_filenames['8.0']",
      "../../planted.py"),
-    ({"runtime": "{root}/planted.py"}, "runtime", "{root}/planted.py"),
     ({"parameters": {"EXECUTION_ENV_PATH": {"string_value": "$$TRITON_MODEL_DIRECTORY/../.."}}},
      "parameters['EXECUTION_ENV_PATH']", "$$TRITON_MODEL_DIRECTORY/../.."),
     ({"parameters": {"EXECUTION_ENV_PATH": {"string_value": sys.prefix}}},
@@ -84,6 +83,16 @@ def test_a_path_out_of_the_model_fails_the_load(server, layout, fields, field, v
             f"be {expected}") in reply.error
     assert not (layout["root"] / "planted_ran").exists()
     assert not (layout["repo"] / "planted_ran").exists()
+
+
+def test_a_runtime_out_of_the_model_fails_the_load_in_tritons_words(server, layout) -> None:
+    root = layout["root"]
+    reply = _load(server, _config(runtime=f"{root}/planted.py"))
+    assert reply.status == 400
+    assert (f"backend library name '{root}/planted.py' escapes backend directory "
+            f"'{layout['repo']}/pymodel', for model 'pymodel', check model config runtime "
+            f"field") in reply.error
+    assert not (root / "planted_ran").exists()
 
 
 def test_backend_as_a_path_fails_the_load(server, layout) -> None:

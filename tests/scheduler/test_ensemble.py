@@ -151,6 +151,24 @@ INVALID = {
         "in ensemble bad_mixed_decoupled, step of model 'bad_mixed_decoupled' receives inputs "
         "originated from different decoupled models",
     ),
+    "bad_split_decoupled": (
+        [step("repeat_int32", {"IN": "X"}, {"OUT": "Y"}),
+         step("repeat_int32", {"IN": "X"}, {"OUT": "Y2"})],
+        'input { name: "X" data_type: TYPE_INT32 dims: [ -1 ] }',
+        'output { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] }\n'
+        'output { name: "Y2" data_type: TYPE_INT32 dims: [ 1 ] }', 0,
+        # The ensemble's own outputs may not come from two decoupled steps either.
+        "in ensemble bad_split_decoupled, step of model 'bad_split_decoupled' receives inputs "
+        "originated from different decoupled models",
+    ),
+    "bad_unconnected": (
+        [step("id2_int32", {"INPUT0": "X", "INPUT1": "t"}, {"OUTPUT0": "Y", "OUTPUT1": "Y2"})],
+        'input { name: "X" data_type: TYPE_INT32 dims: [ 1 ] }',
+        'output { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] }\n'
+        'output { name: "Y2" data_type: TYPE_INT32 dims: [ 1 ] }', 0,
+        "output 'Y' for ensemble 'bad_unconnected' is not written: at least one of its "
+        "depending tensors, 't', is not connected",
+    ),
     "bad_dependency": (
         [step("id_broken", {"INPUT0": "X"}, {"OUTPUT1": "Y"})],
         X_FP32, Y_FP32, 8,
@@ -217,6 +235,11 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         "unbatched", 'input { name: "X" data_type: TYPE_FP32 dims: [ 3 ] }',
         'output { name: "Y" data_type: TYPE_FP32 dims: [ 3 ] }',
         [step("id_fp32", {"INPUT0": "X"}, {"OUTPUT0": "Y"})], max_batch_size=0))
+    # two ensembles that use each other
+    write_model(repo, "loop_a", ensemble("loop_a", X_FP32, Y_FP32, [
+        step("loop_b", {"X": "X"}, {"Y": "Y"})]))
+    write_model(repo, "loop_b", ensemble("loop_b", X_FP32, Y_FP32, [
+        step("loop_a", {"X": "X"}, {"Y": "Y"})]))
     for name, (steps, inputs, outputs, batch, _) in INVALID.items():
         write_model(repo, name, ensemble(name, inputs, outputs, steps, batch))
     with ServerProcess([repo], "--exit-on-error=false") as process:
@@ -428,7 +451,7 @@ def test_ensemble_config_and_metadata_as_triton(http) -> None:
 REFUSED_BY_DEPENDENCIES = {"bad_missing", "bad_dependency"}
 # Refused by the configuration's validation (Triton's ValidateModelConfig, in its Poll): the
 # ensemble is not added at all; the log says why.
-REFUSED_AT_POLL = {"bad_cycle", "bad_twice", "bad_unused", "bad_unwritten"}
+REFUSED_AT_POLL = {"bad_cycle", "bad_twice", "bad_unused", "bad_unwritten", "bad_unconnected"}
 
 
 @pytest.mark.parametrize("name", sorted(set(INVALID) - REFUSED_BY_DEPENDENCIES - REFUSED_AT_POLL))
@@ -451,6 +474,13 @@ def test_ensemble_refused_by_its_dependencies_has_no_state(server, http, name) -
     assert not http.is_model_ready(name)
     assert f"| {name} " not in server.log()
     assert f"load failed for model '{name}': {INVALID[name][-1]}" in server.log(), server.log()
+
+
+def test_ensembles_that_use_each_other_are_refused(server, http) -> None:
+    for name, other in (("loop_a", "loop_b"), ("loop_b", "loop_a")):
+        assert not http.is_model_ready(name)
+        assert (f"circular dependency between ensembles: {name} -> ... -> {other} -> {name}"
+                in server.log())
 
 
 def test_statistics_for_ensemble_and_composing_models(server, http) -> None:

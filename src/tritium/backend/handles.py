@@ -89,6 +89,7 @@ class Model:
         # TRITONBACKEND_ModelAutoCompleteConfig: may the backend fill in the configuration?
         self.auto_complete = auto_complete
         self._initializing = True
+        self.config_set = False  # TRITONBACKEND_ModelSetConfig called
         self.state: Any = None
         # The version's statistics, which memory usage reports go to (None: no server's).
         self._statistics = statistics
@@ -133,6 +134,7 @@ class Model:
         new.CopyFrom(config)
         new.name = self.name
         self._config = new
+        self.config_set = True
 
     def _replace_config(self, config: mc.ModelConfig) -> None:
         """Server side: install the normalised form of what the backend set."""

@@ -178,7 +178,8 @@ class BackendManager:
             return module, None, f"built-in {module.__name__}"
         searched = ", ".join(str(d) for d in self._directories) or "no --backend-directory"
         raise TritonError.invalid_arg(
-            f"unable to find backend '{name}' (searched {searched}, entry point group "
+            f"unable to find backend library for backend '{name}', try specifying runtime on "
+            f"the model configuration. (searched {searched}, entry point group "
             f"'{ENTRY_POINT_GROUP}' and the built-in backends)"
         )
 

@@ -18,13 +18,19 @@ what Triton core does to it, in the order Triton does it:
 
 from .json_form import model_config_from_json, model_config_to_json
 from .loader import parse_config_text, read_model_config
-from .normalize import ENSEMBLE_PLATFORM, normalize_instance_groups, normalize_model_config
+from .normalize import (
+    ENSEMBLE_PLATFORM,
+    check_directory_name,
+    normalize_instance_groups,
+    normalize_model_config,
+)
 from .validate import validate_instance_groups, validate_model_config, validate_response_cache
 from .validate_ensemble import validate_ensemble_steps
 from .validate_io import validate_model_io_config
 
 __all__ = [
     "ENSEMBLE_PLATFORM",
+    "check_directory_name",
     "model_config_from_json",
     "model_config_to_json",
     "normalize_instance_groups",

@@ -48,7 +48,11 @@ def check_model_paths(config: mc.ModelConfig, model_path: Path, version: int,
     for capability, filename in config.cc_model_filenames.items():
         _check(name, f"cc_model_filenames['{capability}']", filename, version_path, model_only)
     if config.runtime:
-        _check(name, "runtime", config.runtime, model_root, with_backends)
+        path = _normal(model_root / config.runtime)
+        if not any(path.is_relative_to(root) for root in with_backends.paths):
+            raise TritonError.invalid_arg(
+                f"backend library name '{config.runtime}' escapes backend directory "
+                f"'{model_root}', for model '{name}', check model config runtime field")
     entry = config.parameters.get("EXECUTION_ENV_PATH")
     if entry is not None and entry.string_value:
         raw = entry.string_value

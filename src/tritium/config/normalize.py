@@ -58,7 +58,8 @@ _RULES: tuple[_BackendRule, ...] = (
 
 
 def normalize_model_config(
-    config: mc.ModelConfig, model_path: Path, *, model_name: str | None = None
+    config: mc.ModelConfig, model_path: Path, *, model_name: str | None = None,
+    check_name: bool = True,
 ) -> None:
     """Fill what Triton fills before validation, then check the name matches the directory.
 
@@ -69,7 +70,12 @@ def normalize_model_config(
     name = model_path.name if model_name is None else model_name
     _auto_complete_backend_fields(config, name, model_path)
     _normalize(config)
-    # Triton checks this after ValidateModelConfig; the message is the same.
+    if check_name:
+        check_directory_name(config, name)
+
+
+def check_directory_name(config: mc.ModelConfig, name: str) -> None:
+    """Triton checks this after ValidateModelConfig (model_repository_manager.cc)."""
     if config.name != name:
         raise TritonError.invalid_arg(
             f"unexpected directory name '{name}' for model '{config.name}', "

@@ -31,6 +31,7 @@ def _invalid(message: str) -> TritonError:
 @dataclass(eq=False)
 class _GraphTensor:
     written: bool  # some step lists it in its output_map
+    name: str = ""
     ready: bool = False
     prev: list[_GraphTensor] = field(default_factory=list)
     next: list[_GraphTensor] = field(default_factory=list)
@@ -48,7 +49,7 @@ def validate_ensemble_graph(config: mc.ModelConfig) -> None:
         for tensor_name in step.output_map.values():
             node = tensors.get(tensor_name)
             if node is None:
-                node = tensors[tensor_name] = _GraphTensor(written=True)
+                node = tensors[tensor_name] = _GraphTensor(written=True, name=tensor_name)
             elif node.written:
                 raise _invalid(
                     f"ensemble tensor '{tensor_name}' can appear in an output map only once "
@@ -60,7 +61,7 @@ def validate_ensemble_graph(config: mc.ModelConfig) -> None:
         # A protobuf map cannot repeat a key, so "mapped to multiple ensemble tensors" (a
         # check on Triton's side) cannot happen here.
         for tensor_name in step.input_map.values():
-            node = tensors.setdefault(tensor_name, _GraphTensor(written=False))
+            node = tensors.setdefault(tensor_name, _GraphTensor(written=False, name=tensor_name))
             for out in produced:
                 out.prev.append(node)
                 node.next.append(out)
@@ -85,7 +86,19 @@ def validate_ensemble_graph(config: mc.ModelConfig) -> None:
         if node is None:
             raise _invalid(f"ensemble output '{tensor.name}' for ensemble {name}' is not used")
         if not node.ready:
-            raise _invalid(f"output '{tensor.name}' for ensemble '{name}' is not written")
+            message = f"output '{tensor.name}' for ensemble '{name}' is not written"
+            # Triton names the first not-ready tensor it finds walking back from the output.
+            last, prevs, seen = node, node.prev, set()
+            while prevs:
+                found = next((p for p in prevs if not p.ready and p.name not in seen), None)
+                if found is None:
+                    break
+                seen.add(found.name)
+                last, prevs = found, found.prev
+            if last is not node:
+                message += (f": at least one of its depending tensors, '{last.name}', is not "
+                            "connected")
+            raise _invalid(message)
         outputs.add(tensor.name)
     for tensor_name, node in tensors.items():
         if tensor_name not in outputs and (not node.ready or not node.next):
@@ -149,8 +162,14 @@ def validate_ensemble_steps(
     tensors: dict[str, _TypedTensor] = {}
     for tensor in config.input:
         tensors[tensor.name] = _TypedTensor.of(name, batching, tensor.data_type, _io_dims(tensor))
+    # The ensemble itself consumes its outputs (Triton's sink node): they may not come from
+    # different decoupled steps either.
+    sink = _TypedTensor(name)
     for tensor in config.output:
-        tensors[tensor.name] = _TypedTensor.of(name, batching, tensor.data_type, _io_dims(tensor))
+        node = tensors[tensor.name] = _TypedTensor.of(name, batching, tensor.data_type,
+                                                      _io_dims(tensor))
+        sink.prev.append(node)
+        node.next.append(sink)
 
     for step in config.ensemble_scheduling.step:
         model = composing[step.model_name]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
@@ -35,6 +35,7 @@ from ..config import (
     validate_model_io_config,
 )
 from ..config.model_paths import check_model_paths
+from ..errors import TritonError
 from ..gpus import NO_GPUS, GpuInventory
 from ..response_cache import ResponseCache
 from ..scheduler import ExecutionInstance, InstanceScheduler, create_scheduler
@@ -85,11 +86,13 @@ class TritonModel(LoadedModel):
         backends: BackendManager,
         *,
         auto_complete: bool,
+        config_provided: bool = True,
         gpus: GpuInventory = NO_GPUS,
         response_cache: ResponseCache | None = None,
         rate_limiter: RateLimiter | None = None,
     ) -> TritonModel:
         check_model_paths(config, model_path, version, backends.directories)
+        _check_runtime(config, model_path, version, backends.directories)
         loaded = backends.acquire(config.backend, model_path, version)
         statistics = ModelStatistics(config.name, str(version))
         try:
@@ -104,6 +107,9 @@ class TritonModel(LoadedModel):
             )
             loaded.library.model_initialize(handle)
             handle._finish_initialization()
+            if not config_provided and not handle.config_set:
+                raise TritonError.not_found(
+                    f"model configuration is not provided for model '{handle.name}'")
         except BaseException:
             backends.release(loaded)
             raise
@@ -301,3 +307,19 @@ def _collect(errors: list[BaseException], fn: Callable[[], None]) -> Callable[[]
             errors.append(exc)
 
     return run
+
+
+def _check_runtime(config: mc.ModelConfig, model_path: Path, version: int,
+                   directories: Sequence[Path]) -> None:
+    """Triton's GetBackendLibraryProperties: a `runtime` names a library found in the version
+    folder, the model folder or <backend directory>/<backend>; Tritium's own backends answer
+    to their library's usual name."""
+    runtime = config.runtime
+    if not runtime or runtime == "model.py" or runtime == f"libtriton_{config.backend}.so":
+        return
+    search = [model_path / str(version), model_path,
+              *(Path(d) / config.backend for d in directories)]
+    if not any((folder / runtime).is_file() for folder in search):
+        raise TritonError.invalid_arg(
+            f"unable to find backend library '{runtime}' for model '{config.name}', searched: "
+            + "".join(f"'{folder}' " for folder in search))

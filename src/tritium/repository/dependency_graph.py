@@ -74,3 +74,24 @@ class DependencyGraph:
         for name in names:
             visit(name, ())
         return ordered
+
+    def cycle(self, name: str) -> str | None:
+        """Triton's CircularDependencyCheck: its message if `name` reaches itself through the
+        models its steps name, else None."""
+        with self._lock:
+            uses = {k: list(v) for k, v in self._uses.items()}
+        seen: set[str] = set()
+
+        def walk(current: str) -> str | None:
+            for upstream in uses.get(current, ()):
+                if upstream == name:
+                    return (f"circular dependency between ensembles: {name} -> ... -> "
+                            f"{current} -> {name}")
+                if upstream not in seen:
+                    seen.add(upstream)
+                    found = walk(upstream)
+                    if found:
+                        return found
+            return None
+
+        return walk(name)

@@ -77,7 +77,7 @@ class ModelLifeCycle:
     # -- loading -----------------------------------------------------------------------------
 
     def load(self, source: ModelSource, config: mc.ModelConfig,
-             agents: RepoAgentModels | None = None) -> None:
+             agents: RepoAgentModels | None = None, *, config_provided: bool = True) -> None:
         """Load, or reload, the versions `config`'s version policy selects from `source`.
 
         A reload swaps the new versions in only once they are all READY; a version it replaces
@@ -87,17 +87,18 @@ class ModelLifeCycle:
         serves on. Raises TritonError (Triton's "version V is at UNAVAILABLE state: ..." text)
         then. Logged once for the model, as Triton logs it: "successfully loaded '<model>'"
         or "failed to load '<model>'". The model's repository `agents` (taken over) hear how
-        the load went and stay with the versions it loaded.
+        the load went and stay with the versions it loaded. A model without a configuration
+        file (`config_provided` false) fails unless its backend gives it one, as in Triton.
         """
         try:
-            self._load(source, config, agents)
+            self._load(source, config, agents, config_provided)
         except BaseException:
             if agents is not None:
                 agents.load_failed()
             raise
 
     def _load(self, source: ModelSource, config: mc.ModelConfig,
-              agents: RepoAgentModels | None) -> None:
+              agents: RepoAgentModels | None, config_provided: bool) -> None:
         name = source.name
         with self._model_lock(name):
             log.debug("AsyncLoad() '%s'", name)  # Triton's verbose trace of a load's steps
@@ -117,7 +118,7 @@ class ModelLifeCycle:
             updating = {v for v in versions if _updatable(old.get(v), stamps[v])}
             tasks: list[Callable[[], LoadedModel | str]] = [
                 partial(self._update_version, old[v], config, name) if v in updating
-                else partial(self._load_version, source, config, v)
+                else partial(self._load_version, source, config, v, config_provided)
                 for v in versions
             ]
             others = [self._pool.submit(task) for task in tasks[1:]]
@@ -158,14 +159,15 @@ class ModelLifeCycle:
         return model
 
     def _load_version(
-        self, source: ModelSource, config: mc.ModelConfig, version: int
+        self, source: ModelSource, config: mc.ModelConfig, version: int,
+        config_provided: bool = True,
     ) -> LoadedModel | str:
         """The loaded version, or the reason it failed (after --model-load-retry-count more
         tries). Logged as Triton logs it: "loading: <model>:<version>", and on failure "failed
         to load '<model>' version <version>: <Code>: <reason>"."""
         log.info("loading: %s:%d", source.name, version)
         for attempt in range(self._load_retry_count + 1):
-            result = self._try_load_version(source, config, version)
+            result = self._try_load_version(source, config, version, config_provided)
             if isinstance(result, LoadedModel):
                 return result
             if attempt < self._load_retry_count:
@@ -173,7 +175,8 @@ class ModelLifeCycle:
         return result
 
     def _try_load_version(
-        self, source: ModelSource, config: mc.ModelConfig, version: int
+        self, source: ModelSource, config: mc.ModelConfig, version: int,
+        config_provided: bool,
     ) -> LoadedModel | str:
         try:
             model: LoadedModel
@@ -186,6 +189,7 @@ class ModelLifeCycle:
                     source.path,
                     self._backends,
                     auto_complete=self._repository.auto_complete,
+                    config_provided=config_provided,
                     gpus=self._repository.gpus,
                     response_cache=self._response_cache,
                     rate_limiter=self._rate_limiter,

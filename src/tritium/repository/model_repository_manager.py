@@ -50,6 +50,8 @@ class PolledModel:
     config: mc.ModelConfig
     source: ModelSource
     agents: RepoAgentModels | None = None
+    # Whether a configuration file (or a load request's) gave the configuration.
+    config_provided: bool = True
 
     def abandon(self) -> None:
         """The load never started: the agents hear that it failed."""
@@ -309,6 +311,11 @@ class ModelRepositoryManager:
         already tried by the caller and are not tried again."""
         self.graph.set(name, polled.config)
         dependencies = self.graph.uses(name)
+        cycle = self.graph.cycle(name)
+        if cycle is not None:
+            polled.abandon()
+            self.lifecycle.mark_unavailable(name, cycle)
+            raise TritonError.invalid_arg(f"load failed for model '{name}': {cycle}\n")
         if dependencies:
             try:
                 self._check_dependencies(scan, name, dependencies, visiting | {name}, settled)
@@ -316,7 +323,8 @@ class ModelRepositoryManager:
                 polled.abandon()
                 raise
         try:
-            self.lifecycle.load(polled.source, polled.config, polled.agents)
+            self.lifecycle.load(polled.source, polled.config, polled.agents,
+                                config_provided=polled.config_provided)
         except TritonError as exc:
             raise TritonError.invalid_arg(
                 f"load failed for model '{name}': {exc.message}\n"
@@ -384,6 +392,7 @@ class ModelRepositoryManager:
         completed for where the files are; TritonError if it cannot be read, an agent
         refuses, or it does not normalise or validate."""
         agents = None
+        provided = override is not None or self.repository.has_config_file(source)
         try:
             config = self.repository.read_config(source) if override is None else override
             if config.HasField("model_repository_agents"):
@@ -399,7 +408,7 @@ class ModelRepositoryManager:
                 raise TritonError.invalid_arg(f"{type(exc).__name__}: {exc}") from exc
             raise
         self.graph.set(source.name, config)
-        return PolledModel(config, source, agents)
+        return PolledModel(config, source, agents, provided)
 
     def _record_config_error(self, source: ModelSource, reason: str) -> None:
         log.error("Poll failed for model directory '%s': %s", source.name, reason)

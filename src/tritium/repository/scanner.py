@@ -19,6 +19,7 @@ from pathlib import Path
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ..config import (
+    check_directory_name,
     normalize_model_config,
     read_model_config,
     validate_model_config,
@@ -139,15 +140,23 @@ class RepositoryScanner:
         return read_model_config(source.path, auto_complete=self.auto_complete,
                                  config_name=self.config_name)
 
+    def has_config_file(self, source: ModelSource) -> bool:
+        """Whether the model has a configuration file (with auto-complete on it need not:
+        its backend must then give it one, as Triton's Model::Init requires)."""
+        return (source.path / "config.pbtxt").exists() or bool(
+            self.config_name
+            and (source.path / "configs" / f"{self.config_name}.pbtxt").is_file())
+
     def complete_config(self, config: mc.ModelConfig, source: ModelSource) -> mc.ModelConfig:
         """`config` (read, or a load request's) normalised for the files at `source` and
         validated, as Triton does before loading."""
         if not config.name:
             config.name = source.name
-        normalize_model_config(config, source.path, model_name=source.name)
+        normalize_model_config(config, source.path, model_name=source.name, check_name=False)
         validate_model_config(config)
         if not self.auto_complete:  # otherwise the backend may still fill inputs and outputs
             validate_model_io_config(config)
+        check_directory_name(config, source.name)
         return config
 
     @staticmethod

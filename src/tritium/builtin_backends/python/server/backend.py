@@ -42,10 +42,16 @@ def finalize(backend: Backend) -> None:
 def model_initialize(model: Model) -> None:
     state = PythonModelState(model, model.backend.state)
     model.state = state
-    if model.auto_complete and may_auto_complete(state.model_path):
-        completed = auto_complete(state)
-        if completed is not None:
-            model.set_config_json(completed)
+    if not model.auto_complete:
+        return
+    # Triton's python backend always gives the configuration back when auto-completing (a
+    # model with no file of its own counts as configured), completed by the model's
+    # auto_complete_config where it has one.
+    completed = auto_complete(state) if may_auto_complete(state.model_path) else None
+    if completed is not None:
+        model.set_config_json(completed)
+    else:
+        model.set_config(model.config)
 
 
 def model_finalize(model: Model) -> None:
