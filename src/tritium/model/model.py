@@ -3,9 +3,10 @@ TritonModel).
 
 `TritonModel.load` is Triton's TritonModel::Create: acquire the backend, let the backend
 initialise (and possibly auto-complete) the model, normalise instance groups with the backend's
-preferred groups, re-validate, create one instance per instance-group count, then build the
-scheduler. `unload` undoes it in reverse, after the requests in flight have finished. Taking
-requests is every loaded model's (`loaded_model.LoadedModel`); an ensemble is an EnsembleModel
+preferred groups, re-validate, load the model's custom batching strategy if it names one
+(`batch_strategy`), create one instance per instance-group count, then build the scheduler.
+`unload` undoes it in reverse, after the requests in flight have finished. Taking requests is
+every loaded model's (`loaded_model.LoadedModel`); an ensemble is an EnsembleModel
 instead, which the life cycle picks.
 
 `update_instance_groups` is Triton's TritonModel::UpdateInstanceGroup, for a reload that
@@ -41,6 +42,7 @@ from ..response_cache import ResponseCache
 from ..scheduler import ExecutionInstance, InstanceScheduler, create_scheduler
 from ..scheduler.rate_limiter import RateLimiter
 from ..statistics import ModelStatistics
+from .batch_strategy import LoadedStrategy, load_batch_strategy
 from .instance import TritonModelInstance
 from .labels import read_labels
 from .loaded_model import LoadedModel
@@ -63,6 +65,8 @@ class TritonModel(LoadedModel):
         self.instances: list[TritonModelInstance] = []
         # A backend's model's scheduler runs on its instances (an update changes them).
         self.scheduler: InstanceScheduler | None = None
+        # The custom batching strategy the dynamic batcher consults (None: Triton's batching).
+        self._strategy: LoadedStrategy | None = None
         self._gpus = NO_GPUS
         self._rate_limiter: RateLimiter | None = None
         # Instances an update removed that a sequence batcher still runs sequences on.
@@ -119,9 +123,11 @@ class TritonModel(LoadedModel):
         try:
             model._complete_config(loaded, gpus)
             model.labels = read_labels(model.config, model_path)
+            model._strategy = load_batch_strategy(model.handle, backends.directories)
             model.instances = model._create_instances(_requested(model.config))
             scheduler = create_scheduler(
-                model.config, _scheduled(model.instances), loaded.handle.execution_policy
+                model.config, _scheduled(model.instances), loaded.handle.execution_policy,
+                model._strategy,
             )
             model.scheduler = scheduler
             scheduler.start()
@@ -248,6 +254,9 @@ class TritonModel(LoadedModel):
         for instance in self.instances + draining:
             instance.finalize()
         self.instances.clear()
+        if self._strategy is not None:
+            self._strategy.close()
+            self._strategy = None
         try:
             self._backend.library.model_finalize(self.handle)
         except Exception:

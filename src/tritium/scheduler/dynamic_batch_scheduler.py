@@ -8,6 +8,10 @@ summed batch size stays within `max_batch_size` and their shapes agree (inputs m
 `allow_ragged_batch` and fixed-size inputs are not compared); stop at a preferred batch size; if
 the batch could still grow, wait until the oldest request has queued for
 `max_queue_delay_microseconds` (or a queued request's timeout is due), then send what there is.
+A custom batching strategy (Triton's TRITONBACKEND_ModelBatch* library) is asked too: each time
+a batch is formed it begins one, is asked in turn whether each candidate that passed the checks
+above joins it (the first one too), and the first it refuses ends the batch, as a different
+shape does; a first request it refuses still runs, alone, since no batch would ever take it.
 An instance-group update starts threads for new slots; a retired slot's thread leaves once its
 execution, if any, is done, and the others take the queue.
 """
@@ -33,6 +37,7 @@ from .base import (
     drop_cancelled,
     server_stopping,
 )
+from .batch_strategy import BatchStrategy
 from .delay_hook import RECHECK_S, delay_count
 from .equal_inputs import RequiredEqualInputs
 from .priority_queue import PriorityQueue
@@ -50,8 +55,10 @@ class DynamicBatchScheduler(RefusesWhenStopping):
         config: mc.ModelConfig,
         instances: Sequence[ExecutionInstance],
         policy: ExecutionPolicy = ExecutionPolicy.BLOCKING,
+        strategy: BatchStrategy | None = None,
     ) -> None:
         batching = config.dynamic_batching
+        self._strategy = strategy
         self._model_name = config.name
         self._slots = SlotThreads(f"{config.name}-batch", instances, policy, self._run)
         self._max_batch_size = max(config.max_batch_size, 1)
@@ -73,10 +80,11 @@ class DynamicBatchScheduler(RefusesWhenStopping):
         # Slots waiting for the oldest request's delay to pass, and the batch size queued: a
         # request that cannot complete the batch they wait for need not wake one (a wake-up,
         # a context switch, per request otherwise). Only for the plain case: one priority
-        # level and no deadlines.
+        # level, no deadlines and no custom strategy (which may end the batch at any request).
         self._timed_waiters = 0
         self._queued_size = 0
-        self._quiet_enqueue = self._deadlines is None and batching.priority_levels <= 1
+        self._quiet_enqueue = (self._deadlines is None and batching.priority_levels <= 1
+                               and strategy is None)
         # How late a timed wait wakes (a moving average): a thread waits that much less, so
         # that the batch leaves when the delay ends rather than ~100 us after on a VM.
         self._late_ns = 0
@@ -246,27 +254,40 @@ class DynamicBatchScheduler(RefusesWhenStopping):
         first: InferenceRequest | None = None
         equal = self._equal
         check_shapes = equal.active
-        for request in self._queue:
-            size = request.batch_size if request.batch_size > 1 else 1
-            if first is None:
-                first = request
-                if check_shapes:
-                    shape = equal.key(request)
-            else:
-                if pending + size > max_preferred and not best_count:
+        strategy = self._strategy
+        strategy_batch = strategy.begin() if strategy is not None else 0
+        try:
+            for request in self._queue:
+                size = request.batch_size if request.batch_size > 1 else 1
+                if first is None:
+                    first = request
+                    if check_shapes:
+                        shape = equal.key(request)
+                else:
+                    if pending + size > max_preferred and not best_count:
+                        best_count = count
+                    if pending + size > max_batch_size:
+                        send_now = True
+                        break
+                    if check_shapes and not equal.match(request, first, shape):
+                        send_now = True
+                        break
+                refused = strategy is not None and not strategy.include(strategy_batch, request)
+                if refused and count:
+                    send_now = True
+                    break
+                pending += size
+                count += 1
+                if request.queue_start_ns < oldest:
+                    oldest = request.queue_start_ns
+                if pending in preferred:
                     best_count = count
-                if pending + size > max_batch_size:
+                if refused:  # the first request, which no batch would take: it runs alone
                     send_now = True
                     break
-                if check_shapes and not equal.match(request, first, shape):
-                    send_now = True
-                    break
-            pending += size
-            count += 1
-            if request.queue_start_ns < oldest:
-                oldest = request.queue_start_ns
-            if pending in preferred:
-                best_count = count
+        finally:
+            if strategy is not None:
+                strategy.end(strategy_batch)
         delay_ns = self._delay_ns
         # Within the usual lateness of a timed wait from the end of the delay counts as ended:
         # waiting out the rest would end it that much late.

@@ -6,7 +6,8 @@
 - `requests`: server requests <-> TRITONBACKEND_Request/Response; `batch`: one Execute batch,
   through the hot-path extension (`csrc/python/hotpath.cc`, built by `build`) or ctypes;
   `server_calls`: BLS, model control, metrics; `backend`: a backend library as Tritium entry
-  points (NativeBackend).
+  points (NativeBackend); `repo_agent`: repository agents; `batch_strategy`: custom batching
+  strategy libraries.
 """
 
 from .backend import NativeBackend

@@ -720,6 +720,18 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(
     TRITONBACKEND_Backend* backend, TRITONBACKEND_BackendAttribute* backend_attributes);
 
+/* What a custom batching strategy library defines (all five or none): found in the model's
+ * TRITON_BATCH_STRATEGY_PATH parameter or a batchstrategy.so, consulted by the dynamic batcher. */
+TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelBatcherInitialize(
+    TRITONBACKEND_Batcher** batcher, TRITONBACKEND_Model* model);
+TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelBatcherFinalize(
+    TRITONBACKEND_Batcher* batcher);
+TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelBatchIncludeRequest(
+    TRITONBACKEND_Request* request, void* userp, bool* should_include);
+TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelBatchInitialize(
+    const TRITONBACKEND_Batcher* batcher, void** userp);
+TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelBatchFinalize(void* userp);
+
 /* ================= TRITONREPOAGENT (repository agents, API 0.1) ========================== */
 #define TRITONREPOAGENT_API_VERSION_MAJOR 0
 #define TRITONREPOAGENT_API_VERSION_MINOR 1
