@@ -8,11 +8,12 @@ UNAVAILABLE with the command that fixes it, as a missing Triton backend would be
 from __future__ import annotations
 
 import importlib
+import logging
 from types import ModuleType
 
 import numpy as np
 
-from tritium.backend import ModelInstance, TritonError
+from tritium.backend import Backend, Model, ModelInstance, TritonError
 
 
 def import_framework(module: str, backend: str, extra: str) -> ModuleType:
@@ -65,3 +66,45 @@ def on_gpu(instance: ModelInstance) -> str:
         f"instance {instance.name} of model {instance.model.name} is KIND_GPU "
         f"(device {instance.device_id})"
     )
+
+
+# The backend API version Triton's C++ backends report at initialization (backend API 1.19,
+# Triton 2.51).
+BACKEND_API_VERSION = "1.19"
+
+
+class TritonBackendLog:
+    """The lines Triton's C++ framework backends (onnxruntime, pytorch) log at each step of a
+    backend's, model's and instance's life, and at VERBOSE for each execution: users and
+    Triton's QA tests look for them, so Tritium's framework backends log the same."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+
+    def initialize(self, backend: Backend) -> None:
+        self.log.info("TRITONBACKEND_Initialize: %s", backend.name)
+        self.log.info("Triton TRITONBACKEND API version: %s", BACKEND_API_VERSION)
+        self.log.info("'%s' TRITONBACKEND API version: %s", backend.name, BACKEND_API_VERSION)
+        self.log.info("backend configuration:\n%s", backend.config_json())
+
+    def model_initialize(self, model: Model) -> None:
+        self.log.info("TRITONBACKEND_ModelInitialize: %s (version %d)", model.name,
+                      model.version)
+
+    def model_finalize(self) -> None:
+        self.log.info("TRITONBACKEND_ModelFinalize: delete model state")
+
+    def instance_initialize(self, instance: ModelInstance) -> None:
+        kind = "GPU" if instance.kind == "KIND_GPU" else "CPU"
+        self.log.info("TRITONBACKEND_ModelInstanceInitialize: %s (%s device %d)", instance.name,
+                      kind, instance.device_id)
+
+    def instance_finalize(self) -> None:
+        self.log.info("TRITONBACKEND_ModelInstanceFinalize: delete instance state")
+
+    def execute(self, instance: ModelInstance, count: int) -> None:
+        if self.log.isEnabledFor(logging.DEBUG):
+            self.log.debug("model %s, instance %s, executing %d requests", instance.model.name,
+                           instance.name, count)
+            self.log.debug("TRITONBACKEND_ModelExecute: Running %s with %d requests",
+                           instance.name, count)

@@ -240,3 +240,14 @@ def test_default_max_batch_size_comes_from_backend_config(tmp_path: Path) -> Non
     flag = "--backend-config=onnxruntime,default-max-batch-size=16"
     with ServerProcess([tmp_path], flag) as server:
         assert config_of(server, "addsub")["max_batch_size"] == 16
+
+
+def test_logs_the_lines_of_tritons_onnxruntime_backend(server: ServerProcess) -> None:
+    messages = server.log_messages()
+    for line in ("TRITONBACKEND_Initialize: onnxruntime", "Triton TRITONBACKEND API version: 1.19",
+                 "'onnxruntime' TRITONBACKEND API version: 1.19",
+                 "TRITONBACKEND_ModelInitialize: mlp (version 1)"):
+        assert messages.count(line) == 1, line
+    assert any(m.startswith("backend configuration:\n{") for m in messages)
+    instances = [m for m in messages if m.startswith("TRITONBACKEND_ModelInstanceInitialize: mlp_")]
+    assert instances and all(m.endswith(" (CPU device 0)") for m in instances)

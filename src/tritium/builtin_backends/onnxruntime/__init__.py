@@ -30,7 +30,7 @@ from tritium.backend import (
     Request,
 )
 
-from ..framework import import_framework, parse_int, utf8_strings
+from ..framework import TritonBackendLog, import_framework, parse_int, utf8_strings
 from ..sequence_io import SequenceTensors
 from .autocomplete import auto_complete, needs_auto_complete
 from .providers import check_session, has_cuda, session_providers
@@ -137,7 +137,13 @@ class OnnxInstanceState(ModelInstanceState):
         return value
 
 
+# Triton's onnxruntime backend logs its configuration itself (at INFO).
+LOGS_CONFIGURATION = True
+_lines = TritonBackendLog(log)
+
+
 def initialize(backend: Backend) -> None:
+    _lines.initialize(backend)
     backend.state = import_framework("onnxruntime", "onnxruntime", "onnxruntime")
 
 
@@ -154,12 +160,23 @@ def get_backend_attribute(backend: Backend, attributes: BackendAttributes) -> No
 
 
 def model_initialize(model: Model) -> None:
+    _lines.model_initialize(model)
     OnnxModelState.create(model)
 
 
+def model_finalize(model: Model) -> None:
+    _lines.model_finalize()
+
+
 def model_instance_initialize(instance: ModelInstance) -> None:
+    _lines.instance_initialize(instance)
     OnnxInstanceState.create(instance)
 
 
+def model_instance_finalize(instance: ModelInstance) -> None:
+    _lines.instance_finalize()
+
+
 def model_instance_execute(instance: ModelInstance, requests: Sequence[Request]) -> None:
+    _lines.execute(instance, len(requests))
     instance.state.process_requests(requests)

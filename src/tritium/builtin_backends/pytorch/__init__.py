@@ -33,7 +33,7 @@ from tritium.backend import (
 )
 from tritium.tensor import wire_datatype
 
-from ..framework import import_framework, utf8_strings
+from ..framework import TritonBackendLog, import_framework, utf8_strings
 from ..sequence_io import SequenceTensors
 from .device import TorchDevice
 from .naming import forward_signature, input_indices, output_indices
@@ -256,7 +256,13 @@ def _check_datatypes(config: mc.ModelConfig, batching: bool) -> None:
                 )
 
 
+# Triton's pytorch backend logs its configuration itself (at INFO).
+LOGS_CONFIGURATION = True
+_lines = TritonBackendLog(log)
+
+
 def initialize(backend: Backend) -> None:
+    _lines.initialize(backend)
     backend.state = import_framework("torch", "pytorch", "torch")
 
 
@@ -273,12 +279,23 @@ def get_backend_attribute(backend: Backend, attributes: BackendAttributes) -> No
 
 
 def model_initialize(model: Model) -> None:
+    _lines.model_initialize(model)
     TorchModelState.create(model)
 
 
+def model_finalize(model: Model) -> None:
+    _lines.model_finalize()
+
+
 def model_instance_initialize(instance: ModelInstance) -> None:
+    _lines.instance_initialize(instance)
     TorchInstanceState.create(instance)
 
 
+def model_instance_finalize(instance: ModelInstance) -> None:
+    _lines.instance_finalize()
+
+
 def model_instance_execute(instance: ModelInstance, requests: Sequence[Request]) -> None:
+    _lines.execute(instance, len(requests))
     instance.state.process_requests(requests)
