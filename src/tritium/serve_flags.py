@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .cloud_flags import storage_uri
 from .frontend.busy_poll import DEFAULT_BUDGET_US
 from .frontend.extensions.restricted_api import build_restrictions
 from .frontend.grpc.options import GrpcOptions
@@ -99,8 +100,10 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     """Declare every `tritium serve` flag on `serve` (the CLI's subcommand, or a parser of
     its own for code that reads tritonserver flags: tritium.inprocess.pytriton)."""
     serve.add_argument("--version", action="version", version=version_text())
+    # Not needed when AIP_STORAGE_URI names one (cloud_flags).
     serve.add_argument("--model-repository", "--model-store", action="append", default=[],
-                       dest="model_repository", required=True, help="repeatable")
+                       dest="model_repository", required=not storage_uri(),
+                       help="repeatable")
     serve.add_argument("--backend-directory", action="append", default=[])
     serve.add_argument("--backend-config", action="append", default=[])
     serve.add_argument("--cache-config", action="append", default=[], type=_cache_setting)
@@ -123,8 +126,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
                        help="a Hugging Face tokenizer folder whose chat template renders chat "
                        "messages for models that take none (Triton's vLLM backend's), as the "
                        "--tokenizer of Triton's OpenAI frontend")
-    flag(serve, "--allow-http", default=True)
-    flag(serve, "--allow-grpc", default=True)
+    # None: true unless AIP_MODE=PREDICTION (cloud_flags settles them).
+    flag(serve, "--allow-http", default=None)
+    flag(serve, "--allow-grpc", default=None)
     flag(serve, "--allow-metrics", default=True)
     serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none",
                        type=str.lower)
