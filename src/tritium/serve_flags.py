@@ -67,6 +67,18 @@ def _backend_setting(text: str) -> tuple[str, str, str]:
     return name, key, value
 
 
+def _verbose_level(text: str) -> int:
+    """--log-verbose: a level, or true/false (1/0) in any case, as tritonserver reads it
+    (SageMaker's serve script passes --log-verbose=true)."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return int(lowered == "true")
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
+
+
 _positive_int = number_type(int, "a whole number", zero=False)
 _positive_seconds = number_type(float, "a number of seconds", zero=False)
 _non_negative_int = number_type(int, "a whole number", zero=True)
@@ -141,7 +153,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
           help="deprecated: true means --disable-auto-complete-config")
     serve.add_argument("--model-load-thread-count", type=_positive_int, default=4)
     serve.add_argument("--exit-timeout-secs", type=float, default=30.0)
-    serve.add_argument("--log-verbose", type=int, default=0)
+    serve.add_argument("--log-verbose", type=_verbose_level, default=0)
     flag(serve, "--log-info", default=True)
     flag(serve, "--log-warning", default=True)
     flag(serve, "--log-error", default=True)
