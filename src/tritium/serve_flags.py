@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any
 
+from .cloud_flags import storage_uri
 from .frontend.busy_poll import DEFAULT_BUDGET_US
 from .frontend.extensions.restricted_api import build_restrictions
 from .frontend.grpc.options import GrpcOptions
@@ -67,6 +68,18 @@ def _backend_setting(text: str) -> tuple[str, str, str]:
     return name, key, value
 
 
+def _verbose_level(text: str) -> int:
+    """--log-verbose: a level, or true/false (1/0) in any case, as tritonserver reads it
+    (SageMaker's serve script passes --log-verbose=true)."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return int(lowered == "true")
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
+
+
 _positive_int = number_type(int, "a whole number", zero=False)
 _positive_seconds = number_type(float, "a number of seconds", zero=False)
 _non_negative_int = number_type(int, "a whole number", zero=True)
@@ -79,14 +92,6 @@ def _rate_limit_resource(text: str) -> tuple[str, int, int]:
         return parse_resource(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _int_bool(text: str) -> int:
-    """tritonserver's ParseIntBoolOption: true/false (any case) or an integer."""
-    lower = text.lower()
-    if lower in ("true", "false"):
-        return int(lower == "true")
-    return int(text)
 
 
 def flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
@@ -115,8 +120,10 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
     """Declare every `tritium serve` flag on `serve` (the CLI's subcommand, or a parser of
     its own for code that reads tritonserver flags: tritium.inprocess.pytriton)."""
     serve.add_argument("--version", action="version", version=version_text())
+    # Not needed when AIP_STORAGE_URI names one (cloud_flags).
     serve.add_argument("--model-repository", "--model-store", action="append", default=[],
-                       dest="model_repository", required=True, help="repeatable")
+                       dest="model_repository", required=not storage_uri(),
+                       help="repeatable")
     serve.add_argument("--backend-directory", action="append", default=[])
     serve.add_argument("--backend-config", action="append", default=[])
     serve.add_argument("--cache-config", action="append", default=[], type=_cache_setting)
@@ -139,8 +146,9 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
                        help="a Hugging Face tokenizer folder whose chat template renders chat "
                        "messages for models that take none (Triton's vLLM backend's), as the "
                        "--tokenizer of Triton's OpenAI frontend")
-    flag(serve, "--allow-http", default=True)
-    flag(serve, "--allow-grpc", default=True)
+    # None: true unless AIP_MODE=PREDICTION (cloud_flags settles them).
+    flag(serve, "--allow-http", default=None)
+    flag(serve, "--allow-grpc", default=None)
     flag(serve, "--allow-metrics", default=True)
     serve.add_argument("--model-control-mode", choices=["none", "explicit", "poll"], default="none",
                        type=str.lower)
@@ -153,7 +161,7 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
           help="deprecated: true means --disable-auto-complete-config")
     serve.add_argument("--model-load-thread-count", type=_positive_int, default=4)
     serve.add_argument("--exit-timeout-secs", type=float, default=30.0)
-    serve.add_argument("--log-verbose", type=_int_bool, default=0)
+    serve.add_argument("--log-verbose", type=_verbose_level, default=0)
     flag(serve, "--log-info", default=True)
     flag(serve, "--log-warning", default=True)
     flag(serve, "--log-error", default=True)

@@ -23,11 +23,16 @@ from .frontend.http import HttpFrontend
 from .frontend.http.limits import HttpLimits
 from .frontend.http.listen import bind
 from .frontend.metrics import DEFAULT_PINNED_POOL_BYTES, MetricsFrontend
+from .frontend.sagemaker import SageMakerFrontend
+from .frontend.vertex_ai import VertexAiFrontend
 from .server import InferenceServer, ServerOptions
 from .startup_tables import RAW, log_tables, model_table
 from .tritonserver_flags import metrics_settings
 
 log = logging.getLogger("tritium")
+
+# Where the SageMaker and Vertex AI endpoints listen (tritonserver has no flag for it).
+CLOUD_ADDRESS = "0.0.0.0"
 
 
 class Frontend(Protocol):
@@ -107,21 +112,32 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
         if args.http_header_forward_pattern is not None:
             http.forward_headers(args.http_header_forward_pattern)
         frontends.append(http)
-    if args.openai_port is not None:
-        from .frontend.openai import OpenAiFrontend
-
-        frontends.append(OpenAiFrontend(server, args.openai_address or args.http_address,
-                                        args.openai_port, args.openai_tokenizer))
+    metrics = None
     if args.allow_metrics:
         address = args.metrics_address or args.http_address
         settings = metrics_settings(args)
-        frontends.append(MetricsFrontend(
+        metrics = MetricsFrontend(
             server, address, args.metrics_port, interval_ms=args.metrics_interval_ms,
             allow_cpu_metrics=args.allow_cpu_metrics,
             counter_latencies=settings.get("counter_latencies", True),
             allow_gpu_metrics=args.allow_gpu_metrics,
             pinned_pool_bytes=(DEFAULT_PINNED_POOL_BYTES if args.pinned_memory_pool_byte_size
-                               is None else args.pinned_memory_pool_byte_size)))
+                               is None else args.pinned_memory_pool_byte_size))
+    if args.allow_sagemaker:
+        frontends.append(SageMakerFrontend(server, CLOUD_ADDRESS, args.sagemaker_port,
+                                           args.http_max_input_size))
+    if args.allow_vertex_ai:
+        # Its `metrics` redirect serves the metrics port's text (none when metrics are off).
+        frontends.append(VertexAiFrontend(
+            server, CLOUD_ADDRESS, args.vertex_ai_port, args.vertex_ai_default_model,
+            metrics.metrics.text if metrics is not None else None, args.http_max_input_size))
+    if args.openai_port is not None:
+        from .frontend.openai import OpenAiFrontend
+
+        frontends.append(OpenAiFrontend(server, args.openai_address or args.http_address,
+                                        args.openai_port, args.openai_tokenizer))
+    if metrics is not None:
+        frontends.append(metrics)
     return frontends
 
 
@@ -132,6 +148,10 @@ def check_ports(args: argparse.Namespace) -> None:
         endpoints.append(("GRPC", args.grpc_address, args.grpc_port, args.reuse_grpc_port))
     if args.allow_http:
         endpoints.append(("HTTP", args.http_address, args.http_port, args.reuse_http_port))
+    if args.allow_sagemaker:
+        endpoints.append(("Sagemaker", CLOUD_ADDRESS, args.sagemaker_port, False))
+    if args.allow_vertex_ai:
+        endpoints.append(("Vertex AI", CLOUD_ADDRESS, args.vertex_ai_port, False))
     if args.openai_port is not None:
         endpoints.append(("OpenAI", args.openai_address or args.http_address, args.openai_port,
                           False))

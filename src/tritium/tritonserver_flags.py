@@ -4,7 +4,7 @@ Counterpart: tritonserver's `command_line_parser.cc`. `cli.py` declares the flag
 always implemented; this module adds every other flag Triton 2.51 accepts, with Triton's
 meanings and defaults, and says what each one does here: applied (`--metrics-interval-ms`,
 `--model-load-retry-count`, the header forward patterns, ...), or accepted with a warning
-because it has no effect on a server without GPUs, SageMaker or Vertex AI endpoints. It also
+because it has no effect on a server without GPUs or worker threads. It also
 gives the flags declared in `cli.py` their help texts, so `--help` explains every flag.
 """
 
@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .cloud_flags import check_port_collision, port_range, settle_cloud_flags
 from .frontend.extensions.header_forward import HeaderPattern
 from .latency_summary import parse_quantiles
 
@@ -91,12 +92,8 @@ NO_EFFECT_FLAGS = {
     "--cache-directory": "the response cache is built in (only the 'local' cache)",
     "--http-thread-count": "HTTP requests are handled on the server's event loop",
     "--grpc-infer-allocation-pool-size": "gRPC request objects are not pooled",
-    "--sagemaker-port": "Tritium has no SageMaker endpoint",
-    "--sagemaker-safe-port-range": "Tritium has no SageMaker endpoint",
-    "--sagemaker-thread-count": "Tritium has no SageMaker endpoint",
-    "--vertex-ai-port": "Tritium has no Vertex AI endpoint",
-    "--vertex-ai-thread-count": "Tritium has no Vertex AI endpoint",
-    "--vertex-ai-default-model": "Tritium has no Vertex AI endpoint",
+    "--sagemaker-thread-count": "SageMaker requests are handled on the server's event loop",
+    "--vertex-ai-thread-count": "Vertex AI requests are handled on the server's event loop",
 }
 
 
@@ -141,19 +138,29 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
                       help="compress infer responses for clients that accept it: none, low "
                            "(gzip), medium or high (deflate) (default: %(default)s)")
 
-    cloud = serve.add_argument_group("SageMaker and Vertex AI (accepted, not served)")
+    cloud = serve.add_argument_group("SageMaker and Vertex AI")
     _flag(cloud, "--allow-sagemaker", default=False,
-          help="listen for SageMaker requests (default: false); Tritium has no such endpoint")
-    cloud.add_argument("--sagemaker-port", type=int, default=None, help="default 8080")
-    cloud.add_argument("--sagemaker-safe-port-range", default=None,
-                       help="<low>-<high>: ports allowed for other endpoints")
-    cloud.add_argument("--sagemaker-thread-count", type=int, default=None, help="default 8")
-    _flag(cloud, "--allow-vertex-ai", default=False,
-          help="listen for Vertex AI requests (default: false); Tritium has no such endpoint")
-    cloud.add_argument("--vertex-ai-port", type=int, default=None, help="default 8080")
-    cloud.add_argument("--vertex-ai-thread-count", type=int, default=None, help="default 8")
-    cloud.add_argument("--vertex-ai-default-model", default=None,
-                       help="the model for single-model requests")
+          help="listen for SageMaker requests: /ping, /invocations, /models (default: false)")
+    cloud.add_argument("--sagemaker-port", type=int, default=8080,
+                       help="the port of the SageMaker endpoint (default: %(default)s)")
+    cloud.add_argument("--sagemaker-safe-port-range", type=port_range, default=None,
+                       help="<low>-<high>: the ports the other endpoints may listen on")
+    cloud.add_argument("--sagemaker-thread-count", type=int, default=None,
+                       help="threads handling SageMaker requests; accepted (they run on the "
+                            "event loop)")
+    _flag(cloud, "--allow-vertex-ai", default=None,
+          help="listen for Vertex AI requests on AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE "
+               "(default: true if AIP_MODE=PREDICTION, which also turns HTTP and gRPC off "
+               "unless asked for, false otherwise)")
+    cloud.add_argument("--vertex-ai-port", type=int, default=None,
+                       help="the port of the Vertex AI endpoint (default: AIP_HTTP_PORT if set, "
+                            "8080 otherwise)")
+    cloud.add_argument("--vertex-ai-thread-count", type=int, default=None,
+                       help="threads handling Vertex AI requests; accepted (they run on the "
+                            "event loop)")
+    cloud.add_argument("--vertex-ai-default-model", default="",
+                       help="the model a predict request without a redirect infers (default: "
+                            "the repository's only model)")
 
     metrics = serve.add_argument_group("metrics (more tritonserver flags)")
     _flag(metrics, "--allow-gpu-metrics", default=True,
@@ -215,8 +222,8 @@ _HELP = {
     "--http-address": "address the HTTP server binds (default: 0.0.0.0)",
     "--grpc-address": "address the gRPC server binds (default: 0.0.0.0)",
     "--metrics-address": "address the metrics server binds (default: the HTTP address)",
-    "--allow-http": "listen for HTTP requests (default: true)",
-    "--allow-grpc": "listen for gRPC requests (default: true)",
+    "--allow-http": "listen for HTTP requests (default: true, false when AIP_MODE=PREDICTION)",
+    "--allow-grpc": "listen for gRPC requests (default: true, false when AIP_MODE=PREDICTION)",
     "--allow-metrics": "serve Prometheus metrics (default: true)",
     "--model-control-mode": "none (load all at start), poll (follow the repositories) or "
                             "explicit (load what --load-model and load requests name) "
@@ -284,7 +291,10 @@ def describe_flags(serve: argparse.ArgumentParser) -> None:
 
 
 def check_tritonserver_flags(args: argparse.Namespace) -> None:
-    """Refuse combinations tritonserver refuses (ValueError with Triton's message)."""
+    """Settle what the environment decides (cloud_flags) and refuse combinations
+    tritonserver refuses (ValueError with Triton's message)."""
+    settle_cloud_flags(args)
+    check_port_collision(args)
     if args.load_model and args.model_control_mode != "explicit":
         raise ValueError(f"Error: {LOAD_MODEL_NEEDS_EXPLICIT}")
     if args.model_config_name == "":
@@ -345,10 +355,6 @@ def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
     for flag, reason in NO_EFFECT_FLAGS.items():
         if flag in present:
             log.warning("%s has no effect: %s", flag, reason)
-    if args.allow_sagemaker:
-        log.warning("--allow-sagemaker has no effect: Tritium has no SageMaker endpoint")
-    if args.allow_vertex_ai:
-        log.warning("--allow-vertex-ai has no effect: Tritium has no Vertex AI endpoint")
     if args.model_namespacing:
         log.warning("--model-namespacing is not supported: model names must be unique across "
                     "repositories")

@@ -70,7 +70,8 @@ def test_a_server_starts_with_every_tritonserver_flag(repo: Path, tmp_path: Path
     for flag in ("--pinned-memory-pool-byte-size", "--cuda-memory-pool-byte-size",
                  "--host-policy"):
         assert f"{flag} has no effect: Tritium has no memory pools of its own" in text, text
-    assert "--sagemaker-port has no effect: Tritium has no SageMaker endpoint" in text
+    assert ("--sagemaker-thread-count has no effect: SageMaker requests are handled on the "
+            "server's event loop") in text
 
 
 def test_help_gives_every_flag_its_meaning() -> None:

@@ -150,7 +150,9 @@ class RepositoryScanner:
     def complete_config(self, config: mc.ModelConfig, source: ModelSource) -> mc.ModelConfig:
         """`config` (read, or a load request's) normalised for the files at `source` and
         validated, as Triton does before loading."""
-        if not config.name:
+        # A model registered under a mapped name takes that name, whatever its config says
+        # (Triton renames it so); any other must be named as its directory.
+        if not config.name or source.name in self.mappings:
             config.name = source.name
         normalize_model_config(config, source.path, model_name=source.name, check_name=False)
         validate_model_config(config)

@@ -24,7 +24,8 @@ T = TypeVar("T")
 _DECODER = ThreadPoolExecutor(1, thread_name_prefix="tritium-http-decode")
 
 
-def is_bulky(body: bytes, content_encoding: str | None, header_length_text: str | None) -> bool:
+def is_bulky(body: bytes, content_encoding: str | None, header_length_text: str | None,
+             header_length: Callable[[str | None, int], int] = parse_header_length) -> bool:
     """Whether decoding a body belongs off the loop: it is compressed (a few kilobytes may
     inflate to the size limit; compressed requests are rare), or its JSON part is large (a
     body shorter than that is decided by its length alone)."""
@@ -33,7 +34,7 @@ def is_bulky(body: bytes, content_encoding: str | None, header_length_text: str 
     if len(body) < BULK:
         return False
     try:
-        return parse_header_length(header_length_text, len(body)) >= BULK
+        return header_length(header_length_text, len(body)) >= BULK
     except TritonError:  # refused by the decoder at once
         return False
 

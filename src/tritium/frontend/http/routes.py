@@ -28,8 +28,9 @@ from .bulk_decode import Decoding, decode_later, is_bulky
 from .compression import accepted_encoding, compress, decompress
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
+from .infer_dialect import KSERVE, InferDialect
 from .repository import Answer, repository_handler, run_later
-from .request import OutputPlan, decode_infer_request, parse_header_length
+from .request import OutputPlan, decode_infer_request
 from .response import encode_infer_response
 from .server import DEFAULT_MAX_INPUT_SIZE, HttpConnection, HttpEndpoint, Request
 from .shared_memory import PREFIXES as _SHM_PREFIXES
@@ -44,7 +45,6 @@ _METHOD_CODES = {method: code for code, method in enumerate(
 
 _JSON = b"application/json"
 _TEXT = b"text/plain"
-_OCTET = b"application/octet-stream"
 _MODELS_PREFIX = "/v2/models/"
 _REPOSITORY_PREFIX = "/v2/repository/"
 # Below this total size a binary response goes out as one joined buffer; above it, the header
@@ -103,6 +103,8 @@ class HttpApp:
         self.header_forward: HeaderPattern | None = None  # --http-header-forward-pattern
         self.extensions = ExtensionRoutes(server)
         self.restrictions = HttpRestrictions(restrictions) if restrictions else None
+        # How infer bodies are framed here (a cloud endpoint's app frames them its own way).
+        self.dialect: InferDialect = KSERVE
 
     def __call__(self, conn: HttpConnection, request: Request) -> None:
         if log.isEnabledFor(logging.DEBUG):  # --log-verbose: Triton's line for each request
@@ -131,10 +133,7 @@ class HttpApp:
                 return _method_not_allowed(conn)
             return _reply_json(conn, self.server.metadata())
         if path == "/v2/health/live" or path == "/v2/health/ready":
-            if method != b"GET":
-                return _method_not_allowed(conn)
-            ok = self.server.is_live() if path.endswith("live") else self.server.is_ready()
-            return _reply(conn, 200 if ok else 400)
+            return self.health_route(conn, method, live=path.endswith("live"))
         if path in PATHS:
             return self._extension(conn, self.extensions.server_route, path, method, request.body)
         if request.raw_path.startswith(_SHM_PREFIXES):
@@ -191,12 +190,7 @@ class HttpApp:
             return _not_found(conn)
         kind = rest[0]
         if kind == b"infer":
-            if method != b"POST":
-                return _method_not_allowed(conn)
-            try:
-                return self._infer(conn, name, version, request)
-            except TritonError as exc:
-                return _reply_error(conn, exc.http_status, exc.message)
+            return self.infer_route(conn, name, version, request)
         if kind == b"generate" or kind == b"generate_stream":
             return handle_generate(
                 self.server, conn, request, name, version, kind == b"generate_stream"
@@ -213,6 +207,24 @@ class HttpApp:
             return self._guard(conn, self._config, name, version)
         return _not_found(conn)
 
+    def health_route(self, conn: HttpConnection, method: bytes, *, live: bool) -> None:
+        """GET of the server's liveness or readiness: an empty 200, or 400 when it is not."""
+        if method != b"GET":
+            return _method_not_allowed(conn)
+        ok = self.server.is_live() if live else self.server.is_ready()
+        _reply(conn, 200 if ok else 400)
+
+    def infer_route(self, conn: HttpConnection, name: str, version: str, request: Request,
+                    dialect: InferDialect | None = None) -> None:
+        """POST of an infer request for `name` (405 for another method), framed as `dialect`
+        says (by default this app's)."""
+        if request.method != b"POST":
+            return _method_not_allowed(conn)
+        try:
+            self._infer(conn, name, version, request, dialect)
+        except TritonError as exc:
+            _reply_error(conn, exc.http_status, exc.message)
+
     @staticmethod
     def _guard(conn: HttpConnection, handler: Any, *args: Any) -> None:
         """Run a handler; a TritonError becomes `{"error": ...}` with its HTTP status."""
@@ -228,7 +240,7 @@ class HttpApp:
             return _not_found(conn)
         if request.method != b"POST":
             return _reply_error(conn, 405, "Method Not Allowed")  # JSON here, as Triton
-        run_later(handler, self.server, request.body, partial(_send_answer, conn, request))
+        run_later(handler, self.server, request.body, partial(send_answer, conn, request))
 
     def _metadata(self, conn: HttpConnection, name: str, version: str) -> None:
         _reply_json(conn, self.server.model_metadata(name, version))
@@ -237,15 +249,20 @@ class HttpApp:
         _reply_json(conn, self.server.model_config_json(name, version))
 
     def _infer(self, conn: HttpConnection, name: str, version: str,
-               http_request: Request) -> None:
+               http_request: Request, dialect: InferDialect | None = None) -> None:
+        dialect = dialect or self.dialect
         model_version = int(version) if version else -1
         header_length_text = None
         content_encoding = None
         accept_encoding = None
+        length_header = dialect.length_header
+        compression = dialect.compression
         for key, value in http_request.headers:
-            if key == b"inference-header-content-length":
+            # A repeated header counts once, the first time, as in Triton (evhtp_kv_find).
+            if key == length_header and header_length_text is None:
                 header_length_text = value.decode("latin-1")
-            # A repeated coding header counts once, the first time, as in Triton (evhtp_kv_find).
+            elif not compression:
+                continue
             elif key == b"content-encoding" and content_encoding is None:
                 content_encoding = value.decode("latin-1")
             elif key == b"accept-encoding" and accept_encoding is None:
@@ -271,21 +288,23 @@ class HttpApp:
                 conn, 501, "Unsupported compression type", _TEXT, _ACCEPT_ENCODINGS
             )
         decode = partial(self._decode, name, model_version, http_request.body, content_encoding,
-                         header_length_text, model.config)
-        if not is_bulky(http_request.body, content_encoding, header_length_text):
-            return self._decoded(conn, http_request, model, accept_encoding, decode)
+                         header_length_text, model.config, dialect)
+        if not is_bulky(http_request.body, content_encoding, header_length_text,
+                        dialect.header_length):
+            return self._decoded(conn, http_request, model, accept_encoding, dialect, decode)
         waiting = Decoding()
         conn.pending = waiting  # marked cancelled if the client goes away meanwhile
         decode_later(decode, conn.loop, partial(
-            self._after_decode, conn, http_request, model, accept_encoding, waiting))
+            self._after_decode, conn, http_request, model, accept_encoding, dialect, waiting))
 
     def _decode(self, name: str, model_version: int, body: bytes, content_encoding: str | None,
-                header_length_text: str | None, config: Any) -> tuple[Any, OutputPlan]:
+                header_length_text: str | None, config: Any, dialect: InferDialect
+                ) -> tuple[Any, OutputPlan]:
         """The body -> (InferenceRequest, OutputPlan); faults before parsing raise _BodyError."""
         try:
             if content_encoding in ("gzip", "deflate"):
                 body = decompress(body, content_encoding, self.max_input_size)
-            header_length = parse_header_length(header_length_text, len(body))
+            header_length = dialect.header_length(header_length_text, len(body))
         except TritonError as exc:
             raise _BodyError(exc) from None
         return decode_infer_request(
@@ -293,7 +312,7 @@ class HttpApp:
         )
 
     def _after_decode(self, conn: HttpConnection, http_request: Request, model: Any,
-                      accept_encoding: str | None, waiting: Decoding,
+                      accept_encoding: str | None, dialect: InferDialect, waiting: Decoding,
                       decoded: Future[tuple[Any, OutputPlan]]) -> None:
         """A body decoded off the loop: the request goes on, unless its client has gone."""
         if waiting.cancelled:
@@ -301,7 +320,7 @@ class HttpApp:
             return
         conn.pending = None
         try:
-            self._decoded(conn, http_request, model, accept_encoding, decoded.result)
+            self._decoded(conn, http_request, model, accept_encoding, dialect, decoded.result)
         except ConnectionError:
             pass
         except TritonError as exc:
@@ -310,7 +329,7 @@ class HttpApp:
             _internal_error(conn, http_request, exc)
 
     def _decoded(self, conn: HttpConnection, http_request: Request, model: Any,
-                 accept_encoding: str | None,
+                 accept_encoding: str | None, dialect: InferDialect,
                  decoded: Callable[[], tuple[Any, OutputPlan]]) -> None:
         # The model is held until submitted: closed unsubmitted if decoding failed.
         with model:
@@ -335,8 +354,8 @@ class HttpApp:
             conn.pending = request
             try:
                 final_on_loop(model.submit, request, partial(
-                    _answer, conn, http_request, request, plan, model.config, accept_encoding
-                ), conn.loop)
+                    _answer, conn, http_request, request, plan, model.config, accept_encoding,
+                    dialect), conn.loop)
             except TritonError as exc:
                 log_infer_failed(request.id, exc)
                 raise
@@ -352,7 +371,7 @@ class _BodyError(Exception):
         self.error = error
 
 
-def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:
+def send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> None:
     """A repository request's answer: a JSON document, `{"error": ...}`, or an empty 200."""
     status, document = answer
     try:
@@ -366,28 +385,32 @@ def _send_answer(conn: HttpConnection, http_request: Request, answer: Answer) ->
 
 
 def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: OutputPlan,
-            config: Any, accept_encoding: str | None, response: Any) -> None:
+            config: Any, accept_encoding: str | None, dialect: InferDialect,
+            response: Any) -> None:
     """The infer request's response, on the event loop: encode it and send it."""
     try:
         trace = request.trace
         if trace is None:
             return _answer_untraced(conn, http_request, request, plan, config,
-                                    accept_encoding, response)
+                                    accept_encoding, dialect, response)
         with trace.sending("HTTP_SEND"):
             _answer_untraced(conn, http_request, request, plan, config, accept_encoding,
-                             response)
+                             dialect, response)
     finally:
         end_region_use(request)
 
 
 def _answer_untraced(conn: HttpConnection, http_request: Request, request: Any,
                      plan: OutputPlan, config: Any, accept_encoding: str | None,
-                     response: Any) -> None:
+                     dialect: InferDialect, response: Any) -> None:
     try:
         error = response.error
         if error is not None:
-            return _reply_error(conn, error.http_status, error.message)
-        _send_response(conn, response, request, plan, config, accept_encoding)
+            status = error.http_status
+            if dialect.failure_status is not None:
+                status = dialect.failure_status(error)
+            return _reply_error(conn, status, error.message)
+        _send_response(conn, response, request, plan, config, accept_encoding, dialect)
     except ConnectionError:
         pass
     except Exception as exc:
@@ -395,7 +418,7 @@ def _answer_untraced(conn: HttpConnection, http_request: Request, request: Any,
 
 
 def _send_response(conn: HttpConnection, response: Any, request: Any, plan: OutputPlan,
-                   config: Any, accept_encoding: str | None) -> None:
+                   config: Any, accept_encoding: str | None, dialect: InferDialect) -> None:
     try:
         header, blobs = encode_infer_response(response, request, plan, config)
     except TritonError as exc:
@@ -403,10 +426,9 @@ def _send_response(conn: HttpConnection, response: Any, request: Any, plan: Outp
 
     extra = b""
     if blobs:
-        content_type = _OCTET
-        extra = b"inference-header-content-length: %d\r\n" % len(header)
+        content_type, extra = dialect.binary(len(header))
     else:
-        content_type = _JSON
+        content_type = dialect.json
     if accept_encoding:
         encoding = accepted_encoding(accept_encoding)
         if encoding != "identity":

@@ -4,8 +4,8 @@ PyTriton turns a TritonConfig into tritonserver's command line (`--http-port=800
 flag per field set, a list field repeated) and starts tritonserver with it. Here the same
 command line is parsed by `tritium serve`'s own parser, so every field means exactly what the
 flag means to Tritium: checked the same way (a bad value fails `Triton()` with the flag's
-message), acted on the same way, and the flags Tritium accepts without acting on (SageMaker,
-Vertex AI, thread counts) warned about the same way.
+message), acted on the same way (SageMaker and Vertex AI endpoints too), and the flags Tritium
+accepts without acting on (thread counts, memory pools) warned about the same way.
 
 TritonSecurityConfig is PyTriton 0.7's token-based restriction: unless told otherwise, a
 random token guards the shared-memory, model-repository, statistics, trace and logging
