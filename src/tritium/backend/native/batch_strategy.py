@@ -26,7 +26,7 @@ from .requests import PendingRequest, build_request
 
 log = logging.getLogger("tritium.backend.native")
 
-_PROTOTYPES = {
+_PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_strategy_open": (c_void_p, [c_char_p, c_char_p, c_void_p, POINTER(c_void_p)]),
     "tritium_strategy_batch_begin": (c_void_p, [c_void_p, POINTER(c_void_p)]),
     "tritium_strategy_include": (c_void_p, [c_void_p, c_void_p, c_void_p, POINTER(c_int)]),
@@ -34,18 +34,6 @@ _PROTOTYPES = {
     "tritium_strategy_close": (c_void_p, [c_void_p]),
 }
 
-
-def _functions() -> dict[str, Any]:
-    """The strategy calls of the process's library: they run strategy code, so without the
-    GIL (a strategy reading the model's configuration calls back into Python)."""
-    dll = library().dll
-    functions = {}
-    for name, (restype, argtypes) in _PROTOTYPES.items():
-        function = getattr(dll, name)
-        function.restype = restype
-        function.argtypes = argtypes
-        functions[name] = function
-    return functions
 
 
 class _StrategyModel:
@@ -88,7 +76,7 @@ class NativeBatchStrategy:
     def __init__(self, handle: int, model: _StrategyModel, name: str,
                  output_names: list[bytes]) -> None:
         self._lib = library()
-        self._call = _functions()
+        self._call = library().released(_PROTOTYPES)
         self._handle: int | None = handle
         self._model = model
         self._name = name
@@ -97,7 +85,7 @@ class NativeBatchStrategy:
     @classmethod
     def open(cls, path: Path, model: Model) -> NativeBatchStrategy | None:
         lib = library()
-        call = _functions()
+        call = library().released(_PROTOTYPES)
         strategy_model = _StrategyModel(model)
         handle = c_void_p()
         error = lib.take_error(call["tritium_strategy_open"](

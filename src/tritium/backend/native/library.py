@@ -205,6 +205,18 @@ class Library:
         if runtime is not None:
             self.tritium_set_cuda_runtime(runtime.encode())
 
+    def released(self, prototypes: dict[str, tuple[Any, list[Any]]]) -> dict[str, Any]:
+        """More of the library's functions, typed by `prototypes` and called without the GIL:
+        those that run code loaded beside the library (an agent, a batching strategy), which
+        may call back into Python."""
+        functions = {}
+        for name, (restype, argtypes) in prototypes.items():
+            function = getattr(self.dll, name)
+            function.restype = restype
+            function.argtypes = argtypes
+            functions[name] = function
+        return functions
+
     if TYPE_CHECKING:
         def __getattr__(self, name: str) -> Any:
             """The ctypes functions of `_PROTOTYPES`, set as attributes in __init__."""

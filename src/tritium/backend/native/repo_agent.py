@@ -37,7 +37,7 @@ class Action(enum.IntEnum):
 FILESYSTEM = 0
 REMOTE_FILESYSTEM = 1
 
-_PROTOTYPES = {
+_PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_agent_model_new": (c_void_p, [c_char_p, c_int, c_char_p, c_char_p,
                                            POINTER(c_void_p)]),
     "tritium_agent_model_add_parameter": (None, [c_void_p, c_char_p, c_char_p]),
@@ -48,17 +48,6 @@ _PROTOTYPES = {
 }
 
 
-def _functions() -> dict[str, Any]:
-    """The agent calls of the process's library: they run agent code, so without the GIL."""
-    dll = library().dll
-    functions = {}
-    for name, (restype, argtypes) in _PROTOTYPES.items():
-        function = getattr(dll, name)
-        function.restype = restype
-        function.argtypes = argtypes
-        functions[name] = function
-    return functions
-
 
 class AgentModel:
     """The agent at `library_path` taking part in one load of one model."""
@@ -66,7 +55,7 @@ class AgentModel:
     def __init__(self, library_path: Path, location: str, config_json: str,
                  parameters: list[tuple[str, str]], artifact_type: int = FILESYSTEM) -> None:
         self._lib = library()
-        self._call = _functions()
+        self._call = library().released(_PROTOTYPES)
         handle = c_void_p()
         self._raise(self._call["tritium_agent_model_new"](
             str(library_path).encode(), artifact_type, location.encode(),
