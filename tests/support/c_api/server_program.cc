@@ -83,6 +83,9 @@ struct Completion {
   std::condition_variable cv;
   TRITONSERVER_InferenceResponse* response = nullptr;
   bool responded = false, released = false;
+  // Whether the request was already released when its final response came (programs such as
+  // Triton's simple.cc reuse or delete the request as soon as they have the response).
+  bool released_first = false;
 };
 
 void on_release(TRITONSERVER_InferenceRequest* request, const uint32_t, void* userp) {
@@ -98,6 +101,7 @@ void on_response(TRITONSERVER_InferenceResponse* response, const uint32_t, void*
   std::lock_guard<std::mutex> lock(done->mutex);
   done->response = response;
   done->responded = true;
+  done->released_first = done->released;
   done->cv.notify_all();
 }
 
@@ -183,6 +187,7 @@ void infer_add_sub(TRITONSERVER_Server* server, const std::string& step, const c
     const char* id = nullptr;
     check("response id", TRITONSERVER_InferenceResponseId(response, &id));
     std::string line = step + " id=" + id;
+    if (!done.released_first) line += " (response before release)";
     uint32_t count = 0;
     check("output count", TRITONSERVER_InferenceResponseOutputCount(response, &count));
     for (uint32_t i = 0; i < count; ++i) {

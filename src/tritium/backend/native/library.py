@@ -151,7 +151,6 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
                               POINTER(P), POINTER(POINTER(c_uint64))]),
     "tritium_queued_clear": (None, []),
     "tritium_sreq_complete": (None, [P, P, c_uint32]),
-    "tritium_sreq_release": (None, [P]),
     "tritium_sreq_query": (P, [P, c_char_p, POINTER(ctypes.c_size_t), POINTER(c_int),
                                POINTER(c_int64)]),
     "tritium_set_cuda_runtime": (None, [c_char_p]),
@@ -163,7 +162,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
 # GIL held, so building a request or reading a response costs no GIL hand-off per call.
 _RELEASE_GIL = frozenset({
     "tritium_execute", "tritium_set_host", "tritium_sresp_new", "tritium_sresp_add_output",
-    "tritium_sreq_complete", "tritium_sreq_release", "tritium_sreq_query",
+    "tritium_sreq_complete", "tritium_sreq_query",
 })
 
 

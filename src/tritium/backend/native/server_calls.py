@@ -194,9 +194,7 @@ def infer_async(lib: Library, sreq: int) -> None:
         final = flags & RESPONSE_COMPLETE_FINAL
         if final:
             _in_flight.pop(sreq, None)
-        lib.tritium_sreq_complete(sreq, handle, flags)
-        if final:
-            lib.tritium_sreq_release(sreq)
+        lib.tritium_sreq_complete(sreq, handle, flags)  # with the final one, the release
 
     _in_flight[sreq] = request
     try:

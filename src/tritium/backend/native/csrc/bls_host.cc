@@ -192,10 +192,26 @@ TRITIUM_EXPORT void tritium_sresp_add_parameter(
       Parameter::of_host(key, type, string_value, int_value, double_value));
 }
 
+// The request goes back to its caller (its release callback), who may delete it at once.
+static void release_request(TRITONSERVER_InferenceRequest* r) {
+  r->in_flight = false;
+  if (r->release_fn != nullptr) {
+    r->release_fn(r, TRITONSERVER_REQUEST_RELEASE_ALL, r->release_userp);
+  }
+}
+
+// One response to the caller; with the final one the request is released first, in this same
+// call. A caller may take the final response as the request's end and reuse or delete the
+// request at once (Triton's simple.cc and multi_server.cc do): its release must already have
+// happened, not follow after this thread gets Python's lock back. Triton's API allows the
+// release before the responses; nothing reads the request once it is released.
 TRITIUM_EXPORT void tritium_sreq_complete(
     TRITONSERVER_InferenceRequest* r, TRITONSERVER_InferenceResponse* resp, uint32_t flags) {
-  if (r->response_fn != nullptr) {
-    r->response_fn(resp, flags, r->response_userp);
+  const TRITONSERVER_InferenceResponseCompleteFn_t response_fn = r->response_fn;
+  void* const response_userp = r->response_userp;
+  if ((flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) != 0) release_request(r);
+  if (response_fn != nullptr) {
+    response_fn(resp, flags, response_userp);
   } else {
     TRITONSERVER_InferenceResponseDelete(resp);
   }
@@ -213,10 +229,4 @@ TRITIUM_EXPORT TRITONSERVER_Error* tritium_sreq_query(
   return r->allocator->query_fn(r->allocator, r->allocator_userp, name, byte_size, type, id);
 }
 
-TRITIUM_EXPORT void tritium_sreq_release(TRITONSERVER_InferenceRequest* r) {
-  r->in_flight = false;
-  if (r->release_fn != nullptr) {
-    r->release_fn(r, TRITONSERVER_REQUEST_RELEASE_ALL, r->release_userp);
-  }
-}
 
