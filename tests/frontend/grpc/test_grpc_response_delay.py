@@ -13,6 +13,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from support.grpc_stream_fixtures import REPEAT
 from support.models import identity_config, write_model
 from support.server_process import ServerProcess
 
@@ -69,3 +70,25 @@ def test_the_http_frontend_is_not_delayed(server):
     finally:
         client.close()
 
+
+
+def test_stream_responses_are_each_delayed(tmp_path):
+    """TRITONSERVER_DELAY_GRPC_RESPONSE=<ms>: each response written to a stream waits that long
+    first (L0_decoupled sets it so responses queue up behind a slow write); all still arrive,
+    in order."""
+    write_model(tmp_path, "repeat_int32", REPEAT.format(name="repeat_int32",
+                                                        optional="optional: true"))
+    env = {"TRITONSERVER_DELAY_GRPC_RESPONSE": "50"}
+    with ServerProcess([tmp_path], env=env) as process:
+        client = grpcclient.InferenceServerClient(process.grpc_url)
+        received: list = []
+        client.start_stream(callback=lambda result, error: received.append((result, error)))
+        values = np.array([4, 5, 6], dtype=np.int32)
+        tensor = grpcclient.InferInput("IN", [3], "INT32")
+        tensor.set_data_from_numpy(values)
+        client.async_stream_infer("repeat_int32", [tensor])
+        client.stop_stream()
+        client.close()
+        assert [int(r.as_numpy("OUT")[0]) for r, e in received if e is None] == [4, 5, 6]
+        assert process.log_messages().count("Delaying the write of the response by 50 ms...") \
+            == len(received)

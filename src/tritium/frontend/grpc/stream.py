@@ -25,6 +25,10 @@ as a ModelStreamInferResponse, as Triton's src/grpc/stream_infer_handler.cc writ
 - with the header `triton_grpc_error: true`, the first error response a model sends ends the
   stream with that error's gRPC status instead (Triton 24.08+); errors before a request runs
   still arrive as error messages.
+
+Triton's testing hook TRITONSERVER_DELAY_GRPC_RESPONSE=<ms> holds back each response message
+written to a stream by that long, logging "Delaying the write of the response by N ms..." (its
+QA uses it to make responses queue up behind a slow write).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from tritonclient.grpc import service_pb2 as pb
 
 from ...errors import Code, TritonError
 from ...request import InferenceRequest, InferenceResponse
+from ...scheduler.delay_hook import delay_count
 from ...server import InferenceServer, ResolvedModel
 from ...trace import Trace
 from .. import loop_bridge
@@ -52,6 +57,8 @@ from .codec import ParsedInferRequest, decode_infer_request, enable_empty_final_
 from .infer_response import encode_infer_response, encode_stream_head, encode_stream_response
 
 log = logging.getLogger("tritium.frontend.grpc")
+
+DELAY_VARIABLE = "TRITONSERVER_DELAY_GRPC_RESPONSE"
 
 _STATUS: dict[Code, grpc.StatusCode] = {code: grpc.StatusCode[code.grpc_name] for code in Code}
 
@@ -75,6 +82,7 @@ class StreamInferHandler:
                  header_forward: HeaderPattern | None = None) -> None:
         self.server = server
         self.header_forward = header_forward  # --grpc-header-forward-pattern
+        self.delay_ms = delay_count(DELAY_VARIABLE)  # Triton's testing hook (0: off)
 
     async def handle(
         self, request_iterator: AsyncIterator[ParsedInferRequest | None], context: Any
@@ -91,6 +99,9 @@ class StreamInferHandler:
                     if item.error is not None:
                         await context.abort(_STATUS[item.error.code], item.error.message)
                     break
+                if self.delay_ms:
+                    log.info("Delaying the write of the response by %d ms...", self.delay_ms)
+                    await asyncio.sleep(self.delay_ms / 1000)
                 yield item
         finally:
             # Client gone, stream cancelled, or finished: nothing may keep running for it.
