@@ -9,6 +9,7 @@ commands, which import the in-process API.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from typing import Any
 
@@ -270,6 +271,24 @@ def check_serve_args(args: argparse.Namespace) -> None:
             raise
         except ValueError as exc:
             raise ValueError(f'Bad option: "{flag}".\n{exc}') from None
+    args.metrics_address = _metrics_address(args)
+
+
+def _metrics_address(args: argparse.Namespace) -> str:
+    """--metrics-address, else the HTTP address, as tritonserver defaults it; an HTTP address
+    that names no host (given for an HTTP endpoint that is off, as L0_socket does) leaves the
+    metrics on 0.0.0.0, with a warning, where tritonserver binds whatever inet_addr makes of
+    it."""
+    if args.metrics_address is not None:
+        return str(args.metrics_address)
+    address = str(args.http_address)
+    try:
+        socket.getaddrinfo(address, None)
+    except (socket.gaierror, UnicodeError):
+        print(f"Warning: the HTTP address '{address}' names no host: the metrics service "
+              "listens on 0.0.0.0 (set --metrics-address)", file=sys.stderr)
+        return "0.0.0.0"
+    return address
 
 
 def _grpc_options(args: argparse.Namespace) -> GrpcOptions:

@@ -114,7 +114,7 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
         frontends.append(http)
     metrics = None
     if args.allow_metrics:
-        address = args.metrics_address or args.http_address
+        address = args.metrics_address
         settings = metrics_settings(args)
         metrics = MetricsFrontend(
             server, address, args.metrics_port, interval_ms=args.metrics_interval_ms,
@@ -156,7 +156,7 @@ def check_ports(args: argparse.Namespace) -> None:
         endpoints.append(("OpenAI", args.openai_address or args.http_address, args.openai_port,
                           False))
     if args.allow_metrics:
-        endpoints.append(("Metrics", args.metrics_address or args.http_address,
+        endpoints.append(("Metrics", args.metrics_address,
                           args.metrics_port, False))
     for service, address, port, reuse in endpoints:
         if port == 0:

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -280,3 +281,26 @@ def test_model_config_name_and_load_retry_count(tmp_path: Path) -> None:
             assert answer.status == 200
         log = server.log()
     assert "first load fails" in log and "retrying to load model 'flaky' version 1" in log
+
+
+def test_metrics_follow_an_http_address_that_names_no_host_to_any(repo: Path) -> None:
+    """L0_socket starts `--http-address -47 --allow-http 0`: the metrics service, whose address
+    defaults to the HTTP one, still starts (tritonserver binds what inet_addr makes of it)."""
+    # The last --http-address wins over the one ServerProcess gives.
+    server = ServerProcess([repo], "--allow-http=0", "--http-address=-47")
+    server.start(wait_ready=False)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(server.metrics_url, timeout=5) as response:
+                    status = response.status
+                break
+            except OSError:
+                assert server.process is not None and server.process.poll() is None, server.log()
+                assert time.monotonic() < deadline, server.log()
+                time.sleep(0.2)
+    finally:
+        server.stop()
+    assert status == 200
+    assert "names no host: the metrics service listens on 0.0.0.0" in server.log()
