@@ -120,25 +120,6 @@ def test_by_default_a_message_past_64_mb_is_served_as_by_triton(server) -> None:
         np.testing.assert_array_equal(_infer(client, data).as_numpy("OUTPUT0"), data)
 
 
-def test_concurrent_large_answers_on_one_channel_all_arrive(server) -> None:
-    """Three 40 MiB answers in flight on one connection: more than the 64 MiB a client that does
-    not read may leave waiting, but this one reads (it keeps opening its windows), so none is
-    cancelled (Triton's L0_parallel_copy sends four 128 MiB ones)."""
-    data = [np.full((1, 10 * 1024 * 1024), i, dtype=np.float32) for i in range(3)]
-    answers: list = []
-    with grpcclient.InferenceServerClient(server.grpc_url) as client:
-        for values in data:
-            tensor = grpcclient.InferInput("INPUT0", list(values.shape), "FP32")
-            tensor.set_data_from_numpy(values)
-            client.async_infer("identity_fp32", [tensor],
-                               callback=lambda result, error: answers.append((result, error)))
-        deadline = time.monotonic() + 120
-        while len(answers) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
-    assert [error for _, error in answers] == [None, None, None]
-    assert sorted(float(result.as_numpy("OUTPUT0")[0, 0]) for result, _ in answers) == [0, 1, 2]
-
-
 def test_a_connection_may_hold_one_largest_message_unread() -> None:
     # The unread-request cap of a connection never stops a message the size limit allows.
     raised = GrpcServer({}, H2Limits(max_buffered_input=1000), max_message_size=5000)

@@ -6,20 +6,16 @@ the first answers while the rest are being encoded; a lone stream's answer is wr
 from __future__ import annotations
 
 import asyncio
-import struct
 
 import pytest
 
 from support.h2_frames import (
-    CANCEL,
     DATA,
     END_HEADERS,
     END_STREAM,
     HEADERS,
     PREFACE,
-    RST_STREAM,
     SETTINGS,
-    WINDOW_UPDATE,
     FakeTransport,
     Harness,
     RecordingHandler,
@@ -27,7 +23,6 @@ from support.h2_frames import (
     parse_frames,
 )
 from tritium.frontend.grpc import http2
-from tritium.frontend.grpc.http2_limits import H2Limits
 
 
 class _Writes(FakeTransport):
@@ -128,70 +123,4 @@ def test_a_lone_streams_answer_is_written_at_once() -> None:
     (handler,) = harness.open(1)
     handler.answer()  # outside any turn's callbacks: nothing would come to flush it later
     assert [len(parse_frames(w)[0]) for w in harness.transport.writes] == [3]
-    harness.lose()
-
-
-class _Large(_Later):
-    """Answers with 100 KB, more than the default windows (64 KiB) let out at once."""
-
-    def answer(self) -> None:
-        self.connection.send_data(self.stream, bytes(100_000),
-                                  trailers=http2.encode_headers([("grpc-status", "0")]),
-                                  headers=http2.encode_headers([(":status", "200")]))
-
-
-class _LargeAnswers(_Burst):
-    def _start(self, connection, stream, headers) -> _Large:
-        handler = _Large(connection, stream, headers)
-        self.handlers.append(handler)
-        return handler
-
-
-def _cancelled(harness: _LargeAnswers) -> list[int]:
-    frames = []
-    for data in harness.transport.writes:
-        frames += parse_frames(data)[0]
-    return [f.stream_id for f in frames if f.kind == RST_STREAM and f.error_code == CANCEL]
-
-
-@pytest.mark.parametrize("reading", [True, False])
-def test_answers_wait_past_the_bound_only_for_a_client_that_reads(reading: bool) -> None:
-    """Three 100 KB answers wait for windows a client has not opened yet; the bound for a
-    client that does not read is 100 KB. One that opened a window lately (it is reading the
-    first answer) may leave all three waiting; one that showed no sign of reading within the
-    grace has the stream that goes past the bound cancelled."""
-    harness = _LargeAnswers(limits=H2Limits(max_buffered_output=100_000,
-                                            max_buffered_output_reading=1_000_000,
-                                            reading_grace_s=0.0 if not reading else 60.0))
-    first, second, third = harness.open(3)
-    for handler in (first, second):
-        harness.loop.run_until_complete(asyncio.sleep(0))
-        handler.answer()
-    if reading:
-        harness.feed(frame(WINDOW_UPDATE, 0, first.stream.id, struct.pack(">I", 1000)))
-    else:
-        harness.connection._read_at -= 1.0  # nothing since: the grace (0 s) is over
-    third.answer()
-    harness.loop.run_until_complete(asyncio.sleep(0))  # what the turn wrote goes out
-    assert _cancelled(harness) == ([] if reading else [third.stream.id])
-    assert third.stream.closed != reading
-    harness.lose()
-
-
-def test_a_client_that_stops_reading_has_the_newest_waiting_answers_cancelled() -> None:
-    """Answers left waiting past the bound by a client that was reading are looked at again
-    once it has not read for the grace: the newest streams are cancelled until what is left
-    fits (the oldest answer may wait alone)."""
-    harness = _LargeAnswers(limits=H2Limits(max_buffered_output=100_000,
-                                            max_buffered_output_reading=1_000_000,
-                                            reading_grace_s=0.05))
-    first, second, third = harness.open(3)
-    harness.feed(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1)))  # it reads
-    for handler in (first, second, third):
-        handler.answer()
-    harness.loop.run_until_complete(asyncio.sleep(0))
-    assert _cancelled(harness) == []
-    harness.loop.run_until_complete(asyncio.sleep(0.2))  # the grace passes without reading
-    assert _cancelled(harness) == [third.stream.id, second.stream.id]
-    assert not first.stream.closed
     harness.lose()

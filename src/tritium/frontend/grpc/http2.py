@@ -122,10 +122,6 @@ class H2Connection(H2Output, asyncio.Protocol):
         self.header_blocks = HeaderBlocks(limits, self._empty)
         self._keepalive = Keepalive(self)
         self._write_paused = False
-        # When the client last showed it reads (a window opened, the socket drained): never
-        # yet; and the check of what it leaves waiting once that is too long ago.
-        self._read_at = float("-inf")
-        self._held_check: asyncio.TimerHandle | None = None
         self.closing = False
         self.closed = False
 
@@ -144,8 +140,6 @@ class H2Connection(H2Output, asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._keepalive.stop()
-        if self._held_check is not None:
-            self._held_check.cancel()
         streams, self.streams = self.streams, {}
         for stream in streams.values():
             if not stream.closed:
@@ -160,7 +154,6 @@ class H2Connection(H2Output, asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        self._read_at = time.monotonic()
         self._update_reading()
         if not self.closed:
             self._flush_all()
@@ -395,8 +388,6 @@ class H2Connection(H2Output, asyncio.Protocol):
         if len(payload) != 4:
             raise H2ConnectionError(FRAME_SIZE_ERROR)
         increment = U32.unpack(payload)[0] & 0x7FFFFFFF
-        if increment:
-            self._read_at = time.monotonic()
         if stream_id == 0:
             if not increment:
                 raise H2ConnectionError(PROTOCOL_ERROR)

@@ -64,12 +64,6 @@ class H2Limits:
     # stream that wants to add more is cancelled. While the socket's own buffer is full, the
     # connection's input is not read at all.
     max_buffered_output: int = 64 * 1024 * 1024
-    # ... unless the client is reading: one that opened a window or drained the socket within
-    # `reading_grace_s` may have up to this much waiting (concurrent calls with large answers
-    # on one channel take turns within its windows). The gRPC server raises it to its maximum
-    # message size (plus prefix) when that is larger.
-    max_buffered_output_reading: int = 1024 * 1024 * 1024
-    reading_grace_s: float = 2.0
     # Token buckets (burst, per second) for control frames a client can send without limit.
     resets: tuple[int, float] = (1000, 33.0)  # RST_STREAM (nghttp2's Rapid Reset budget)
     settings: tuple[int, float] = (100, 10.0)

@@ -12,8 +12,7 @@ idle ~11 % of the time at 32 unary calls on one connection (the client turned th
 around only after the last was written).
 
 DATA beyond the windows waits in its stream for WINDOW_UPDATE; a client that does not read may
-not make the server hold more than `H2Limits.max_buffered_output`, one that reads (it opened a
-window or drained the socket lately) not more than `max_buffered_output_reading`.
+not make the server hold more than `H2Limits.max_buffered_output`.
 
 `H2Output` is the output half of `http2.H2Connection` (a mixin: the state is the
 connection's, set up in its __init__).
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Protocol
 
 from .http2_frames import (
@@ -102,8 +100,6 @@ class H2Output:
     _burst_written: int  # answers of the burst under way written so far (0: none under way)
     _burst_waiting: int  # answers of the burst pending since its last write
     _write_paused: bool
-    _read_at: float  # time.monotonic() when the client last opened a window or drained
-    _held_check: asyncio.TimerHandle | None
     _keepalive: Keepalive
 
     def write(self, *data: bytes) -> None:
@@ -188,39 +184,10 @@ class H2Output:
         if trailers is not None:
             stream.pending_end = trailers
         self._flush(stream)
-        if stream.pending and self._holds_too_much(self._buffered_output() - len(data)):
+        if stream.pending and \
+                self._buffered_output() - len(data) > self.limits.max_buffered_output:
             # A client that does not read may not make the server hold its answers forever
             # (one message alone, however large, may wait: its size is the call's business).
-            log.debug("HTTP/2: %s reads too slowly, stream %d cancelled", self.peer, stream.id)
-            self._stream_error(stream, CANCEL)
-
-    def _holds_too_much(self, held: int) -> bool:
-        """Whether `held` bytes of earlier answers are more than this client may leave waiting:
-        `max_buffered_output`, or while it reads (a window or the socket opened lately)
-        `max_buffered_output_reading`; then they are checked again once the client has not
-        read for the grace."""
-        limits = self.limits
-        if held <= limits.max_buffered_output:
-            return False
-        if time.monotonic() - self._read_at > limits.reading_grace_s:
-            return True
-        if self._held_check is None:
-            self._held_check = self._loop.call_later(limits.reading_grace_s, self._check_held)
-        return held > limits.max_buffered_output_reading
-
-    def _check_held(self) -> None:
-        """A client that stopped reading while answers wait past `max_buffered_output`: the
-        streams that hold them are cancelled, newest first, until what is left is within it
-        (those of a client still reading are looked at again later)."""
-        self._held_check = None
-        if self.closed:
-            return
-        for stream in sorted(self.streams.values(), key=lambda s: s.id, reverse=True):
-            held = self._buffered_output()
-            if not stream.pending or held == len(stream.pending):
-                continue  # one answer alone may wait
-            if not self._holds_too_much(held):
-                return
             log.debug("HTTP/2: %s reads too slowly, stream %d cancelled", self.peer, stream.id)
             self._stream_error(stream, CANCEL)
 

@@ -56,8 +56,6 @@ class GrpcServer:
         floor = max_message_size + 5
         if limits.max_buffered_input < floor:
             limits = dataclasses.replace(limits, max_buffered_input=floor)
-        if limits.max_buffered_output_reading < floor:
-            limits = dataclasses.replace(limits, max_buffered_output_reading=floor)
         self.limits = limits
         self.max_message_size = max_message_size
         self.compression_level = compression_level
