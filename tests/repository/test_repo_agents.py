@@ -8,6 +8,9 @@ a file named by its `log` parameter; the server is a real process driven by trit
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from support import ROOT
 from support.native_fixtures import compile_backends
 from support.server_process import ServerProcess
 
@@ -188,4 +192,27 @@ def test_agents_run_at_start_up(tmp_path, agents_dir):
     finally:
         server.stop()
     # The exit unloads the model: its agent hears the end of its life.
+    assert _actions(log) == ["LOAD", "LOAD_COMPLETE", "UNLOAD", "UNLOAD_COMPLETE"]
+
+
+IN_PROCESS = """
+import sys, tritonserver
+server = tritonserver.Server(model_repository=sys.argv[1], repo_agent_directory=sys.argv[2],
+                             model_control_mode=tritonserver.ModelControlMode.EXPLICIT)
+server.start(wait_until_ready=True)
+server.load("guarded")
+print("ready", server.model("guarded").ready())
+server.stop()
+"""
+
+
+def test_the_in_process_api_takes_the_agent_directory(tmp_path, agents_dir):
+    repo = tmp_path / "models"
+    log = tmp_path / "guarded.log"
+    _model(repo, "guarded", _agents(("audit", {"log": str(log), "require": "1/weights.bin"})))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    result = subprocess.run([sys.executable, "-c", IN_PROCESS, str(repo), str(agents_dir)],
+                            capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "ready True" in result.stdout
     assert _actions(log) == ["LOAD", "LOAD_COMPLETE", "UNLOAD", "UNLOAD_COMPLETE"]
