@@ -6,7 +6,7 @@ imports or runs (`default_model_filename`, `cc_model_filenames`, `backend`, `run
 backend's `EXECUTION_ENV_PATH`) is checked before any backend sees the configuration, so a client
 cannot make the server import a Python file or run an interpreter from elsewhere on the machine
 (Triton 2.51 imports or runs them). A field that points outside fails the load with INVALID_ARG
-naming the field.
+naming the field; a `runtime` library that is not there fails it in Triton's words.
 
 The check is on the path as written (normalised, `..` folded), not on where symbolic links lead:
 links inside a repository are put there by its operator (a client's `files` override writes
@@ -53,12 +53,29 @@ def check_model_paths(config: mc.ModelConfig, model_path: Path, version: int,
             raise TritonError.invalid_arg(
                 f"backend library name '{config.runtime}' escapes backend directory "
                 f"'{model_root}', for model '{name}', check model config runtime field")
+        _check_runtime_found(config, model_path, version, backend_directories)
     entry = config.parameters.get("EXECUTION_ENV_PATH")
     if entry is not None and entry.string_value:
         raw = entry.string_value
         path = raw.replace(MODEL_DIRECTORY_VARIABLE, str(model_root))
         _check(name, "parameters['EXECUTION_ENV_PATH']", path, model_root, with_backends,
                shown=raw)
+
+
+def _check_runtime_found(config: mc.ModelConfig, model_path: Path, version: int,
+                         backend_directories: Sequence[Path]) -> None:
+    """Triton's GetBackendLibraryProperties: a `runtime` names a library found in the version
+    folder, the model folder or <backend directory>/<backend>; Tritium's own backends answer
+    to their library's usual name."""
+    runtime = config.runtime
+    if runtime in ("model.py", f"libtriton_{config.backend}.so"):
+        return
+    search = [model_path / str(version), model_path,
+              *(Path(d) / config.backend for d in backend_directories)]
+    if not any((folder / runtime).is_file() for folder in search):
+        raise TritonError.invalid_arg(
+            f"unable to find backend library '{runtime}' for model '{config.name}', searched: "
+            + "".join(f"'{folder}' " for folder in search))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
@@ -96,7 +96,6 @@ class TritonModel(LoadedModel):
         rate_limiter: RateLimiter | None = None,
     ) -> TritonModel:
         check_model_paths(config, model_path, version, backends.directories)
-        _check_runtime(config, model_path, version, backends.directories)
         loaded = backends.acquire(config.backend, model_path, version)
         statistics = ModelStatistics(config.name, str(version))
         try:
@@ -316,19 +315,3 @@ def _collect(errors: list[BaseException], fn: Callable[[], None]) -> Callable[[]
             errors.append(exc)
 
     return run
-
-
-def _check_runtime(config: mc.ModelConfig, model_path: Path, version: int,
-                   directories: Sequence[Path]) -> None:
-    """Triton's GetBackendLibraryProperties: a `runtime` names a library found in the version
-    folder, the model folder or <backend directory>/<backend>; Tritium's own backends answer
-    to their library's usual name."""
-    runtime = config.runtime
-    if not runtime or runtime == "model.py" or runtime == f"libtriton_{config.backend}.so":
-        return
-    search = [model_path / str(version), model_path,
-              *(Path(d) / config.backend for d in directories)]
-    if not any((folder / runtime).is_file() for folder in search):
-        raise TritonError.invalid_arg(
-            f"unable to find backend library '{runtime}' for model '{config.name}', searched: "
-            + "".join(f"'{folder}' " for folder in search))

@@ -396,7 +396,7 @@ class ModelRepositoryManager:
         try:
             config = self.repository.read_config(source) if override is None else override
             if config.HasField("model_repository_agents"):
-                agents = RepoAgentModels.start(source.name, config, source.path,
+                agents = RepoAgentModels.start(config, source.path,
                                                self.repoagent_directory,
                                                self.repository.config_name)
                 source = ModelSource(source.name, agents.location, source.repository)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from ..backend.native.repo_agent import FILESYSTEM, Action, AgentModel
+from ..backend.native.repo_agent import Action, AgentModel
 from ..config import model_config_to_json, read_model_config
 from ..errors import TritonError
 
@@ -48,25 +48,24 @@ def agent_library(directory: Path, name: str) -> Path:
 class RepoAgentModels:
     """The agents of one load of one model, in the configuration's order."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self) -> None:
         self._models: list[AgentModel] = []
         self._last: Action | None = None
         self._lock = threading.Lock()
         self._holders: set[int] = set()  # ids of the loaded versions that came from this load
 
     @classmethod
-    def start(cls, name: str, config: mc.ModelConfig, model_path: Path, directory: Path,
+    def start(cls, config: mc.ModelConfig, model_path: Path, directory: Path,
               config_name: str = "") -> RepoAgentModels:
         """Run every agent's LOAD over the model at `model_path`; TritonError with the first
         agent's refusal (the agents already started hear LOAD_FAIL)."""
-        agents = cls(name)
+        agents = cls()
         location = str(model_path)
         agent_config = config
         try:
             for entry in config.model_repository_agents.agents:
                 if agents._models:
-                    _, location = agents._models[-1].location()
+                    location = agents._models[-1].location()
                     # The next agent sees the configuration where the last one left the files.
                     try:
                         agent_config = read_model_config(Path(location), auto_complete=False,
@@ -76,7 +75,7 @@ class RepoAgentModels:
                 model = AgentModel(
                     agent_library(directory, entry.name), location,
                     json.dumps(model_config_to_json(agent_config), separators=(",", ":")),
-                    list(entry.parameters.items()), FILESYSTEM)
+                    list(entry.parameters.items()))
                 agents._models.append(model)
                 agents._last = Action.LOAD
                 model.invoke(Action.LOAD)
@@ -88,7 +87,7 @@ class RepoAgentModels:
     @property
     def location(self) -> Path:
         """Where the model loads from: the last agent's location."""
-        return Path(self._models[-1].location()[1])
+        return Path(self._models[-1].location())
 
     def _invoke(self, action: Action) -> None:
         """Every agent hears `action` in Triton's order; an error is logged, as Triton's life

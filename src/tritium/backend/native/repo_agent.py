@@ -33,9 +33,8 @@ class Action(enum.IntEnum):
         return f"TRITONREPOAGENT_ACTION_{self.name}"
 
 
-# TRITONREPOAGENT_ArtifactType
-FILESYSTEM = 0
-REMOTE_FILESYSTEM = 1
+# TRITONREPOAGENT_ARTIFACT_FILESYSTEM: Tritium's repositories are local folders.
+_FILESYSTEM = 0
 
 _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "tritium_agent_model_new": (c_void_p, [c_char_p, c_int, c_char_p, c_char_p,
@@ -53,12 +52,12 @@ class AgentModel:
     """The agent at `library_path` taking part in one load of one model."""
 
     def __init__(self, library_path: Path, location: str, config_json: str,
-                 parameters: list[tuple[str, str]], artifact_type: int = FILESYSTEM) -> None:
+                 parameters: list[tuple[str, str]]) -> None:
         self._lib = library()
         self._call = library().released(_PROTOTYPES)
         handle = c_void_p()
         self._raise(self._call["tritium_agent_model_new"](
-            str(library_path).encode(), artifact_type, location.encode(),
+            str(library_path).encode(), _FILESYSTEM, location.encode(),
             config_json.encode(), ctypes.byref(handle)))
         self._handle: int | None = handle.value
         for key, value in parameters:
@@ -80,12 +79,12 @@ class AgentModel:
         assert self._handle is not None
         self._raise(self._call["tritium_agent_model_invoke"](self._handle, int(action)))
 
-    def location(self) -> tuple[int, str]:
-        """(artifact type, path): where the model's files are after this agent."""
+    def location(self) -> str:
+        """Where the model's files are after this agent."""
         assert self._handle is not None
         text = c_char_p()
-        kind = self._call["tritium_agent_model_location"](self._handle, ctypes.byref(text))
-        return kind, (text.value or b"").decode("utf-8", "surrogateescape")
+        self._call["tritium_agent_model_location"](self._handle, ctypes.byref(text))
+        return (text.value or b"").decode("utf-8", "surrogateescape")
 
     def close(self) -> None:
         """The agent hears how the model's life ended if it has not yet, then ModelFinalize;
