@@ -65,8 +65,8 @@ class SageMakerApp(HttpApp):
             # As Triton reads them: the method decides, then whether `/invoke` follows.
             if method == b"GET":
                 if not name:
-                    return self._send(conn, request, (200, self.models.listing()))
-                return self._send(conn, request, self.models.describe(name))
+                    return send_answer(conn, request, (200, self.models.listing()))
+                return send_answer(conn, request, self.models.describe(name))
             if method == b"POST":
                 if invoke:
                     return self._invoke(conn, request, name, target)
@@ -83,10 +83,6 @@ class SageMakerApp(HttpApp):
             return conn.respond(404, _EMPTY)
         log.info("Invoking SageMaker TargetModel: %s", target or name)
         self.infer_route(conn, target or name, "", request)
-
-    @staticmethod
-    def _send(conn: HttpConnection, request: Request, answer: Answer) -> None:
-        send_answer(conn, request, answer)
 
     def _later(self, conn: HttpConnection, request: Request, work: partial[Answer]) -> None:
         """A load or unload: run on a worker thread, answered from the loop once done."""
