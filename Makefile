@@ -39,7 +39,11 @@ install-test: $(TEST_STAMP)
 
 # Tritium's libtritonserver.so for compiled Triton backends (native backends), built ahead of
 # first use; without a C++ compiler only native backends are unavailable, so a failure is ignored.
+# And the sources' bytecode: an editable install writes none, and CPython 3.11.2 (Debian 12's)
+# can fail "AST constructor recursion depth mismatch" when model-load threads compile modules
+# imported for the first time side by side (CPython gh-106905).
 native: $(STAMP)
+	$(BIN)/python -m compileall -q src
 	-$(BIN)/python -c "import sys; from tritium.backend.native import build; sys.exit(build.main())"
 
 serve: $(STAMP) native
