@@ -10,6 +10,10 @@ Search order, as docs/design.md lays out:
    `DIR/<name>/libtriton_<name>.so` is a compiled Triton backend (see `native/`).
 2. Installed packages registering an entry point named `<name>` in group `tritium.backends`.
 3. The built-in backends, `tritium.builtin_backends.<name>`.
+
+A model whose configuration says `runtime: "model.py"` asks for the Python-based form of its
+backend whatever else the backend has (Triton's GetBackendLibraryProperties): `DIR/<name>/model.py`,
+else a built-in backend's own `python_runtime/model.py` (the pytorch backend's PyTorch 2 runtime).
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ log = logging.getLogger("tritium.backend")
 
 ENTRY_POINT_GROUP = "tritium.backends"
 BUILTIN_PACKAGE = "tritium.builtin_backends"
+# The `runtime` that names a Python-based backend (Triton's kPythonFilename).
+PYTHON_RUNTIME = "model.py"
+# Where a built-in backend keeps its Python-based runtime, inside its package.
+BUILTIN_PYTHON_RUNTIME_FOLDER = "python_runtime"
+
+
+# A backend found: its implementation, its directory (if any) and where it came from, in words.
+_Found = tuple[object, Path | None, str]
 
 
 @dataclass
@@ -72,18 +84,26 @@ class BackendManager:
         return list(self._directories)
 
     def acquire(self, name: str, model_path: Path | None = None,
-                version: int | None = None) -> LoadedBackend:
-        """The backend `name` for the model at `model_path` (version `version`), loading and
-        initializing it on first use."""
-        local = self._model_library(name, model_path, version)
-        key = str(local) if local is not None else name
+                version: int | None = None, *, runtime: str = "",
+                model_name: str = "") -> LoadedBackend:
+        """The backend `name` for the model `model_name` at `model_path` (version `version`),
+        loading and initializing it on first use; `runtime` is the configuration's."""
+        found: _Found | None = None
+        if runtime == PYTHON_RUNTIME:
+            found = self._python_runtime(name, model_name)
+            key = f"{name} ({PYTHON_RUNTIME})"
+        else:
+            local = self._model_library(name, model_path, version)
+            if local is not None:
+                found = (self._native(name, local), local.parent, str(local))
+            key = str(local) if local is not None else name
         # Resolved (and logged) for every model load, as Triton does, though only the load
         # that initializes the backend uses it.
         config = cmdline_config.resolve(self._config, name)
         with self._lock:
             loaded = self._loaded.get(key)
             if loaded is None:
-                loaded = self._load(name, config, local)
+                loaded = self._load(name, config, found if found is not None else self._find(name))
                 loaded.key = key
                 self._loaded[key] = loaded
             loaded.users += 1
@@ -116,10 +136,7 @@ class BackendManager:
             return [(name, loaded.library.origin, dict(loaded.handle.config))
                     for name, loaded in sorted(self._loaded.items())]
 
-    def _load(self, name: str, config: dict[str, str], local: Path | None) -> LoadedBackend:
-        found: tuple[object, Path | None, str] = (
-            (self._native(name, local), local.parent, str(local)) if local is not None
-            else self._find(name))
+    def _load(self, name: str, config: dict[str, str], found: _Found) -> LoadedBackend:
         implementation, directory, origin = found
         library = BackendLibrary(name, implementation, origin)
         handle = Backend(name, directory, config, server=self.server)
@@ -164,7 +181,37 @@ class BackendManager:
 
         return NativeBackend(name, library)
 
-    def _find(self, name: str) -> tuple[object, Path | None, str]:
+    def _python_runtime(self, name: str, model_name: str) -> _Found:
+        """The Python-based form of backend `name`: the python backend running
+        `DIR/<name>/model.py`, or the built-in backend's `python_runtime/model.py`."""
+        self._check_name(name)
+        searched = [base / name for base in self._directories]
+        if name.isidentifier():
+            spec = importlib.util.find_spec(f"{BUILTIN_PACKAGE}.{name}")
+            if spec is not None and spec.submodule_search_locations:
+                searched += [Path(location) / BUILTIN_PYTHON_RUNTIME_FOLDER
+                             for location in spec.submodule_search_locations]
+        for folder in searched:
+            if (folder / PYTHON_RUNTIME).is_file():
+                return self._python_based(name, folder)
+        raise TritonError.invalid_arg(
+            f"unable to find Python backend based backend library '{PYTHON_RUNTIME}' for model "
+            f"'{model_name}', searched: "
+            + " ".join(f"'{folder / PYTHON_RUNTIME}'" for folder in searched))
+
+    @staticmethod
+    def _python_based(name: str, folder: Path) -> _Found:
+        # The python backend runs folder/model.py for every model naming backend `name`; it
+        # reads the file from `Backend.directory`.
+        python = _import_builtin("python")
+        if python is None:
+            raise TritonError.unsupported(
+                f"backend '{name}' is a Python-based backend ({folder / PYTHON_RUNTIME}), "
+                "which needs the python backend"
+            )
+        return python, folder, f"python-based backend {folder / PYTHON_RUNTIME}"
+
+    def _find(self, name: str) -> _Found:
         self._check_name(name)
         for base in self._directories:
             found = self._find_in_directory(base, name)
@@ -183,23 +230,15 @@ class BackendManager:
             f"'{ENTRY_POINT_GROUP}' and the built-in backends)"
         )
 
-    def _find_in_directory(self, base: Path, name: str) -> tuple[object, Path, str] | None:
+    def _find_in_directory(self, base: Path, name: str) -> _Found | None:
         folder = base / name
         if not folder.is_dir():
             return None
         for filename in ("backend.py", "__init__.py"):
             if (folder / filename).is_file():
                 return _import_file(folder / filename, name), folder, str(folder / filename)
-        if (folder / "model.py").is_file():
-            # A Python-based backend: the python backend runs this model.py for every model
-            # naming backend `name`; it reads the file from `Backend.directory`.
-            python = _import_builtin("python")
-            if python is None:
-                raise TritonError.unsupported(
-                    f"backend '{name}' is a Python-based backend ({folder / 'model.py'}), "
-                    "which needs the python backend"
-                )
-            return python, folder, f"python-based backend {folder / 'model.py'}"
+        if (folder / PYTHON_RUNTIME).is_file():
+            return self._python_based(name, folder)
         shared_library = folder / f"libtriton_{name}.so"
         if shared_library.is_file():
             # A compiled Triton backend, run through Tritium's C API library.

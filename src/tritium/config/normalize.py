@@ -196,7 +196,9 @@ def _auto_complete_backend_fields(
         if config.backend == rule.backend:
             if rule.platform and not config.platform:
                 config.platform = rule.platform
-            if not config.default_model_filename:
+            # The pytorch backend's Python runtime looks for model.py before model.pt.
+            python_runtime = rule.backend == "pytorch" and config.runtime == "model.py"
+            if not config.default_model_filename and not python_runtime:
                 config.default_model_filename = rule.filename
             return
 

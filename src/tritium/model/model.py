@@ -96,7 +96,8 @@ class TritonModel(LoadedModel):
         rate_limiter: RateLimiter | None = None,
     ) -> TritonModel:
         check_model_paths(config, model_path, version, backends.directories)
-        loaded = backends.acquire(config.backend, model_path, version)
+        loaded = backends.acquire(config.backend, model_path, version, runtime=config.runtime,
+                                  model_name=config.name)
         statistics = ModelStatistics(config.name, str(version))
         try:
             handle = ModelHandle(

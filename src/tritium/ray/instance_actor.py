@@ -100,7 +100,8 @@ class InstanceActor:
             [Path(d) for d in spec.backend_directories], spec.backend_config,
             server=self._server,  # type: ignore[arg-type]
         )
-        self._loaded = self._backends.acquire(spec.backend)
+        self._loaded = self._backends.acquire(spec.backend, runtime=config.runtime,
+                                              model_name=config.name)
         library = self._loaded.library
         model = ModelHandle(self._loaded.handle, config, spec.version, path,
                             auto_complete=False, server=self._server)  # type: ignore[arg-type]
