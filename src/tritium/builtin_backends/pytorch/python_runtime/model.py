@@ -86,9 +86,9 @@ class TritonPythonModel:
                 return [self._response(self._forward(tensors)) for tensors in inputs]
             sizes = [tensors[0].shape[0] if tensors else 0 for tensors in inputs]
             batch = [torch.cat(column) if len(column) > 1 else column[0]
-                     for column in zip(*inputs)]
+                     for column in zip(*inputs, strict=True)]
             outputs = self._forward(batch)
-            per_request = zip(*(torch.split(output, sizes) for output in outputs))
+            per_request = zip(*(torch.split(output, sizes) for output in outputs), strict=True)
             return [self._response(list(tensors)) for tensors in per_request]
 
     def _request_inputs(self, request: Any) -> list[Any]:
@@ -114,7 +114,7 @@ class TritonPythonModel:
     def _response(self, tensors: Sequence[Any]) -> Any:
         return pb_utils.InferenceResponse(output_tensors=[
             pb_utils.Tensor.from_dlpack(name, tensor.detach().contiguous())
-            for name, tensor in zip(self._outputs, tensors)
+            for name, tensor in zip(self._outputs, tensors, strict=False)  # extra results unused
         ])
 
     def finalize(self) -> None:
