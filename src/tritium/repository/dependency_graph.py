@@ -36,12 +36,13 @@ class DependencyGraph:
         # node -> the model names its steps give (composing_models), which `_uses` links.
         self._steps: dict[str, list[str]] = {}
 
-    def set(self, name: str, steps: list[str], links: list[str]) -> None:
-        """`name`'s edges: `links[i]` is the identifier its step model `steps[i]` was linked
-        to."""
+    def set(self, name: str, config: mc.ModelConfig, links: list[str] | None = None) -> None:
+        """`name`'s edges: `links[i]` is the identifier the i-th model its steps name
+        (composing_models) was linked to; without `links`, the names themselves."""
+        steps = composing_models(config)
         with self._lock:
-            self._steps[name] = list(steps)
-            self._uses[name] = list(links)
+            self._steps[name] = steps
+            self._uses[name] = list(steps if links is None else links)
 
     def remove(self, name: str) -> None:
         with self._lock:

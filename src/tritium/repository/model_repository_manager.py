@@ -59,7 +59,7 @@ class PolledModel:
     # Whether a configuration file (or a load request's) gave the configuration.
     config_provided: bool = True
     # The identifiers its ensemble steps' models are linked to (DependencyGraph.set).
-    links: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
+    links: list[str] = field(default_factory=list)
 
     def abandon(self) -> None:
         """The load never started: the agents hear that it failed."""
@@ -379,7 +379,7 @@ class ModelRepositoryManager:
         """Load `name` after its composing models (those not already READY); raise on failure
         with Triton's "load failed for model ..." text. Composing models in `settled` were
         already tried by the caller and are not tried again."""
-        self.graph.set(name, *polled.links)
+        self.graph.set(name, polled.config, polled.links)
         dependencies = self.graph.uses(name)
         cycle = self.graph.cycle(name)
         if cycle is not None:
@@ -479,21 +479,19 @@ class ModelRepositoryManager:
                 raise TritonError.invalid_arg(f"{type(exc).__name__}: {exc}") from exc
             raise
         links = self._link(scan, source, config)
-        self.graph.set(source.key, *links)
+        self.graph.set(source.key, config, links)
         return PolledModel(config, source, agents, provided, links)
 
     def _link(self, scan: RepositoryScan, source: ModelSource, config: mc.ModelConfig
-              ) -> tuple[list[str], list[str]]:
-        """Triton's ConnectDependencyGraph for the model at `source`: the model names its
-        ensemble steps give and the identifier each is linked to. With namespacing each step's
+              ) -> list[str]:
+        """Triton's ConnectDependencyGraph for the model at `source`: the identifier each model
+        its ensemble steps name (composing_models) is linked to. With namespacing each step's
         `model_namespace` is set to the linked model's, which its requests then go to."""
-        steps = composing_models(config)
-        links = self._link_steps(scan, source, steps)
         if self.repository.namespacing:
             for step in config.ensemble_scheduling.step:
                 found = scan.composing_source(source.namespace, step.model_name)
                 step.model_namespace = found.namespace if found is not None else ""
-        return steps, links
+        return self._link_steps(scan, source, composing_models(config))
 
     def _link_steps(self, scan: RepositoryScan, source: ModelSource, steps: list[str]
                     ) -> list[str]:
