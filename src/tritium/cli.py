@@ -98,6 +98,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         min_supported_compute_capability=args.min_supported_compute_capability,
         model_load_gpu_limit=dict(args.model_load_gpu_limit),
         summary_quantiles=summary_quantiles(metrics_settings(args)),
+        model_namespacing=args.model_namespacing,
     )
 
 

@@ -117,6 +117,7 @@ class InferenceRequest:
     __slots__ = (
         "model_name",
         "model_version",
+        "model_namespace",
         "id",
         "inputs",
         "requested_outputs",
@@ -153,6 +154,7 @@ class InferenceRequest:
         model_name: str,
         model_version: int = -1,
         *,
+        model_namespace: str = "",
         id: str = "",
         inputs: dict[str, Tensor] | None = None,
         requested_outputs: list[RequestedOutput] | None = None,
@@ -165,6 +167,8 @@ class InferenceRequest:
         self.model_name = model_name
         # -1 means "the version the model's version policy serves" (the newest ready one).
         self.model_version = model_version
+        # Set only for an ensemble step with --model-namespacing: which model of that name.
+        self.model_namespace = model_namespace
         self.id = id
         self.inputs: dict[str, Tensor] = inputs if inputs is not None else {}
         # Empty means "every output of the model", as in Triton.

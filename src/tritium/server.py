@@ -118,6 +118,9 @@ class ServerOptions:
     # --metrics-config summary_latencies=true: the summaries' (quantile, error) pairs; None:
     # no summaries.
     summary_quantiles: tuple[tuple[float, float], ...] | None = None
+    # --model-namespacing: each repository's models in a namespace of their own (a name may
+    # then be in several repositories).
+    model_namespacing: bool = False
 
 
 class InferenceServer:
@@ -142,6 +145,7 @@ class InferenceServer:
         self.repository = RepositoryScanner(
             options.model_repositories, auto_complete=options.auto_complete,
             gpus=self.gpus, config_name=options.model_config_name,
+            namespacing=options.model_namespacing,
         )
         self.response_cache = ResponseCache.from_config(options.cache_config)
         self.lifecycle = ModelLifeCycle(
@@ -304,7 +308,7 @@ class InferenceServer:
 
     def model_ready(self, name: str, version: str | int = "") -> bool:
         try:
-            model = self.lifecycle.get(name, parse_version(version))
+            model = self._model(name, version)
         except TritonError:
             return False
         return model.is_ready()
@@ -334,11 +338,14 @@ class InferenceServer:
         }
 
     def ready_versions(self, name: str) -> list[str]:
-        versions = self.lifecycle.status().get(name, {})
+        versions = self.lifecycle.status().get(self.control.identify(name), {})
         return [str(v) for v, s in sorted(versions.items()) if s.state is ModelReadyState.READY]
 
-    def model_config(self, name: str, version: str | int = "") -> mc.ModelConfig:
-        return self._model(name, version).config
+    def model_config(self, name: str, version: str | int = "", namespace: str = ""
+                     ) -> mc.ModelConfig:
+        """The final configuration of the version serving (name, version); `namespace`: the
+        one an ensemble step gives (--model-namespacing)."""
+        return self._model(name, version, namespace).config
 
     def model_config_json(self, name: str, version: str | int = "") -> dict[str, Any]:
         return model_config_to_json(self.model_config(name, version))
@@ -361,7 +368,8 @@ class InferenceServer:
         if not name:
             return sorted(self.statistics(), key=lambda s: (s.name, int(s.version)))
         ready = {
-            v: s.model for v, s in self.lifecycle.status().get(name, {}).items()
+            v: s.model for v, s in self.lifecycle.status().get(self.control.identify(name),
+                                                                {}).items()
             if s.model is not None and s.state is ModelReadyState.READY
         }
         if not ready:
@@ -377,11 +385,12 @@ class InferenceServer:
         """The response cache's figures (None when --cache-config set none)."""
         return self.response_cache.snapshot() if self.response_cache is not None else None
 
-    def pending_requests(self) -> list[tuple[str, str, int]]:
-        """(model, version, requests accepted but not yet answered) for each loaded version."""
+    def pending_requests(self) -> list[tuple[str, str, str, int]]:
+        """(model, its namespace, version, requests accepted but not yet answered) for each
+        loaded version."""
         return [
-            (name, str(v), s.model.inflight)
-            for name, versions in self.lifecycle.status().items()
+            (s.model.name, s.model.statistics.namespace, str(v), s.model.inflight)
+            for versions in self.lifecycle.status().values()
             for v, s in versions.items()
             if s.model is not None and s.state is ModelReadyState.READY
         ]
@@ -427,21 +436,22 @@ class InferenceServer:
         """TRITONSERVER_ServerUnregisterModelRepository (loaded models stay loaded)."""
         self.control.unregister_repository(Path(repository))
 
-    def _model(self, name: str, version: str | int) -> LoadedModel:
-        return self.lifecycle.get(name, parse_version(version))
+    def _model(self, name: str, version: str | int, namespace: str = "") -> LoadedModel:
+        return self.lifecycle.get(self.control.identify(name, namespace), parse_version(version))
 
     # -- inference ---------------------------------------------------------------------------
 
-    def resolve(self, name: str, version: str | int = "") -> ResolvedModel:
+    def resolve(self, name: str, version: str | int = "", namespace: str = "") -> ResolvedModel:
         """The READY version serving (name, version), held for one request: read its config
         and labels to decode, then `submit` the request to it (a context manager: closing it
         unsubmitted gives it back). Decode, inference and encode then see one version, and a
-        reload meanwhile cannot unload it (Triton's request holding its model)."""
+        reload meanwhile cannot unload it (Triton's request holding its model). `namespace`:
+        an ensemble step's (--model-namespacing), else the name alone says which model."""
         number = parse_version(version)
         while True:
             # Stopping, the models' schedulers refuse new work, as Triton's do (an ensemble
             # takes a request, whose steps are refused: "in ensemble 'E', Server is ...").
-            model = self.lifecycle.get(name, number)
+            model = self.lifecycle.get(self.control.identify(name, namespace), number)
             try:
                 return model.hold()
             except ModelRetired:
@@ -457,5 +467,6 @@ class InferenceServer:
         `model.server`) and ensembles' steps. Raises TritonError for a request that cannot be
         routed or validated.
         """
-        with self.resolve(request.model_name, request.model_version) as model:
+        with self.resolve(request.model_name, request.model_version,
+                          request.model_namespace) as model:
             model.submit(request, deliver)

@@ -169,6 +169,8 @@ class StatisticsSnapshot(InferenceCounts):
     memory_usage: list[MemoryUsage] = field(default_factory=list)
     # The model's latency summaries (--metrics-config summary_latencies=true), read live.
     summaries: LatencySummaries | None = None
+    # The model's namespace with --model-namespacing (ModelStatistics.namespace), else "".
+    namespace: str = ""
 
     def without_gpus(self, devices: Iterable[int]) -> InferenceCounts:
         """The counts without the share of GPUs `devices`: Triton's series without a
@@ -196,6 +198,9 @@ class ModelStatistics:
     def __init__(self, name: str, version: str) -> None:
         self.name = name
         self.version = version
+        # The model's namespace (its repository's path with --model-namespacing, else ""):
+        # its metrics carry it as the `namespace` label, as Triton's do.
+        self.namespace = ""
         self._lock = threading.Lock()
         self._last_inference_ms = 0
         self._all = _Counters()
@@ -429,6 +434,7 @@ class ModelStatistics:
                 **vars(totals),
                 name=self.name,
                 version=self.version,
+                namespace=self.namespace,
                 last_inference_ms=self._last_inference_ms,
                 batch_stats={
                     size: BatchStats(Duration(b[0], b[1]), Duration(b[0], b[2]),

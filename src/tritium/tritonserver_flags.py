@@ -110,8 +110,8 @@ def add_tritonserver_flags(serve: argparse.ArgumentParser, flag: Callable[..., N
                       help="how many more times a model that fails to load is tried "
                            "(default: %(default)s)")
     _flag(repo, "--model-namespacing", default=False,
-          help="serve models of the same name from different repositories (default: false); "
-               "accepted, names must still be unique")
+          help="give each model repository a namespace of its own, so that models of the "
+               "same name in different repositories both load (default: false)")
 
     http = serve.add_argument_group("HTTP (more tritonserver flags)")
     _flag(http, "--reuse-http-port", default=False,
@@ -355,9 +355,6 @@ def warn_ignored_flags(args: argparse.Namespace, argv: list[str]) -> None:
     for flag, reason in NO_EFFECT_FLAGS.items():
         if flag in present:
             log.warning("%s has no effect: %s", flag, reason)
-    if args.model_namespacing:
-        log.warning("--model-namespacing is not supported: model names must be unique across "
-                    "repositories")
 
 
 __all__ = [

@@ -112,6 +112,14 @@ _CACHE_GAUGES: list[tuple[str, str, Callable]] = [
 ]
 
 
+def _model_labels(name: str, namespace: str, version: str) -> dict[str, str]:
+    """A model version's labels; with --model-namespacing also its `namespace` (its
+    repository), as Triton labels them."""
+    if namespace:
+        return {"model": name, "namespace": namespace, "version": version}
+    return {"model": name, "version": version}
+
+
 def _summary_families(snapshots: list[StatisticsSnapshot]) -> Iterator[Family]:
     """The latency summaries of the models that keep them: `_count`, `_sum`, then one line per
     quantile, as prometheus-cpp writes a summary."""
@@ -127,7 +135,7 @@ def _summary_families(snapshots: list[StatisticsSnapshot]) -> Iterator[Family]:
                 continue
             assert snap.summaries is not None
             summary = snap.summaries.snapshot(kind)
-            labels = {"model": snap.name, "version": snap.version}
+            labels = _model_labels(snap.name, snap.namespace, snap.version)
             family.add(labels, summary.count, "_count")
             family.add(labels, summary.sum_us, "_sum")
             for quantile, value in summary.quantiles:
@@ -167,7 +175,7 @@ class ServerMetrics:
             for name, help_text, value in _CACHE_FAMILIES:
                 family = Family(name, help_text, "counter")
                 for snap in cached:
-                    family.add({"model": snap.name, "version": snap.version}, value(snap))
+                    family.add(_model_labels(snap.name, snap.namespace, snap.version), value(snap))
                 yield family
         cache = self._server.cache_statistics()
         if cache is not None:
@@ -178,8 +186,8 @@ class ServerMetrics:
         pending = Family("nv_inference_pending_request_count",
                          "Instantaneous number of pending requests awaiting execution per-model.",
                          "gauge")
-        for model_name, version, count in self._server.pending_requests():
-            pending.add({"model": model_name, "version": version}, count)
+        for model_name, namespace, version, count in self._server.pending_requests():
+            pending.add(_model_labels(model_name, namespace, version), count)
         yield pending
         yield from self._pinned_pool_families()
         if self._gpu is not None:
@@ -192,7 +200,7 @@ class ServerMetrics:
         """A model version's inference series, as Triton's per-instance reporters make them:
         one labelled model and version, and one more per GPU its instances ran on, labelled
         with that GPU's `gpu_uuid` too."""
-        labels = {"model": snap.name, "version": snap.version}
+        labels = _model_labels(snap.name, snap.namespace, snap.version)
         uuids = {device: uuid for device in snap.gpus
                  if self._gpu is not None and (uuid := self._gpu.uuid_of(device)) is not None}
         return [(labels, snap.without_gpus(uuids)),

@@ -163,6 +163,7 @@ class Options:
             model_config_name=self.model_config_name,
             model_load_retry_count=self.model_load_retry_count,
             model_load_gpu_limit=dict(self.model_load_gpu_limit),
+            model_namespacing=self.model_namespacing,
         )
 
 

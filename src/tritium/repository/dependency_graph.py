@@ -3,7 +3,10 @@
 Triton's ModelRepositoryManager keeps the same graph to load composing models before the
 ensembles that use them, to refuse an ensemble whose composing model is missing or failed, and
 to unload ensembles with (or, with `unload_dependents`, because of) their composing models.
-The graph holds edges only; whether a model is loaded is the life cycle's business.
+The graph holds edges only; whether a model is loaded is the life cycle's business. Nodes are
+model identifiers (the names, unless --model-namespacing gives them namespaces); an edge goes to
+the identifier a step's model name was linked to (Triton's ConnectDependencyGraph), or to the
+bare name when nothing could be linked, which then shows as missing.
 """
 
 from __future__ import annotations
@@ -30,14 +33,31 @@ class DependencyGraph:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._uses: dict[str, list[str]] = {}
+        # node -> the model names its steps give (composing_models), which `_uses` links.
+        self._steps: dict[str, list[str]] = {}
 
-    def set(self, name: str, config: mc.ModelConfig) -> None:
+    def set(self, name: str, config: mc.ModelConfig, links: list[str] | None = None) -> None:
+        """`name`'s edges: `links[i]` is the identifier the i-th model its steps name
+        (composing_models) was linked to; without `links`, the names themselves."""
+        steps = composing_models(config)
         with self._lock:
-            self._uses[name] = composing_models(config)
+            self._steps[name] = steps
+            self._uses[name] = list(steps if links is None else links)
 
     def remove(self, name: str) -> None:
         with self._lock:
             self._uses.pop(name, None)
+            self._steps.pop(name, None)
+
+    def steps(self, name: str) -> list[str]:
+        """The model names `name`'s steps give, each once (empty unless it is an ensemble)."""
+        with self._lock:
+            return list(self._steps.get(name, ()))
+
+    def ensembles(self) -> list[str]:
+        """Every node with edges (an ensemble)."""
+        with self._lock:
+            return sorted(name for name, used in self._uses.items() if used)
 
     def uses(self, name: str) -> list[str]:
         """The models `name` names directly (empty unless it is an ensemble)."""

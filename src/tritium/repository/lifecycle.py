@@ -10,7 +10,8 @@ one model load on a thread pool of `--model-load-thread-count` threads. As Trito
 picks TritonModel::Create or EnsembleModel::Create, this one picks TritonModel (a backend's
 model) or EnsembleModel, to which it hands the composing models' configurations. Which models
 to load, and in which order, is ModelRepositoryManager's business
-(repository/model_repository_manager.py).
+(repository/model_repository_manager.py). Models are kept by identifier (the name, unless
+--model-namespacing gives it a namespace: scanner.model_identifier), as Triton's are.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ..scheduler.rate_limiter import RateLimiter
 from .model_timestamp import LoadStamp, version_fingerprint
 from .ready_state import ModelReadyState, VersionStatus
 from .repo_agents import RepoAgentModels
-from .scanner import ModelSource, RepositoryScanner
+from .scanner import ModelSource, RepositoryScanner, model_identifier
 
 log = logging.getLogger("tritium.repository")
 
@@ -67,8 +68,11 @@ class ModelLifeCycle:
         self._rate_limiter = rate_limiter
         self._pool = ThreadPoolExecutor(max(thread_count, 1), thread_name_prefix="model-load")
         self._lock = threading.Lock()
-        # name -> version -> status; version -1 stands for "no version could be determined".
+        # identifier -> version -> status; version -1 stands for "no version could be
+        # determined".
         self._models: dict[str, dict[int, VersionStatus]] = {}
+        # identifier -> the model's name (they differ only with namespacing).
+        self._names: dict[str, str] = {}
         self._model_locks: dict[str, threading.Lock] = {}
         self._retiring: list[threading.Thread] = []  # replaced versions still draining
         # The repository agents of each loaded version (by id of its model), until it unloads.
@@ -99,9 +103,11 @@ class ModelLifeCycle:
 
     def _load(self, source: ModelSource, config: mc.ModelConfig,
               agents: RepoAgentModels | None, config_provided: bool) -> None:
-        name = source.name
+        name = source.key
         with self._model_lock(name):
             log.debug("AsyncLoad() '%s'", name)  # Triton's verbose trace of a load's steps
+            with self._lock:
+                self._names[name] = source.name
             try:
                 versions = self._repository.versions_to_load(source, config)
             except TritonError as exc:
@@ -165,13 +171,13 @@ class ModelLifeCycle:
         """The loaded version, or the reason it failed (after --model-load-retry-count more
         tries). Logged as Triton logs it: "loading: <model>:<version>", and on failure "failed
         to load '<model>' version <version>: <Code>: <reason>"."""
-        log.info("loading: %s:%d", source.name, version)
+        log.info("loading: %s:%d", source.key, version)
         for attempt in range(self._load_retry_count + 1):
             result = self._try_load_version(source, config, version, config_provided)
             if isinstance(result, LoadedModel):
                 return result
             if attempt < self._load_retry_count:
-                log.info("retrying to load model '%s' version %d", source.name, version)
+                log.info("retrying to load model '%s' version %d", source.key, version)
         return result
 
     def _try_load_version(
@@ -199,11 +205,12 @@ class ModelLifeCycle:
                 reason, code = str(exc), exc.code
             else:
                 reason, code = f"{type(exc).__name__}: {exc}", Code.INTERNAL
-            log.error("failed to load '%s' version %d: %s: %s", source.name, version,
+            log.error("failed to load '%s' version %d: %s: %s", source.key, version,
                       code.status_text, reason)
             return reason
         if self._summary_quantiles is not None:
             model.statistics.summaries = LatencySummaries(self._summary_quantiles)
+        model.statistics.namespace = source.namespace
         return model
 
     def _load_ensemble(
@@ -221,7 +228,7 @@ class ModelLifeCycle:
         for step in config.ensemble_scheduling.step:
             for step_output, tensor in step.output_map.items():
                 if tensor in unlabeled:
-                    labels = self.get(step.model_name, step.model_version).labels.get(step_output)
+                    labels = self.get(_step_key(step), step.model_version).labels.get(step_output)
                     if labels:
                         model.labels[tensor] = labels
         return model
@@ -230,9 +237,9 @@ class ModelLifeCycle:
         """Each step model's final configuration (the model repository manager loads composing
         models before their ensembles); a step model that is not ready makes the ensemble fail
         to load, in Triton's words."""
-        names = sorted({step.model_name for step in config.ensemble_scheduling.step})
+        keys = {step.model_name: _step_key(step) for step in config.ensemble_scheduling.step}
         states = self.status()
-        missing = [name for name in names if name not in states]
+        missing = [name for name, key in sorted(keys.items()) if key not in states]
         if missing:
             raise TritonError.invalid_arg(
                 f"ensemble {config.name} contains models that are not available or ambiguous: "
@@ -241,7 +248,7 @@ class ModelLifeCycle:
         configs: dict[str, mc.ModelConfig] = {}
         for step in config.ensemble_scheduling.step:
             name, version = step.model_name, step.model_version
-            versions = states[name]
+            versions = states[keys[name]]
             if not any(s.state is ModelReadyState.READY for s in versions.values()):
                 failures = "".join(
                     f"version {v} is at {s.state.value} state: {s.reason};"
@@ -252,7 +259,7 @@ class ModelLifeCycle:
                     f"Model '{name}' loading failed with error: {failures}"
                 )
             try:
-                configs[name] = self.get(name, version).config
+                configs[name] = self.get(keys[name], version).config
             except TritonError:
                 raise TritonError.invalid_arg(
                     f"ensemble '{config.name}' depends on '{name}' whose required version "
@@ -349,9 +356,13 @@ class ModelLifeCycle:
             self._retiring = [t for t in self._retiring if t.is_alive()] + [thread]
         thread.start()
 
-    def mark_unavailable(self, name: str, reason: str, versions: list[int] | None = None) -> None:
-        """Record a model that could not even start loading (bad config, unknown name)."""
+    def mark_unavailable(self, name: str, reason: str, versions: list[int] | None = None, *,
+                         model_name: str = "") -> None:
+        """Record a model that could not even start loading (bad config, unknown name);
+        `name` is its identifier, `model_name` its name when they differ."""
         with self._model_lock(name):
+            with self._lock:
+                self._names[name] = model_name or name
             self._fail_unloaded(name, reason, versions or [])
 
     def _fail_unloaded(self, name: str, reason: str, versions: list[int]) -> None:
@@ -402,6 +413,15 @@ class ModelLifeCycle:
                 )
             assert status.model is not None  # a READY version holds its model
             return status.model
+
+    def identifiers(self, name: str, *, live: bool = True) -> list[str]:
+        """The identifiers of the models named `name`; `live`: only those tried and not
+        unloaded since (Triton's global map: what a request for the name may mean)."""
+        with self._lock:
+            return sorted(
+                key for key, model_name in self._names.items() if model_name == name and (
+                    not live or any(s.reason != "unloaded"
+                                    for s in self._models.get(key, {}).values())))
 
     def status(self) -> dict[str, dict[int, VersionStatus]]:
         """A copy of every model's version states, for the model table, readiness and index."""
@@ -590,6 +610,12 @@ def _failed_state(version: int, updated: set[int]) -> ModelReadyState:
     """The state Triton's load error gives a failed version: one whose in-place update failed
     still serves (READY); one that failed to load is UNAVAILABLE."""
     return ModelReadyState.READY if version in updated else ModelReadyState.UNAVAILABLE
+
+
+def _step_key(step: mc.ModelEnsembling.Step) -> str:
+    """The identifier of the model an ensemble step runs (its namespace is set only with
+    namespacing)."""
+    return model_identifier(step.model_namespace, step.model_name)
 
 
 def _unloaded(version: int) -> VersionStatus:

@@ -11,6 +11,12 @@ At start-up and when polling, a model whose configuration does not parse or vali
 unknown, as in Triton's Poll: the log says why, and the model takes no part in readiness (a
 load request for it records the reason as the model's state instead: docs/differences.md). A
 name found in two repositories cannot load; the index shows it UNAVAILABLE with Triton's reason.
+
+With --model-namespacing each repository is a namespace: models are known by their identifiers
+(scanner.model_identifier), a load or unload request for a name acts on every model of that
+name, a request for a name served by several models is refused as ambiguous (`identify`), and
+an ensemble's steps go to the model in its own namespace, else to the only one of that name
+(`_link`); a poll that changes which model that is reloads the ensemble (`_relinked`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +33,13 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ..config import model_config_from_json
 from ..errors import TritonError
-from .dependency_graph import DependencyGraph
+from .dependency_graph import DependencyGraph, composing_models
 from .lifecycle import ModelLifeCycle
 from .load_overrides import FILE_PREFIX, OverrideDirectory, check_model_name, inside
 from .model_timestamp import fingerprint
 from .ready_state import ModelReadyState
 from .repo_agents import DEFAULT_REPOAGENT_DIRECTORY, RepoAgentModels
-from .scanner import ModelSource, RepositoryScan, RepositoryScanner
+from .scanner import ModelSource, RepositoryScan, RepositoryScanner, model_identifier
 
 log = logging.getLogger("tritium.repository")
 
@@ -52,6 +58,8 @@ class PolledModel:
     agents: RepoAgentModels | None = None
     # Whether a configuration file (or a load request's) gave the configuration.
     config_provided: bool = True
+    # The identifiers its ensemble steps' models are linked to (DependencyGraph.set).
+    links: list[str] = field(default_factory=list)
 
     def abandon(self) -> None:
         """The load never started: the agents hear that it failed."""
@@ -89,7 +97,10 @@ class ModelRepositoryManager:
     def start(self, names: list[str] | None) -> list[str]:
         """Load `names` (all models when None) with their composing models; the errors."""
         scan = self.repository.scan()
-        wanted = sorted(set(scan.models) | set(scan.errors)) if names is None else list(names)
+        if names is None:
+            wanted = sorted(set(scan.models) | set(scan.errors))
+        else:
+            wanted = [key for name in names for key in self._identifiers(scan, name)]
         errors = _log_duplicates(scan, wanted)
         configs = {}
         for name in wanted:
@@ -102,7 +113,7 @@ class ModelRepositoryManager:
                 self.lifecycle.mark_unavailable(name, reason)
                 errors.append(reason)
                 continue
-            polled = self._poll_config(scan.models[name])
+            polled = self._poll_config(scan, scan.models[name])
             if polled is not None:
                 configs[name] = polled
             else:
@@ -154,11 +165,9 @@ class ModelRepositoryManager:
         try:
             scan = self.repository.scan()
             if override is not None:
-                source = ModelSource(name, override.path, override.root)
+                sources = [ModelSource(name, override.path, override.root)]
             else:
-                source = self._repository_source(scan, name)
-                if config_json is None and self._keeps_config_override(name, source):
-                    return
+                sources = self._repository_sources(scan, name)
             override_config = None
             if config_json is not None:
                 try:
@@ -168,17 +177,16 @@ class ModelRepositoryManager:
                     log.error("Poll failed for model directory '%s': Invalid config override: "
                               "%s", name, exc.message)
                     raise _poll_failed(name) from None  # Triton's answer to a bad config JSON
-            try:
-                polled = self._config(source, override_config)
-            except TritonError as exc:
-                self._record_config_error(source, exc.message)
-                raise _poll_failed(name, exc.message) from None
-            self._load_tree(scan, name, polled, set(), set())
-            with self._lock:
-                if config_json is None:
-                    self._config_overridden.pop(name, None)
-                else:
-                    self._config_overridden[name] = fingerprint(source.path)
+            failures: list[TritonError] = []
+            for source in sources:  # more than one only with namespacing
+                try:
+                    self._load_source(scan, source, override_config)
+                except TritonError as exc:
+                    failures.append(exc)
+            if len(failures) == 1:
+                raise failures[0]
+            if failures:
+                raise TritonError.invalid_arg("".join(f.message for f in failures))
         except BaseException:
             if override is not None:
                 if self._serves_from(name, override):
@@ -187,6 +195,27 @@ class ModelRepositoryManager:
                     override.remove()
             raise
         self._keep_override(name, override)
+
+    def _load_source(self, scan: RepositoryScan, source: ModelSource,
+                     override_config: mc.ModelConfig | None) -> None:
+        """One model of a load request: load or reload it from `source`, with the request's
+        configuration if it gave one."""
+        key = source.key
+        if override_config is None and self._keeps_config_override(key, source):
+            return
+        if override_config is not None:
+            override_config = mc.ModelConfig.FromString(override_config.SerializeToString())
+        try:
+            polled = self._config(scan, source, override_config)
+        except TritonError as exc:
+            self._record_config_error(source, exc.message)
+            raise _poll_failed(source.name, exc.message) from None
+        self._load_tree(scan, key, polled, set(), set())
+        with self._lock:
+            if override_config is None:
+                self._config_overridden.pop(key, None)
+            else:
+                self._config_overridden[key] = fingerprint(source.path)
 
     def register_repository(self, repository: Path, mapping: list[tuple[str, str]]) -> None:
         """Add a model repository (EXPLICIT mode); `mapping`: (directory, model name) pairs."""
@@ -213,7 +242,26 @@ class ModelRepositoryManager:
         if self.mode != "explicit":
             raise TritonError.unavailable(NOT_ALLOWED)
         check_model_name(name)
-        self._unload(name, unload_dependents)
+        keys = self.lifecycle.identifiers(name, live=False) if self.repository.namespacing \
+            else []
+        for key in keys or [name]:
+            self._unload(key, unload_dependents)
+
+    def identify(self, name: str, namespace: str = "") -> str:
+        """The identifier of the model a request for `name` means (Triton's
+        FindModelIdentifier): the name itself without namespacing; with it, the model of that
+        name in `namespace` (an ensemble step's), else the only model of that name the server
+        knows (tried and not unloaded). Several: TritonError INVALID_ARG, Triton's answer."""
+        if not self.repository.namespacing:
+            return name
+        if namespace:
+            return model_identifier(namespace, name)
+        keys = self.lifecycle.identifiers(name)
+        if len(keys) > 1:
+            raise TritonError.invalid_arg(
+                f"There are {len(keys)} identifiers of model '{name}' in global map, model "
+                "namespace must be provided to resolve ambiguity.")
+        return keys[0] if keys else name
 
     def _unload(self, name: str, unload_dependents: bool) -> None:
         loaded = self._loaded_names()
@@ -248,12 +296,13 @@ class ModelRepositoryManager:
         scan = self.repository.scan()
         states = self.lifecycle.status()
         entries: list[dict[str, str]] = []
-        for name in sorted(set(scan.models) | set(scan.errors)):
-            if name in scan.errors:  # Triton lists such a name even in a ready-only index
-                entries.append({"name": name, "state": ModelReadyState.UNAVAILABLE.value,
-                                "reason": scan.errors[name]})
+        for key in sorted(set(scan.models) | set(scan.errors)):
+            if key in scan.errors:  # Triton lists such a name even in a ready-only index
+                entries.append({"name": key, "state": ModelReadyState.UNAVAILABLE.value,
+                                "reason": scan.errors[key]})
                 continue
-            versions = states.get(name)
+            name = scan.models[key].name  # a namespace is not shown, as in Triton's index
+            versions = states.get(key)
             if not versions:
                 if not ready_only:
                     entries.append({"name": name})
@@ -280,6 +329,15 @@ class ModelRepositoryManager:
             known = dict(self._fingerprints)
             self._fingerprints = seen
         _log_duplicates(scan, scan.errors)
+        changed = [n for n in sorted(seen) if known.get(n) != seen[n]]
+        configs = {}
+        # Read first, so that the graph no longer ties them to a model removed below.
+        relinked = [n for n in self._relinked(scan) if n not in changed]
+        for name in relinked:
+            log.info("ensemble '%s' now links other composing models: reloading it", name)
+            polled = self._poll_config(scan, scan.models[name])
+            if polled is not None:
+                configs[name] = polled
         for name in sorted(set(known) - set(seen)):
             # Unloaded, not forgotten, as in Triton: a request for it hears that it has no
             # available versions; the index lists only what the repositories hold.
@@ -287,14 +345,26 @@ class ModelRepositoryManager:
             self._unload(name, False)  # with the ensembles that use it
             self.lifecycle.mark_removed(name)
             self.graph.remove(name)
-        changed = [n for n in sorted(seen) if known.get(n) != seen[n]]
-        configs = {}
         for name in changed:
             log.info("model '%s' is new or changed: loading it", name)
-            polled = self._poll_config(scan.models[name])
+            polled = self._poll_config(scan, scan.models[name])
             if polled is not None:
                 configs[name] = polled
-        self._load_many(scan, configs, set(changed))
+        self._load_many(scan, configs, set(changed) | set(relinked))
+
+    def _relinked(self, scan: RepositoryScan) -> list[str]:
+        """With namespacing, the ensembles whose steps would now link other models than they
+        do (one of that name appeared in the ensemble's namespace, or the one linked is gone
+        and another is now the only one of its name): Triton re-connects and reloads them."""
+        if not self.repository.namespacing:
+            return []
+        found = []
+        for key in self.graph.ensembles():
+            source = scan.models.get(key)
+            if source is not None and \
+                    self._link_steps(scan, source, self.graph.steps(key)) != self.graph.uses(key):
+                found.append(key)
+        return found
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -309,12 +379,12 @@ class ModelRepositoryManager:
         """Load `name` after its composing models (those not already READY); raise on failure
         with Triton's "load failed for model ..." text. Composing models in `settled` were
         already tried by the caller and are not tried again."""
-        self.graph.set(name, polled.config)
+        self.graph.set(name, polled.config, polled.links)
         dependencies = self.graph.uses(name)
         cycle = self.graph.cycle(name)
         if cycle is not None:
             polled.abandon()
-            self.lifecycle.mark_unavailable(name, cycle)
+            self.lifecycle.mark_unavailable(name, cycle, model_name=polled.source.name)
             raise TritonError.invalid_arg(f"load failed for model '{name}': {cycle}\n")
         if dependencies:
             try:
@@ -352,7 +422,8 @@ class ModelRepositoryManager:
         for dependency in dependencies:
             if self._is_ready(dependency):
                 continue
-            polled = None if dependency in settled else self._read_config(scan.models[dependency])
+            polled = None if dependency in settled else \
+                self._read_config(scan, scan.models[dependency])
             error = ""
             if polled is not None:
                 try:
@@ -367,26 +438,26 @@ class ModelRepositoryManager:
                     f"failed with error: {reason.rstrip()}\n"
                 )
 
-    def _read_config(self, source: ModelSource) -> PolledModel | None:
+    def _read_config(self, scan: RepositoryScan, source: ModelSource) -> PolledModel | None:
         """The configuration a load request's model needs, or None after recording why it
         cannot load (the model shows UNAVAILABLE with the reason)."""
         try:
-            return self._config(source)
+            return self._config(scan, source)
         except TritonError as exc:
             self._record_config_error(source, exc.message)
             return None
 
-    def _poll_config(self, source: ModelSource) -> PolledModel | None:
+    def _poll_config(self, scan: RepositoryScan, source: ModelSource) -> PolledModel | None:
         """The configuration of a model found at start-up or by a poll, or None: the model
         stays as it was (unknown if new) and only the log says why, in Triton's words."""
         try:
-            return self._config(source)
+            return self._config(scan, source)
         except TritonError as exc:
             log.error("Poll failed for model directory '%s': %s", source.name, exc.message)
             return None
 
-    def _config(self, source: ModelSource, override: mc.ModelConfig | None = None
-                ) -> PolledModel:
+    def _config(self, scan: RepositoryScan, source: ModelSource,
+                override: mc.ModelConfig | None = None) -> PolledModel:
         """The model's configuration (its file's, or a load request's `override`), noted in
         the dependency graph, after its repository agents' LOAD (they may move the files),
         completed for where the files are; TritonError if it cannot be read, an agent
@@ -399,7 +470,7 @@ class ModelRepositoryManager:
                 agents = RepoAgentModels.start(config, source.path,
                                                self.repoagent_directory,
                                                self.repository.config_name)
-                source = ModelSource(source.name, agents.location, source.repository)
+                source = replace(source, path=agents.location)
             config = self.repository.complete_config(config, source)
         except BaseException as exc:
             if agents is not None:
@@ -407,28 +478,59 @@ class ModelRepositoryManager:
             if isinstance(exc, Exception) and not isinstance(exc, TritonError):
                 raise TritonError.invalid_arg(f"{type(exc).__name__}: {exc}") from exc
             raise
-        self.graph.set(source.name, config)
-        return PolledModel(config, source, agents, provided)
+        links = self._link(scan, source, config)
+        self.graph.set(source.key, config, links)
+        return PolledModel(config, source, agents, provided, links)
+
+    def _link(self, scan: RepositoryScan, source: ModelSource, config: mc.ModelConfig
+              ) -> list[str]:
+        """Triton's ConnectDependencyGraph for the model at `source`: the identifier each model
+        its ensemble steps name (composing_models) is linked to. With namespacing each step's
+        `model_namespace` is set to the linked model's, which its requests then go to."""
+        if self.repository.namespacing:
+            for step in config.ensemble_scheduling.step:
+                found = scan.composing_source(source.namespace, step.model_name)
+                step.model_namespace = found.namespace if found is not None else ""
+        return self._link_steps(scan, source, composing_models(config))
+
+    def _link_steps(self, scan: RepositoryScan, source: ModelSource, steps: list[str]
+                    ) -> list[str]:
+        """The identifier each step model name links to (the bare name when none does)."""
+        if not self.repository.namespacing:
+            return list(steps)
+        found = [scan.composing_source(source.namespace, name) for name in steps]
+        return [name if f is None else f.key for name, f in zip(steps, found, strict=True)]
 
     def _record_config_error(self, source: ModelSource, reason: str) -> None:
         log.error("Poll failed for model directory '%s': %s", source.name, reason)
         versions = self.repository.available_versions(source) if source.path.is_dir() else []
-        self.lifecycle.mark_unavailable(source.name, reason, versions)
+        self.lifecycle.mark_unavailable(source.key, reason, versions,
+                                        model_name=source.name)
 
-    def _repository_source(self, scan: RepositoryScan, name: str) -> ModelSource:
+    def _identifiers(self, scan: RepositoryScan, name: str) -> list[str]:
+        """What loading `name` loads: the model of that name, or with namespacing every one
+        (the name itself when there is none, to be reported)."""
+        if not self.repository.namespacing:
+            return [name]
+        return [source.key for source in scan.named(name)] or [name]
+
+    def _repository_sources(self, scan: RepositoryScan, name: str) -> list[ModelSource]:
+        """The models a load request for `name` loads (several only with namespacing)."""
         if name in scan.errors:  # Triton's answer; why goes to the log
             _log_duplicates(scan, [name])
             raise _poll_failed(name)
-        source = scan.models.get(name)
-        if source is None:
+        sources = [scan.models[key] for key in self._identifiers(scan, name)
+                   if key in scan.models]
+        if not sources:
             log.error("load request for '%s' refused: no model folder of that name in the "
                       "model repositories", name)
             raise _poll_failed(name)
-        if not inside(source.path, source.repository):
-            raise TritonError.invalid_arg(
-                f"invalid model name '{name}': the model directory leaves the model repository"
-            )
-        return source
+        for source in sources:
+            if not inside(source.path, source.repository):
+                raise TritonError.invalid_arg(
+                    f"invalid model name '{name}': the model directory leaves the model "
+                    "repository")
+        return sources
 
     def _keeps_config_override(self, name: str, source: ModelSource) -> bool:
         """Whether a plain load of `name` leaves it serving the `config` a load gave it:

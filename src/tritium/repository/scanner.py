@@ -2,12 +2,13 @@
 
 It scans every `--model-repository` (and those registered later, Triton's
 TRITONSERVER_ServerRegisterModelRepository) for model directories, reports a name found in two
-repositories as an error for that model alone, reads and normalises each model's configuration,
-and picks the versions its version policy serves. A registration may give directories other
-names (its name mapping): a mapped directory is known only by its mapped names, and a mapped
-name wins over a directory of that name found by the scan, as in Triton. Loading is
-ModelLifeCycle's job; deciding what to load (Triton's ModelRepositoryManager) is
-`model_repository_manager`'s.
+repositories as an error for that model alone (with --model-namespacing each repository is a
+namespace of its own instead: both models exist, each known by its identifier), reads and
+normalises each model's configuration, and picks the versions its version policy serves. A
+registration may give directories other names (its name mapping): a mapped directory is known
+only by its mapped names, and a mapped name wins over a directory of that name found by the
+scan, as in Triton. Loading is ModelLifeCycle's job; deciding what to load (Triton's
+ModelRepositoryManager) is `model_repository_manager`'s.
 """
 
 from __future__ import annotations
@@ -36,31 +37,63 @@ DUPLICATE_REASON = "model appears in two or more repositories"
 NOT_VERSIONS = ("warmup", "initial_state", "configs")
 
 
+def model_identifier(namespace: str, name: str) -> str:
+    """Triton's ModelIdentifier as text: the name alone without a namespace (namespacing off,
+    where every name is unique), else "<namespace>::<name>". The life cycle and the dependency
+    graph know models by it."""
+    return f"{namespace}::{name}" if namespace else name
+
+
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a model lives: its directory inside one repository."""
+    """Where a model lives: its directory inside one repository, and its namespace (the
+    repository's path with --model-namespacing, else "")."""
 
     name: str
     path: Path
     repository: Path
+    namespace: str = ""
+
+    @property
+    def key(self) -> str:
+        """The model's identifier (model_identifier)."""
+        return model_identifier(self.namespace, self.name)
 
 
 @dataclass
 class RepositoryScan:
+    # Identifier (the name, without namespacing) -> where the model lives.
     models: dict[str, ModelSource]
     # Models that cannot be loaded before even reading a file (e.g. a duplicated name).
     errors: dict[str, str]
 
+    def named(self, name: str) -> list[ModelSource]:
+        """Every model of that name (more than one only with namespacing)."""
+        return [source for source in self.models.values() if source.name == name]
+
+    def composing_source(self, namespace: str, name: str) -> ModelSource | None:
+        """The model an ensemble of `namespace` means by a step's `name`, as Triton links it:
+        the one in the ensemble's own namespace, else the only one of that name; None when
+        there is none, or several and none in the ensemble's namespace."""
+        own = self.models.get(model_identifier(namespace, name))
+        if own is not None:
+            return own
+        candidates = self.named(name)
+        return candidates[0] if len(candidates) == 1 else None
+
 
 class RepositoryScanner:
     def __init__(self, repositories: list[Path], *, auto_complete: bool,
-                 gpus: GpuInventory = NO_GPUS, config_name: str = ""):
+                 gpus: GpuInventory = NO_GPUS, config_name: str = "",
+                 namespacing: bool = False):
         # A repository given twice is one repository (Triton keeps them in a set), not a reason
         # to find every model in it twice.
         self.repositories = list(dict.fromkeys(Path(r) for r in repositories))
         self.auto_complete = auto_complete
         self.config_name = config_name  # --model-config-name
         self.gpus = gpus  # where KIND_GPU / KIND_AUTO instances may go
+        # --model-namespacing: each repository's models live in a namespace of their own.
+        self.namespacing = namespacing
         # Registered name mappings: model name -> where it lives.
         self.mappings: dict[str, ModelSource] = {}
 
@@ -85,7 +118,8 @@ class RepositoryScanner:
                     f"failed to register '{name}', there is a conflicting mapping for '{name}'")
         self.repositories.append(repository)
         for directory, name in mapping:
-            self.mappings[name] = ModelSource(name, repository / directory, repository)
+            self.mappings[name] = ModelSource(name, repository / directory, repository,
+                                              self._namespace(repository))
 
     def unregister(self, repository: Path) -> None:
         """Forget `repository` and its mappings (models loaded from it stay loaded)."""
@@ -112,20 +146,23 @@ class RepositoryScanner:
             for entry in sorted(repository.iterdir()):
                 if entry.name.startswith(".") or not entry.is_dir() or entry in mapped:
                     continue
-                found.setdefault(entry.name, []).append(
-                    ModelSource(entry.name, entry, repository)
-                )
+                source = ModelSource(entry.name, entry, repository, self._namespace(repository))
+                found.setdefault(source.key, []).append(source)
         models: dict[str, ModelSource] = {}
         errors: dict[str, str] = {}
-        for name, sources in found.items():
+        for key, sources in found.items():
             if len(sources) > 1:
-                errors[name] = DUPLICATE_REASON
+                errors[key] = DUPLICATE_REASON
             else:
-                models[name] = sources[0]
-        for name, source in self.mappings.items():
-            errors.pop(name, None)
-            models[name] = source
+                models[key] = sources[0]
+        for source in self.mappings.values():
+            errors.pop(source.key, None)
+            models[source.key] = source
         return RepositoryScan(models, errors)
+
+    def _namespace(self, repository: Path) -> str:
+        """The namespace of `repository`'s models (Triton's: the repository path as given)."""
+        return str(repository) if self.namespacing else ""
 
     def model_config(
         self, source: ModelSource, override: mc.ModelConfig | None = None

@@ -18,6 +18,9 @@ class StepInfo:
     model_version: int  # -1: the newest ready version
     input_to_tensor: dict[str, str]  # composing model input -> ensemble tensor
     output_to_tensor: dict[str, str]  # composing model output -> ensemble tensor
+    # The namespace of the step's model (set by the model repository manager only with
+    # --model-namespacing, so that the step runs the model it was linked to).
+    model_namespace: str = ""
 
 
 @dataclass
@@ -50,7 +53,8 @@ class EnsemblePlan:
         for step in config.ensemble_scheduling.step:
             index = len(plan.steps)
             plan.steps.append(StepInfo(
-                step.model_name, step.model_version, dict(step.input_map), dict(step.output_map)
+                step.model_name, step.model_version, dict(step.input_map), dict(step.output_map),
+                step.model_namespace,
             ))
             for tensor_name in step.input_map.values():
                 plan.consumers.setdefault(tensor_name, set()).add(index)

@@ -52,9 +52,10 @@ class EnsembleServer(Protocol):
         """Route a step's request; its responses reach `deliver` from any thread. Raises
         TritonError when the request cannot be routed or is invalid."""
 
-    def model_config(self, name: str, version: int) -> mc.ModelConfig:
+    def model_config(self, name: str, version: int, namespace: str = "") -> mc.ModelConfig:
         """The final configuration of the READY version serving (name, version) (-1: the
-        version policy's newest); TritonError (NOT_FOUND, UNAVAILABLE) when there is none."""
+        version policy's newest) in `namespace` (a step's, with --model-namespacing);
+        TritonError (NOT_FOUND, UNAVAILABLE) when there is none."""
 
 
 class EnsembleScheduler:
@@ -195,7 +196,7 @@ class _EnsembleRun:
         for step in self.plan.steps:
             key = (step.model_name, step.model_version)
             if key not in self.configs:
-                self.configs[key] = self.server.model_config(*key)
+                self.configs[key] = self.server.model_config(*key, step.model_namespace)
 
     def _next_steps(self, updated: Updated) -> list[tuple[int, InferenceRequest]]:
         """GetNextSteps: the steps whose every input now has the iteration just written."""
@@ -250,6 +251,7 @@ class _EnsembleRun:
         step_request = InferenceRequest(
             step.model_name,
             step.model_version,
+            model_namespace=step.model_namespace,
             id=request.id,
             inputs=inputs,
             requested_outputs=[RequestedOutput(name) for name in step.output_to_tensor],
