@@ -297,3 +297,63 @@ def test_a_python_program_makes_a_server_through_the_c_api(setup):
     # The model's finalize prints too ("Cleaning up..."), from its stub.
     lines = [line for line in result.stdout.splitlines() if line != "Cleaning up..."]
     assert lines == ["add_sub ready True", "deleted"]
+
+
+# Two repositories holding the same model name: with namespacing both load and the name alone
+# is ambiguous (Triton's INVALID_ARG); without it the server refuses to start.
+NAMESPACING_CALLER = """
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)
+P = ctypes.c_void_p
+for name, args in [("TRITONSERVER_ServerOptionsNew", [ctypes.POINTER(P)]),
+                   ("TRITONSERVER_ServerOptionsSetModelRepositoryPath", [P, ctypes.c_char_p]),
+                   ("TRITONSERVER_ServerOptionsSetModelNamespacing", [P, ctypes.c_bool]),
+                   ("TRITONSERVER_ServerOptionsSetLogInfo", [P, ctypes.c_bool]),
+                   ("TRITONSERVER_ServerOptionsSetLogError", [P, ctypes.c_bool]),
+                   ("TRITONSERVER_ServerNew", [ctypes.POINTER(P), P]),
+                   ("TRITONSERVER_ServerModelConfig",
+                    [P, ctypes.c_char_p, ctypes.c_int64, ctypes.c_uint32, ctypes.POINTER(P)]),
+                   ("TRITONSERVER_ErrorCodeString", [P]), ("TRITONSERVER_ErrorMessage", [P]),
+                   ("TRITONSERVER_ServerDelete", [P])]:
+    getattr(lib, name).argtypes = args
+    getattr(lib, name).restype = P
+for name in ("TRITONSERVER_ErrorCodeString", "TRITONSERVER_ErrorMessage"):
+    getattr(lib, name).restype = ctypes.c_char_p
+options, server, message = P(), P(), P()
+assert lib.TRITONSERVER_ServerOptionsNew(ctypes.byref(options)) is None
+for path in sys.argv[2:4]:
+    assert lib.TRITONSERVER_ServerOptionsSetModelRepositoryPath(options, path.encode()) is None
+assert lib.TRITONSERVER_ServerOptionsSetModelNamespacing(options, sys.argv[4] == "on") is None
+assert lib.TRITONSERVER_ServerOptionsSetLogInfo(options, False) is None
+assert lib.TRITONSERVER_ServerOptionsSetLogError(options, False) is None
+error = lib.TRITONSERVER_ServerNew(ctypes.byref(server), options)
+if error is not None:
+    print("new", lib.TRITONSERVER_ErrorCodeString(error).decode())
+    sys.exit(0)
+error = lib.TRITONSERVER_ServerModelConfig(server, b"add_sub", -1, 1, ctypes.byref(message))
+assert error is not None
+print("config", lib.TRITONSERVER_ErrorCodeString(error).decode(),
+      lib.TRITONSERVER_ErrorMessage(error).decode())
+assert lib.TRITONSERVER_ServerDelete(server) is None
+"""
+
+
+@pytest.mark.parametrize("namespacing,answer", [
+    ("on", "config Invalid argument There are 2 identifiers of model 'add_sub' in global map, "
+           "model namespace must be provided to resolve ambiguity."),
+    ("off", "new Internal"),
+])
+def test_model_namespacing_through_the_c_api(setup, tmp_path, namespacing, answer):
+    _, repo, _ = setup
+    from tritium.backend.native import build
+
+    twins = [tmp_path / "first", tmp_path / "second"]
+    for twin in twins:
+        shutil.copytree(repo / "add_sub", twin / "add_sub")
+    result = subprocess.run(
+        [sys.executable, "-c", NAMESPACING_CALLER, str(build.library_path()),
+         *map(str, twins), namespacing], capture_output=True, text=True, timeout=180,
+        check=False)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line != "Cleaning up..."]
+    assert lines == [answer]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -25,6 +26,15 @@ def import_framework(module: str, backend: str, extra: str) -> ModuleType:
             f"the {backend} backend needs the '{module}' package, which is not installed "
             f"({exc}); install it with: pip install 'tritium[{extra}]'"
         ) from None
+
+
+def op_libraries(model: Model) -> list[Path]:
+    """`model_operations.op_library_filename`: the custom operator libraries the model needs,
+    a relative name taken from the model's folder, as `label_filename` is (Triton hands the
+    name to dlopen as written; config/model_paths keeps each inside the model's folder or a
+    backend directory)."""
+    return [model.repository_path / name
+            for name in model.config.model_operations.op_library_filename]
 
 
 def parse_bool(key: str, value: str) -> bool:

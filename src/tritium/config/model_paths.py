@@ -2,10 +2,11 @@
 
 A configuration is not always the operator's: a load request's `config` override, and Triton's C
 API, hand the server one written by a client. Every field that names a file the server opens,
-imports or runs (`default_model_filename`, `cc_model_filenames`, `backend`, `runtime`, the python
-backend's `EXECUTION_ENV_PATH`) is checked before any backend sees the configuration, so a client
-cannot make the server import a Python file or run an interpreter from elsewhere on the machine
-(Triton 2.51 imports or runs them). A field that points outside fails the load with INVALID_ARG
+imports or runs (`default_model_filename`, `cc_model_filenames`, `backend`, `runtime`,
+`model_operations.op_library_filename`, the python backend's `EXECUTION_ENV_PATH`) is checked
+before any backend sees the configuration, so a client cannot make the server import a Python
+file, load a library or run an interpreter from elsewhere on the machine (Triton 2.51 imports,
+loads or runs them). A field that points outside fails the load with INVALID_ARG
 naming the field; a `runtime` library that is not there fails it in Triton's words.
 
 The check is on the path as written (normalised, `..` folded), not on where symbolic links lead:
@@ -54,6 +55,9 @@ def check_model_paths(config: mc.ModelConfig, model_path: Path, version: int,
                 f"backend library name '{config.runtime}' escapes backend directory "
                 f"'{model_root}', for model '{name}', check model config runtime field")
         _check_runtime_found(config, model_path, version, backend_directories)
+    for index, library in enumerate(config.model_operations.op_library_filename):
+        _check(name, f"model_operations.op_library_filename[{index}]", library, model_root,
+               with_backends)
     entry = config.parameters.get("EXECUTION_ENV_PATH")
     if entry is not None and entry.string_value:
         raw = entry.string_value

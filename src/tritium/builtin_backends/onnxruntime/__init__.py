@@ -30,7 +30,13 @@ from tritium.backend import (
     Request,
 )
 
-from ..framework import TritonBackendLog, import_framework, parse_int, utf8_strings
+from ..framework import (
+    TritonBackendLog,
+    import_framework,
+    op_libraries,
+    parse_int,
+    utf8_strings,
+)
 from ..sequence_io import SequenceTensors
 from .autocomplete import auto_complete, needs_auto_complete
 from .providers import check_session, has_cuda, session_providers
@@ -46,7 +52,7 @@ class OnnxModelState(ModelState):
         if model.auto_complete and needs_auto_complete(model.config):
             self._auto_complete(model)
         super().__init__(model)
-        self.sessions = SessionFactory(self.ort, self.config)
+        self.sessions = SessionFactory(self.ort, self.config, op_libraries(model))
         self._share = share_sessions(self.config)
         self._group_sessions: dict[tuple[str, int], Any] = {}  # (group, device) -> session
         self._lock = threading.Lock()
@@ -54,7 +60,7 @@ class OnnxModelState(ModelState):
     def _auto_complete(self, model: Model) -> None:
         config = mc.ModelConfig()
         config.CopyFrom(model.config)
-        session = SessionFactory(self.ort, config).create(model_path(model))
+        session = SessionFactory(self.ort, config, op_libraries(model)).create(model_path(model))
         default = model.backend.config.get("default-max-batch-size", "0")
         auto_complete(
             config,

@@ -107,9 +107,11 @@ class SessionFactory:
     """Builds sessions for one model: the options are read once from its configuration and
     cloned per instance, as Triton's ModelState holds one OrtSessionOptions."""
 
-    def __init__(self, ort: ModuleType, config: mc.ModelConfig) -> None:
+    def __init__(self, ort: ModuleType, config: mc.ModelConfig,
+                 op_libraries: Sequence[Path] = ()) -> None:
         self.ort = ort
         self.name = config.name
+        self._op_libraries = [str(path) for path in op_libraries]
         parameters = {k: v.string_value for k, v in config.parameters.items()}
         self._options_settings = _session_settings(ort, config, parameters)
         self.run_options = ort.RunOptions()
@@ -128,6 +130,8 @@ class SessionFactory:
             else:
                 setattr(options, name, value)
         try:
+            for library in self._op_libraries:  # custom operators the graph uses
+                options.register_custom_ops_library(library)
             return self.ort.InferenceSession(
                 str(path), sess_options=options, providers=list(providers)
             )

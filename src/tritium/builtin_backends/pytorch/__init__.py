@@ -33,7 +33,7 @@ from tritium.backend import (
 )
 from tritium.tensor import wire_datatype
 
-from ..framework import TritonBackendLog, import_framework, utf8_strings
+from ..framework import TritonBackendLog, import_framework, op_libraries, utf8_strings
 from ..sequence_io import SequenceTensors
 from .device import TorchDevice
 from .naming import forward_signature, input_indices, output_indices
@@ -69,8 +69,21 @@ class TorchModelState(ModelState):
         self.settings = TorchSettings.from_config(self.config)
         self.settings.log(self.config)
         apply_thread_counts(self.torch, self.config)
+        for library in op_libraries(model):
+            self._load_op_library(library)
         self._shared: dict[str, Any] = {}  # device -> module, with weight sharing
         self._lock = threading.Lock()
+
+    def _load_op_library(self, library: Path) -> None:
+        """A custom operator library (`model_operations`): its TORCH_LIBRARY registrations
+        make the operators TorchScript models call. Triton's libtorch backend takes these only
+        through LD_PRELOAD; Tritium reads the field as its onnxruntime backend does."""
+        try:
+            self.torch.ops.load_library(str(library))
+        except Exception as exc:
+            raise TritonError.invalid_arg(
+                f"failed to load custom operator library '{library}' for model "
+                f"'{self.name}': {exc}") from None
 
     def load(self, device: TorchDevice) -> Any:
         """The TorchScript module for one instance on its device (with weight sharing, the

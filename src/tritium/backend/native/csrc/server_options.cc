@@ -25,6 +25,7 @@ struct TRITONSERVER_ServerOptions {
   double min_compute_capability = 6.0;
   bool exit_on_error = true;
   bool strict_readiness = true;
+  bool model_namespacing = false;
   unsigned int exit_timeout = 30;
   unsigned int model_load_thread_count = 4;
   unsigned int model_load_retry_count = 0;
@@ -120,6 +121,7 @@ std::string server_options_json(const TRITONSERVER_ServerOptions* o) {
   out << "},\"min_supported_compute_capability\":" << o->min_compute_capability
       << ",\"exit_on_error\":" << flag(o->exit_on_error)
       << ",\"strict_readiness\":" << flag(o->strict_readiness)
+      << ",\"model_namespacing\":" << flag(o->model_namespacing)
       << ",\"exit_timeout\":" << o->exit_timeout
       << ",\"model_load_thread_count\":" << o->model_load_thread_count
       << ",\"model_load_retry_count\":" << o->model_load_retry_count
@@ -239,13 +241,7 @@ TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBufferManagerThreadCount(TRITON
 }
 TRITIUM_SETTER(SetModelLoadThreadCount, unsigned int, model_load_thread_count, )
 TRITIUM_SETTER(SetModelLoadRetryCount, unsigned int, model_load_retry_count, )
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelNamespacing(TRITONSERVER_ServerOptions* o, bool enable) {
-  TRITIUM_OPTIONS("TRITONSERVER_ServerOptionsSetModelNamespacing");
-  TRITIUM_REQUIRE(!enable, TRITONSERVER_ERROR_UNSUPPORTED,
-                  "TRITONSERVER_ServerOptionsSetModelNamespacing: model namespacing is not "
-                  "supported by Tritium (model names are unique across its repositories)");
-  return nullptr;
-}
+TRITIUM_SETTER(SetModelNamespacing, bool, model_namespacing, )
 TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetEnablePeerAccess(TRITONSERVER_ServerOptions* o, bool) {
   TRITIUM_OPTIONS("TRITONSERVER_ServerOptionsSetEnablePeerAccess");
   return nullptr;
