@@ -188,7 +188,8 @@ class ModelRepositoryManager:
             raise
         self._keep_override(name, override)
 
-    def register_repository(self, repository: Path, mapping: list[tuple[str, str]]) -> None:
+    def register_repository(self, repository: str | Path,
+                            mapping: list[tuple[str, str]]) -> None:
         """Add a model repository (EXPLICIT mode); `mapping`: (directory, model name) pairs."""
         if self.mode != "explicit":
             raise TritonError.unsupported(
@@ -197,7 +198,7 @@ class ModelRepositoryManager:
             self.repository.register(repository, mapping)
         log.info("Model repository registered: %s", repository)
 
-    def unregister_repository(self, repository: Path) -> None:
+    def unregister_repository(self, repository: str | Path) -> None:
         """Remove a model repository (EXPLICIT mode); what it loaded stays loaded."""
         if self.mode != "explicit":
             raise TritonError.unsupported(
