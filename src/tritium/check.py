@@ -46,8 +46,9 @@ def run_check(
 
 def _check(repositories: list[Path], backend_directories: list[Path], *, as_json: bool,
            auto_complete: bool, report: TextIO) -> int:
+    local: list[str | Path] = [*repositories]
     options = ServerOptions(
-        model_repositories=repositories,
+        model_repositories=local,
         backend_directories=backend_directories,
         exit_on_error=False,
         auto_complete=auto_complete,
@@ -122,7 +123,7 @@ def _source_of(reason: str, config_path: Path) -> str:
 
 
 def _config_path(server: InferenceServer, name: str) -> Path:
-    for repository in server.options.model_repositories:
+    for repository in server.repository.repositories:
         if (repository / name).is_dir():
             return repository / name / "config.pbtxt"
     return Path(name)

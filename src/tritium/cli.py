@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .repository import repository_location
 from .serve_flags import add_serve_arguments, check_serve_args, flag, version_text
 from .server import ServerOptions
 from .tritonserver_flags import (
@@ -73,7 +74,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
               "favor of '--disable-auto-complete-config'!", file=sys.stderr)
     auto_complete = not (args.disable_auto_complete_config or args.strict_model_config)
     return ServerOptions(
-        model_repositories=[Path(p) for p in args.model_repository],
+        model_repositories=[repository_location(p) for p in args.model_repository],
         backend_directories=[Path(p) for p in args.backend_directory],
         repoagent_directory=Path(args.repoagent_directory),
         backend_config=_settings(args.backend_config),

@@ -39,6 +39,7 @@ from .repository import (
     RepositoryPoller,
     RepositoryScanner,
     VersionStatus,
+    repository_location,
 )
 from .request import Deliver, InferenceRequest, parse_version
 from .response_cache import CacheSnapshot, ResponseCache
@@ -78,7 +79,8 @@ FINALIZE_GRACE_S = 1.0
 class ServerOptions:
     """What the server needs from the command line (tritonserver's flags of the same names)."""
 
-    model_repositories: list[Path]
+    # Local folders, and cloud repositories' URLs (repository.cloud.repository_location).
+    model_repositories: list[str | Path]
     backend_directories: list[Path] = field(default_factory=list)
     # --repoagent-directory: where the repository agents models name are found.
     repoagent_directory: Path = DEFAULT_REPOAGENT_DIRECTORY
@@ -269,6 +271,7 @@ class InferenceServer:
         self.control_queue.close()
         self.lifecycle.unload_all(max(deadline - time.monotonic(), 0.0))
         self.control.remove_overrides()
+        self.repository.close()
         self.backends.finalize_all()
         if self.backends.placement is not None:
             self.backends.placement.close()
@@ -430,11 +433,11 @@ class InferenceServer:
         directories optionally under other names ({directory: model name}, or (directory,
         name) pairs, as the C API gives them: one directory may take several names)."""
         pairs = list(name_mapping.items()) if isinstance(name_mapping, dict) else name_mapping
-        self.control.register_repository(Path(repository), list(pairs or []))
+        self.control.register_repository(repository_location(repository), list(pairs or []))
 
     def unregister_model_repository(self, repository: str | Path) -> None:
         """TRITONSERVER_ServerUnregisterModelRepository (loaded models stay loaded)."""
-        self.control.unregister_repository(Path(repository))
+        self.control.unregister_repository(repository_location(repository))
 
     def _model(self, name: str, version: str | int, namespace: str = "") -> LoadedModel:
         return self.lifecycle.get(self.control.identify(name, namespace), parse_version(version))

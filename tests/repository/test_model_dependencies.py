@@ -21,6 +21,7 @@ from support.raw_http import post
 from support.server_process import ServerProcess
 from tritium.repository import ModelReadyState, ModelRepositoryManager, VersionStatus
 from tritium.repository.dependency_graph import DependencyGraph, composing_models
+from tritium.repository.scanner import RepositoryScanner
 
 
 def ensemble_config(name: str, *steps: str) -> str:
@@ -194,7 +195,8 @@ def test_unload_dependents_keeps_composing_models_another_loaded_ensemble_uses()
     # Compared with Triton 2.51: ens and ens2 both use plus1; unloading ens with
     # unload_dependents leaves plus1 (and ens2) READY.
     lifecycle = RecordingLifeCycle({"ens", "ens2", "plus1", "only_ens"})
-    control = ModelRepositoryManager(None, lifecycle, mode="explicit")  # type: ignore[arg-type]
+    scanner = RepositoryScanner([], auto_complete=False)  # namespacing off
+    control = ModelRepositoryManager(scanner, lifecycle, mode="explicit")  # type: ignore[arg-type]
     control.graph.set("ens", config(ensemble_config("ens", "plus1", "only_ens")))
     control.graph.set("ens2", config(ensemble_config("ens2", "plus1")))
     control.unload("ens", unload_dependents=True)

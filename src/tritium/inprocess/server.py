@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import TritonError as CoreError
 from ..logging_settings import LogSettings, TritonFormatter
+from ..repository import repository_location
 from ..server import InferenceServer, ServerOptions
 from ..startup_tables import log_tables
 from .enums import (
@@ -138,7 +139,7 @@ class Options:
         repositories = repository if isinstance(repository, list) else [repository]
         backend_directories = [Path(self.backend_directory)]
         return ServerOptions(
-            model_repositories=[Path(r) for r in repositories if r is not None],
+            model_repositories=[repository_location(r) for r in repositories if r is not None],
             backend_directories=[d for d in backend_directories if d.is_dir()],
             repoagent_directory=Path(self.repo_agent_directory),
             backend_config={name: dict(settings)

@@ -6,9 +6,11 @@ loading and unloading versions and their states; it picks TritonModel or Ensembl
 `model_repository_manager` (ModelRepositoryManager, as Triton's: control modes, load/unload
 requests, polling, the index) with `dependency_graph`, `load_overrides` and `poller`;
 `control_queue` (ModelControlQueue: load/unload requests run one at a time per model);
-`repo_agents` (the repository agents a model's configuration names).
+`repo_agents` (the repository agents a model's configuration names); `cloud` (repositories
+on S3, GCS and Azure storage, localized).
 """
 
+from .cloud import repository_location
 from .control_queue import ModelControlQueue
 from .lifecycle import ModelLifeCycle
 from .model_repository_manager import ModelRepositoryManager
@@ -28,4 +30,5 @@ __all__ = [
     "RepositoryScan",
     "RepositoryScanner",
     "VersionStatus",
+    "repository_location",
 ]

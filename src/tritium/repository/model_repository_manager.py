@@ -217,7 +217,8 @@ class ModelRepositoryManager:
             else:
                 self._config_overridden[key] = fingerprint(source.path)
 
-    def register_repository(self, repository: Path, mapping: list[tuple[str, str]]) -> None:
+    def register_repository(self, repository: str | Path,
+                            mapping: list[tuple[str, str]]) -> None:
         """Add a model repository (EXPLICIT mode); `mapping`: (directory, model name) pairs."""
         if self.mode != "explicit":
             raise TritonError.unsupported(
@@ -226,7 +227,7 @@ class ModelRepositoryManager:
             self.repository.register(repository, mapping)
         log.info("Model repository registered: %s", repository)
 
-    def unregister_repository(self, repository: Path) -> None:
+    def unregister_repository(self, repository: str | Path) -> None:
         """Remove a model repository (EXPLICIT mode); what it loaded stays loaded."""
         if self.mode != "explicit":
             raise TritonError.unsupported(

@@ -9,11 +9,16 @@ registration may give directories other names (its name mapping): a mapped direc
 only by its mapped names, and a mapped name wins over a directory of that name found by the
 scan, as in Triton. Loading is ModelLifeCycle's job; deciding what to load (Triton's
 ModelRepositoryManager) is `model_repository_manager`'s.
+
+A repository on cloud storage (`s3://`, `gs://`) is scanned through its localized copy
+(cloud.CloudRepository), brought up to date with the bucket before every scan; messages name it
+by its URL.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +33,7 @@ from ..config import (
 )
 from ..errors import TritonError
 from ..gpus import NO_GPUS, GpuInventory
+from .cloud import CloudRepository, is_cloud_path
 
 log = logging.getLogger("tritium.repository")
 
@@ -83,12 +89,18 @@ class RepositoryScan:
 
 
 class RepositoryScanner:
-    def __init__(self, repositories: list[Path], *, auto_complete: bool,
+    def __init__(self, repositories: Sequence[str | Path], *, auto_complete: bool,
                  gpus: GpuInventory = NO_GPUS, config_name: str = "",
                  namespacing: bool = False):
+        # Cloud repositories by their local copy's root (none is downloaded before
+        # `check_repositories`).
+        self.cloud: dict[Path, CloudRepository] = {}
+        # Cloud repositories unregistered: their copies may still serve loaded models.
+        self._retired: list[CloudRepository] = []
         # A repository given twice is one repository (Triton keeps them in a set), not a reason
         # to find every model in it twice.
-        self.repositories = list(dict.fromkeys(Path(r) for r in repositories))
+        self.repositories = [self._local(r) for r in dict.fromkeys(
+            r if isinstance(r, str) and is_cloud_path(r) else Path(r) for r in repositories)]
         self.auto_complete = auto_complete
         self.config_name = config_name  # --model-config-name
         self.gpus = gpus  # where KIND_GPU / KIND_AUTO instances may go
@@ -97,10 +109,30 @@ class RepositoryScanner:
         # Registered name mappings: model name -> where it lives.
         self.mappings: dict[str, ModelSource] = {}
 
-    def register(self, repository: Path, mapping: list[tuple[str, str]]) -> None:
+    def _local(self, repository: str | Path) -> Path:
+        """Where `repository`'s files are read: itself, or a cloud repository's local copy."""
+        if isinstance(repository, Path):
+            return repository
+        cloud = CloudRepository(repository)
+        self.cloud[cloud.root] = cloud
+        return cloud.root
+
+    def name_of(self, repository: Path) -> str:
+        """The repository as the user named it (a cloud repository's URL)."""
+        cloud = self.cloud.get(repository)
+        return cloud.url if cloud is not None else str(repository)
+
+    def _find(self, repository: str | Path) -> Path | None:
+        """The registered repository named `repository`, if any."""
+        for path in self.repositories:
+            if self.name_of(path) == str(repository):
+                return path
+        return None
+
+    def register(self, repository: str | Path, mapping: list[tuple[str, str]]) -> None:
         """Add `repository`; `mapping` is (directory, model name) pairs (Triton's name_mapping:
         one directory may serve under several names)."""
-        if not repository.is_dir():
+        if isinstance(repository, Path) and not repository.is_dir():
             raise TritonError.invalid_arg(
                 f"failed to register '{repository}', repository not found")
         names = [name for _, name in mapping]
@@ -109,37 +141,59 @@ class RepositoryScanner:
                 raise TritonError.invalid_arg(
                     f"failed to register '{repository}', there is a conflicting mapping for "
                     f"'{name}'")
-        if repository in self.repositories:
+        if self._find(repository) is not None:
             raise TritonError.already_exists(
                 f"model repository '{repository}' has already been registered")
         for name in names:
             if name in self.mappings:
                 raise TritonError.already_exists(
                     f"failed to register '{name}', there is a conflicting mapping for '{name}'")
-        self.repositories.append(repository)
+        local = self._local(repository)
+        if local in self.cloud:
+            try:
+                self.cloud[local].refresh()
+            except TritonError:
+                self.cloud.pop(local).close()
+                raise
+        self.repositories.append(local)
         for directory, name in mapping:
-            self.mappings[name] = ModelSource(name, repository / directory, repository,
-                                              self._namespace(repository))
+            self.mappings[name] = ModelSource(name, local / directory, local,
+                                              self._namespace(local))
 
-    def unregister(self, repository: Path) -> None:
+    def unregister(self, repository: str | Path) -> None:
         """Forget `repository` and its mappings (models loaded from it stay loaded)."""
-        if repository not in self.repositories:
+        local = self._find(repository)
+        if local is None:
             raise TritonError.invalid_arg(
                 f"failed to unregister '{repository}', repository not found")
-        self.repositories.remove(repository)
+        self.repositories.remove(local)
+        if local in self.cloud:
+            self._retired.append(self.cloud.pop(local))
         self.mappings = {name: source for name, source in self.mappings.items()
-                         if source.repository != repository}
+                         if source.repository != local}
 
     def check_repositories(self) -> None:
+        """TritonError for a repository that cannot be read: a local folder that does not
+        exist, a cloud repository whose service refuses (its first download happens here)."""
         for repository in self.repositories:
-            if not repository.is_dir():
+            cloud = self.cloud.get(repository)
+            if cloud is not None:
+                cloud.refresh()
+            elif not repository.is_dir():
                 raise TritonError.invalid_arg(
                     f"failed to stat file {repository}: model repository path does not exist"
                 )
 
+    def close(self) -> None:
+        """Remove the cloud repositories' local copies (the server is exiting)."""
+        for cloud in [*self.cloud.values(), *self._retired]:
+            cloud.close()
+
     def scan(self) -> RepositoryScan:
         found: dict[str, list[ModelSource]] = {}
         mapped = {source.path for source in self.mappings.values()}
+        for cloud in list(self.cloud.values()):
+            cloud.refresh()
         for repository in self.repositories:
             if not repository.is_dir():
                 continue
@@ -161,8 +215,9 @@ class RepositoryScanner:
         return RepositoryScan(models, errors)
 
     def _namespace(self, repository: Path) -> str:
-        """The namespace of `repository`'s models (Triton's: the repository path as given)."""
-        return str(repository) if self.namespacing else ""
+        """The namespace of `repository`'s models (Triton's: the repository path as given, a
+        cloud repository's URL)."""
+        return self.name_of(repository) if self.namespacing else ""
 
     def model_config(
         self, source: ModelSource, override: mc.ModelConfig | None = None
