@@ -21,8 +21,8 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from support.models import identity_config, write_model
-from support.raw_http import post
 from support.native_fixtures import compile_backends
+from support.raw_http import post
 from support.server_process import ServerProcess
 
 REQUESTS = 6  # each with one FP32 [1, 2] input: 8 bytes

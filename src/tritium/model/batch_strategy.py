@@ -3,11 +3,11 @@ finds it, and loaded for the model's dynamic batcher (scheduler/batch_strategy.B
 
 The model's `TRITON_BATCH_STRATEGY_PATH` parameter names the library, inside the model's folder
 or a backend directory (config/model_paths; a relative path is taken from the model's folder), a
-missing file failing the load NOT_FOUND; without it, the first `batchstrategy.so` in the version directory, the model
-directory, then the backend's directory under each --backend-directory. A sequence batcher
-takes no strategy (the parameter fails the load INVALID_ARG). The library itself is compiled
-Triton code, opened through Tritium's libtritonserver.so (backend/native/batch_strategy.py),
-imported only when a model has one.
+missing file failing the load NOT_FOUND; without it, the first `batchstrategy.so` in the version
+directory, the model directory, then the backend's directory under each --backend-directory. A
+sequence batcher takes no strategy (the parameter fails the load INVALID_ARG). The library itself
+is compiled Triton code, opened through Tritium's libtritonserver.so
+(backend/native/batch_strategy.py), imported only when a model has one.
 """
 
 from __future__ import annotations

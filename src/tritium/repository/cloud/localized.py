@@ -61,7 +61,7 @@ class CloudRepository:
         for stored in objects:
             target = self.root / stored.key
             if stored.key.endswith("/"):  # a folder marker
-                self._store_locally(stored, lambda: target.mkdir(parents=True, exist_ok=True))
+                self._store_locally(stored, partial(target.mkdir, parents=True, exist_ok=True))
                 continue
             if self._tags.get(stored.key) == stored.tag and target.is_file():
                 continue
