@@ -130,7 +130,8 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
         # Its `metrics` redirect serves the metrics port's text (none when metrics are off).
         frontends.append(VertexAiFrontend(
             server, CLOUD_ADDRESS, args.vertex_ai_port, args.vertex_ai_default_model,
-            metrics.metrics.text if metrics is not None else None, args.http_max_input_size))
+            metrics.metrics.text if metrics is not None else None, args.http_max_input_size,
+            args.http_restrictions))
     if args.openai_port is not None:
         from .frontend.openai import OpenAiFrontend
 

@@ -10,6 +10,7 @@ are the strategy's alone, and the statistics' batch sizes show them.
 
 from __future__ import annotations
 
+import json
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +22,7 @@ from tritonclient.utils import InferenceServerException
 
 from support.models import identity_config, write_model
 from support.native_fixtures import compile_backends
+from support.raw_http import post
 from support.server_process import ServerProcess
 
 REQUESTS = 6  # each with one FP32 [1, 2] input: 8 bytes
@@ -31,7 +33,7 @@ def _cap(max_bytes: int) -> str:
             'dynamic_batching { }\ninstance_group [ { kind: KIND_CPU count: 1 } ]\n')
 
 
-def _path_parameter(path: Path) -> str:
+def _path_parameter(path: Path | str) -> str:
     return ('parameters { key: "TRITON_BATCH_STRATEGY_PATH" '
             f'value: {{ string_value: "{path}" }} }}\n')
 
@@ -62,11 +64,11 @@ def server(built: dict[str, Path]):
     shutil.copy(byte_cap, repo / "in_version" / "1" / "batchstrategy.so")
     write_model(repo, "in_model", identity_config("in_model", extra=_cap(24)))
     shutil.copy(byte_cap, repo / "in_model" / "batchstrategy.so")
-    named = built["base"] / "elsewhere" / "libcap.so"
-    named.parent.mkdir()
-    shutil.copy(byte_cap, named)
+    # Named by the parameter, relative to the model's folder.
     write_model(repo, "by_parameter",
-                identity_config("by_parameter", extra=_cap(32) + _path_parameter(named)))
+                identity_config("by_parameter", extra=_cap(32) + _path_parameter("lib/cap.so")))
+    (repo / "by_parameter" / "lib").mkdir()
+    shutil.copy(byte_cap, repo / "by_parameter" / "lib" / "cap.so")
     # A compiled backend's model, the library in the backend's own folder.
     shutil.copy(byte_cap, built["backends"] / "native_identity" / "batchstrategy.so")
     write_model(repo, "in_backend", _native_identity("in_backend", _cap(16)))
@@ -120,7 +122,7 @@ def test_each_load_logs_the_library_it_found(server, built):
         f"Loading custom batching strategy library {path} for model {model}" for model, path in [
             ("in_version", repo / "in_version" / "1" / "batchstrategy.so"),
             ("in_model", repo / "in_model" / "batchstrategy.so"),
-            ("by_parameter", built["base"] / "elsewhere" / "libcap.so"),
+            ("by_parameter", repo / "by_parameter" / "lib" / "cap.so"),
             ("in_backend", built["backends"] / "native_identity" / "batchstrategy.so"),
             ("below_one", repo / "below_one" / "batchstrategy.so"),
         ])
@@ -166,17 +168,17 @@ def test_a_library_with_only_some_strategy_functions_fails_the_load(control, bui
 
 def test_a_missing_strategy_path_fails_the_load(control):
     repo, server = control
-    missing = repo / "nowhere.so"
+    missing = repo / "missing" / "nowhere.so"
     write_model(repo, "missing",
                 identity_config("missing", extra=_cap(16) + _path_parameter(missing)))
     assert f"Batching library path not found: {missing}" in _load_error(
         server, "missing")
 
 
-def test_a_strategy_path_with_the_sequence_batcher_fails_the_load(control, built):
+def test_a_strategy_path_with_the_sequence_batcher_fails_the_load(control):
     repo, server = control
     write_model(repo, "sequence", identity_config(
-        "sequence", extra="sequence_batching { }\n" + _path_parameter(built["byte_cap"])))
+        "sequence", extra="sequence_batching { }\n" + _path_parameter("batchstrategy.so")))
     assert ("TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence "
             "batcher, using default batching strategy") in _load_error(server, "sequence")
 
@@ -191,3 +193,28 @@ def test_the_batcher_is_finalized_when_the_model_unloads(control, built):
         assert "byte cap strategy finalized for model unloaded" not in server.log_messages()
         client.unload_model("unloaded")
     server.wait_log("byte cap strategy finalized for model unloaded")
+
+
+@pytest.mark.parametrize("where", ["system", "elsewhere", "climbing"])
+def test_a_strategy_path_out_of_the_model_and_backends_fails_the_load(control, built, where):
+    """A load request's `config` may not make the server open a library from anywhere on the
+    machine (before: a system library was opened and the model loaded; a path that did not
+    exist, or was no library, told the client so)."""
+    repo, server = control
+    elsewhere = built["base"] / "elsewhere.so"
+    shutil.copy(built["byte_cap"], elsewhere)
+    path = {"system": "/usr/lib/x86_64-linux-gnu/libz.so.1",
+            "elsewhere": str(elsewhere),
+            "climbing": "../../elsewhere.so"}[where]
+    write_model(repo, "outside", identity_config("outside", extra=_cap(16)))
+    config = {"backend": "identity", "max_batch_size": 8, "dynamic_batching": {},
+              "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
+              "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
+              "parameters": {"TRITON_BATCH_STRATEGY_PATH": {"string_value": path}}}
+    reply = post(server, "/v2/repository/models/outside/load",
+                 {"parameters": {"config": json.dumps(config)}})
+    assert reply.status == 400
+    assert (f"model 'outside': parameters['TRITON_BATCH_STRATEGY_PATH'] '{path}' is not "
+            "allowed; it must be a path inside the model's folder or a backend directory"
+            ) in reply.error
+    assert "custom batching strategy" not in server.log()

@@ -169,6 +169,21 @@ def test_a_credential_file_without_an_entry_for_the_path_is_refused(
     assert f"Cannot match credential for path  {url}" in log, log
 
 
+@pytest.mark.parametrize("document", ['{"s3": ["s3://"]}', '{"s3": "s3://"}', "[1, 2]"])
+def test_a_malformed_credential_file_stops_the_start_in_one_line(
+        s3: S3Service, tmp_path: Path, document: str) -> None:
+    credentials = tmp_path / "credentials.json"
+    credentials.write_text(document)
+    log = _refused_start(_server(s3.url(BUCKET, "any"),
+                                 env={"TRITON_CLOUD_CREDENTIAL_PATH": str(credentials)}))
+    assert "Traceback" not in log, log
+    if document.startswith("["):  # no section at all: no credential for the path
+        assert "Cannot match credential for path" in log, log
+    else:
+        assert (f"failed to parse the cloud credential file {credentials}: its \"s3\" entry "
+                "must map path prefixes to credentials") in log, log
+
+
 def test_a_credential_file_entry_signs_for_its_paths(s3: S3Service, tmp_path: Path) -> None:
     s3.upload(BUCKET, "credfile", _python_add_sub(tmp_path / "models"))
     credentials = tmp_path / "credentials.json"

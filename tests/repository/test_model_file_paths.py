@@ -95,6 +95,15 @@ def test_a_runtime_out_of_the_model_fails_the_load_in_tritons_words(server, layo
     assert not (root / "planted_ran").exists()
 
 
+@pytest.mark.parametrize("label", ["../../planted.py", "labels\0.txt"])
+def test_a_label_file_out_of_the_model_fails_the_load(server, label) -> None:
+    """(A NUL byte answered "ValueError: embedded null byte".)"""
+    outputs = [{**IO["output"][0], "label_filename": label}]
+    reply = _load(server, {**_config(), "output": outputs})
+    assert reply.status == 400
+    assert f"label file '{label}' of output 'OUT' is outside the model directory" in reply.error
+
+
 def test_backend_as_a_path_fails_the_load(server, layout) -> None:
     reply = _load(server, _config(backend=f"{layout['root']}/planted"))
     assert reply.status == 400

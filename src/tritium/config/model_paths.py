@@ -3,7 +3,8 @@
 A configuration is not always the operator's: a load request's `config` override, and Triton's C
 API, hand the server one written by a client. Every field that names a file the server opens,
 imports or runs (`default_model_filename`, `cc_model_filenames`, `backend`, `runtime`,
-`model_operations.op_library_filename`, the python backend's `EXECUTION_ENV_PATH`) is checked
+`model_operations.op_library_filename`, the python backend's `EXECUTION_ENV_PATH`, the custom
+batching strategy's `TRITON_BATCH_STRATEGY_PATH`) is checked
 before any backend sees the configuration, so a client cannot make the server import a Python
 file, load a library or run an interpreter from elsewhere on the machine (Triton 2.51 imports,
 loads or runs them). A field that points outside fails the load with INVALID_ARG
@@ -27,6 +28,8 @@ from ..errors import TritonError
 
 # The python backend substitutes this in EXECUTION_ENV_PATH (Triton's pb_env.cc).
 MODEL_DIRECTORY_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
+# The custom batching strategy library a model names (Triton's TritonModel::Create).
+BATCH_STRATEGY_PARAMETER = "TRITON_BATCH_STRATEGY_PATH"
 
 
 def check_model_paths(config: mc.ModelConfig, model_path: Path, version: int,
@@ -58,6 +61,10 @@ def check_model_paths(config: mc.ModelConfig, model_path: Path, version: int,
     for index, library in enumerate(config.model_operations.op_library_filename):
         _check(name, f"model_operations.op_library_filename[{index}]", library, model_root,
                with_backends)
+    strategy = config.parameters.get(BATCH_STRATEGY_PARAMETER)
+    if strategy is not None:
+        _check(name, f"parameters['{BATCH_STRATEGY_PARAMETER}']", strategy.string_value,
+               model_root, with_backends)
     entry = config.parameters.get("EXECUTION_ENV_PATH")
     if entry is not None and entry.string_value:
         raw = entry.string_value

@@ -6,7 +6,10 @@ default model: `--vertex-ai-default-model`, or the repository's only model). A p
 with an `X-Vertex-Ai-Triton-Redirect: <path>` header is any of the KServe routes instead (infer,
 metadata, readiness, configuration and statistics of a model, server metadata and health,
 shared memory, the repository), and `metrics` the Prometheus text; it is answered as that route
-(read routes as if they were a GET). Anything else is a bare 400, as Triton answers it.
+(read routes as if they were a GET), under the HTTP endpoint's `--http-restricted-api`: Triton
+2.51 applies none here, so the redirect reached every group an operator had restricted on the
+HTTP port (the predict and health routes themselves stay open, as Vertex AI calls them). Anything
+else is a bare 400, as Triton answers it.
 
 Infer bodies are KServe's, with the JSON header's length in the Content-Type
 (`application/vnd.vertex-ai-triton.binary+json;json-header-size=<N>`) and no compression;
@@ -23,6 +26,7 @@ from collections.abc import Callable
 
 from ..errors import TritonError
 from ..server import InferenceServer
+from .extensions.restricted_api import Restriction
 from .http.infer_dialect import content_type_dialect
 from .http.routes import HttpApp
 from .http.server import HttpConnection, HttpEndpoint, Request
@@ -69,8 +73,10 @@ class VertexAiApp(HttpApp):
     """The predict and health routes over the HTTP frontend's handlers."""
 
     def __init__(self, server: InferenceServer, predict_route: str, health_route: str,
-                 metrics_text: Callable[[], bytes] | None, max_input_size: int) -> None:
-        super().__init__(server, None, max_input_size)
+                 metrics_text: Callable[[], bytes] | None, max_input_size: int,
+                 restrictions: dict[str, Restriction] | None = None) -> None:
+        # The restrictions apply to redirects (HttpApp's routing), not the two routes here.
+        super().__init__(server, restrictions, max_input_size)
         self.dialect = content_type_dialect(BINARY_TYPE, labels_response=False)
         self.predict_path = predict_route
         self.health_path = health_route
@@ -136,12 +142,13 @@ class VertexAiFrontend(HttpEndpoint):
     """The Vertex AI endpoint of one InferenceServer on address:port."""
 
     def __init__(self, server: InferenceServer, address: str, port: int, default_model: str,
-                 metrics_text: Callable[[], bytes] | None, max_input_size: int) -> None:
+                 metrics_text: Callable[[], bytes] | None, max_input_size: int,
+                 restrictions: dict[str, Restriction] | None = None) -> None:
         self.server = server
         self.named_model = default_model
         self.app = VertexAiApp(server, os.environ.get("AIP_PREDICT_ROUTE", ""),
                                os.environ.get("AIP_HEALTH_ROUTE", ""), metrics_text,
-                               max_input_size)
+                               max_input_size, restrictions)
         super().__init__(self.app, address, port, SERVICE, max_input_size=max_input_size)
 
     async def start(self) -> None:

@@ -1,12 +1,13 @@
 """Which custom batching strategy library a model uses, found as Triton's TritonModel::Create
 finds it, and loaded for the model's dynamic batcher (scheduler/batch_strategy.BatchStrategy).
 
-The model's `TRITON_BATCH_STRATEGY_PATH` parameter names the library (a missing file fails the
-load NOT_FOUND); without it, the first `batchstrategy.so` in the version directory, the model
-directory, then the backend's directory under each --backend-directory. A sequence batcher
-takes no strategy (the parameter fails the load INVALID_ARG). The library itself is compiled
-Triton code, opened through Tritium's libtritonserver.so (backend/native/batch_strategy.py),
-imported only when a model has one.
+The model's `TRITON_BATCH_STRATEGY_PATH` parameter names the library, inside the model's folder
+or a backend directory (config/model_paths; a relative path is taken from the model's folder), a
+missing file failing the load NOT_FOUND; without it, the first `batchstrategy.so` in the version
+directory, the model directory, then the backend's directory under each --backend-directory. A
+sequence batcher takes no strategy (the parameter fails the load INVALID_ARG). The library itself
+is compiled Triton code, opened through Tritium's libtritonserver.so
+(backend/native/batch_strategy.py), imported only when a model has one.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from pathlib import Path
 from typing import Protocol
 
 from ..backend.handles import Model
+from ..config.model_paths import BATCH_STRATEGY_PARAMETER
 from ..errors import TritonError
 from ..scheduler.batch_strategy import BatchStrategy
 
 log = logging.getLogger("tritium.model")
 
-PATH_PARAMETER = "TRITON_BATCH_STRATEGY_PATH"
+PATH_PARAMETER = BATCH_STRATEGY_PARAMETER
 LIBRARY_NAME = "batchstrategy.so"
 
 
@@ -39,7 +41,7 @@ def strategy_library(model: Model, backend_directories: list[Path]) -> Path | No
             raise TritonError.invalid_arg(
                 f"{PATH_PARAMETER} cannot be specified with sequence batcher, using default "
                 "batching strategy")
-        path = Path(config.parameters[PATH_PARAMETER].string_value)
+        path = model.repository_path / config.parameters[PATH_PARAMETER].string_value
         if not path.is_file():
             raise TritonError.not_found(f"Batching library path not found: {path}")
         return path

@@ -24,7 +24,7 @@ def read_labels(config: mc.ModelConfig, model_dir: Path) -> dict[str, list[str]]
         if not output.label_filename:
             continue
         path = model_dir / output.label_filename
-        if not path.resolve().is_relative_to(root):
+        if "\0" in output.label_filename or not path.resolve().is_relative_to(root):
             raise TritonError.invalid_arg(
                 f"label file '{output.label_filename}' of output '{output.name}' is outside the "
                 "model directory"

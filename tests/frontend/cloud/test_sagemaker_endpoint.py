@@ -178,6 +178,9 @@ def test_multi_model_load_failures(sagemaker, tmp_path):
     assert send(endpoint, "GET", "/models").json() == {"models": []}
     not_json = send(endpoint, "POST", "/models", body=b"{not json")
     assert not_json.status == 400 and "failed to parse the request JSON buffer" in not_json.error
+    too_deep = send(endpoint, "POST", "/models", body=b"[" * 100_000 + b"]" * 100_000)
+    assert (too_deep.status, too_deep.error) == (
+        400, "failed to parse the request JSON buffer: document nesting is too deep")
     # Still serving; no longer ready (strict readiness: a model failed to load), as Triton.
     assert send(endpoint, "GET", "/models").status == 200
     assert send(endpoint, "GET", "/ping").status == 400

@@ -196,3 +196,33 @@ def test_aip_prediction_mode_serves_only_vertex_ai(tmp_path):
         assert not any(m.startswith("Started HTTPService at") for m in messages)
     finally:
         server.stop()
+
+
+def test_redirects_keep_the_http_endpoints_restrictions(tmp_path):
+    """--http-restricted-api guards the KServe routes a redirect reaches as it guards them on
+    the HTTP port (Triton 2.51's Vertex AI endpoint applies none: the redirect bypassed it);
+    the predict and health routes Vertex AI itself calls stay open."""
+    repo = int32_repository(tmp_path)
+    endpoint = Endpoint(cloud_port())
+    server = ServerProcess(
+        [repo], "--model-control-mode=explicit", f"--load-model={INT32_MODEL}",
+        "--allow-vertex-ai=true", f"--vertex-ai-port={endpoint.port}",
+        "--http-restricted-api=model-repository,model-config:admin-key=secret", env=ROUTES)
+    with server:
+        wait_answering(endpoint, "/health", server)
+        refused = send(endpoint, "POST", "/predict", {},
+                       headers={REDIRECT: f"v2/repository/models/{INT32_MODEL}/unload"})
+        assert (refused.status, refused.error) == (
+            403, "This API is restricted, expecting header 'admin-key'")
+        refused = send(endpoint, "POST", "/predict", body=b"",
+                       headers={REDIRECT: f"v2/models/{INT32_MODEL}/config"})
+        assert refused.status == 403
+        # The model is still there; the key opens the same routes.
+        assert send(endpoint, "POST", "/predict", int32_request(),
+                    headers={"Content-Type": "application/json"}).status == 200
+        allowed = send(endpoint, "POST", "/predict", {},
+                       headers={REDIRECT: "v2/repository/index", "admin-key": "secret"})
+        assert allowed.status == 200 and allowed.json()[0]["state"] == "READY"
+        # Unrestricted groups redirect as before.
+        assert send(endpoint, "POST", "/predict", body=b"",
+                    headers={REDIRECT: f"v2/models/{INT32_MODEL}/ready"}).status == 200

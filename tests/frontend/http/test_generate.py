@@ -214,6 +214,17 @@ def test_malformed_json(server):
 
 
 
+@pytest.mark.parametrize("depth", [1000, 100_000])
+def test_json_nested_past_the_parser_is_a_400(server, depth):
+    """orjson takes documents a little deeper than Python's parser, which the check for a
+    repeated input runs: a document between the two answered 500 (a RecursionError)."""
+    nested = b"[" * depth + b"]" * depth
+    reply = post(server, "/v2/models/gen_echo/generate",
+                 raw=b'{"text_input":"a","x":' + nested + b',"text_input":"b"}')
+    assert (reply.status, reply.json()) == (400, {
+        "error": "failed to parse the request JSON buffer: document nesting is too deep"})
+
+
 @pytest.mark.parametrize("body", [
     b'{"text_input":"a","text_input":"b"}',
     b'{"text_input":"a","text_\\u0069nput":"b"}',  # the same name, escaped

@@ -128,5 +128,14 @@ def test_errors_have_openais_shape_and_status(client, server):
     body = json.loads(raw.value.read())
     assert set(body["error"]) == {"message", "type", "param", "code"}
     assert body["error"]["type"] == "invalid_request_error"
+    # Nested past the parser's depth: a client's fault too (it answered 500).
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.openai_port}/v1/completions",
+        data=b"[" * 100_000 + b"]" * 100_000, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as raw:
+        urllib.request.urlopen(request)
+    assert raw.value.code == 400
+    assert json.loads(raw.value.read())["error"]["message"] == (
+        "the request body is not valid JSON: it is nested too deeply")
     # The server keeps serving.
     assert client.completions.create(model="tiny", prompt="x", max_tokens=2).choices

@@ -106,7 +106,7 @@ def load_json(header: bytes) -> Any:
             raise _json_error(exc) from None
         text = header.decode("utf-8", "surrogateescape")
     except RecursionError:
-        raise _too_deep() from None
+        raise nesting_too_deep() from None
     # Non-UTF-8 bytes, or something after the document: rapidjson stops at a NUL byte (a
     # binary tail read as JSON), anything else after the document is an error.
     decoder = json.JSONDecoder(parse_int=_integer)
@@ -116,7 +116,7 @@ def load_json(header: bytes) -> Any:
     except json.JSONDecodeError as exc:
         raise _json_error(exc) from None
     except RecursionError:
-        raise _too_deep() from None
+        raise nesting_too_deep() from None
     rest = text[end:].lstrip(" \t\n\r")
     if rest and rest[0] != "\x00":
         raise TritonError.invalid_arg(
@@ -146,7 +146,8 @@ def _json_error(exc: json.JSONDecodeError) -> TritonError:
     )
 
 
-def _too_deep() -> TritonError:
+def nesting_too_deep() -> TritonError:
+    """A JSON document nested past what the parser takes (INVALID_ARG, not a crash)."""
     return TritonError.invalid_arg(
         "failed to parse the request JSON buffer: document nesting is too deep"
     )

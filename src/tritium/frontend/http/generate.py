@@ -37,7 +37,7 @@ from ...errors import TritonError
 from ...request import InferenceRequest, InferenceResponse, log_prefix, parse_version
 from ...server import InferenceServer
 from ...tensor import Tensor, element_count, wire_datatype
-from ..extensions.json_codec import NOT_STRING, dumps, parse_error
+from ..extensions.json_codec import NOT_STRING, dumps, nesting_too_deep, parse_error
 from ..loop_bridge import each_on_loop
 from .bulk_decode import Decoding, decode_later
 from .json_data import LARGE_OUTPUT, array_from_json, json_from_array, json_text_in_slices
@@ -185,7 +185,10 @@ def _repeated_input(body: bytes, specs: dict[str, Any]) -> str | None:
             seen.add(key)
         return dict(pairs)
 
-    json.loads(body, object_pairs_hook=pairs_hook)
+    try:
+        json.loads(body, object_pairs_hook=pairs_hook)
+    except RecursionError:  # the first parse (orjson) takes a little deeper nesting
+        raise nesting_too_deep() from None
     return repeated[0] if repeated else None
 
 

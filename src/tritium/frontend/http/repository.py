@@ -23,6 +23,7 @@ from urllib.parse import unquote_to_bytes
 
 from ...errors import TritonError
 from ...server import InferenceServer
+from ..extensions.json_codec import nesting_too_deep
 
 log = logging.getLogger("tritium.frontend.http")
 
@@ -128,9 +129,7 @@ def _parse(body: bytes) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise TritonError.internal(f"failed to parse the request JSON buffer: {exc}") from None
     except RecursionError:
-        raise TritonError.invalid_arg(
-            "failed to parse the request JSON buffer: document nesting is too deep"
-        ) from None
+        raise nesting_too_deep() from None
     return document if isinstance(document, dict) else {}
 
 

@@ -90,6 +90,9 @@ def parse_body(body: bytes) -> dict[str, Any]:
         document = json.loads(body or b"null")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OpenAiError(400, f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise OpenAiError(400, "the request body is not valid JSON: it is nested too deeply"
+                          ) from None
     if not isinstance(document, dict):
         raise OpenAiError(400, "the request body must be a JSON object")
     return document

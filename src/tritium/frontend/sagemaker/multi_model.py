@@ -26,6 +26,7 @@ from typing import Any
 
 from ...errors import Code, TritonError
 from ...server import InferenceServer
+from ..extensions.json_codec import nesting_too_deep
 from ..http.repository import Answer
 
 log = logging.getLogger("tritium.http")
@@ -149,6 +150,8 @@ def _load_request(body: bytes) -> tuple[str, str]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise TritonError.invalid_arg(f"failed to parse the request JSON buffer: {exc}"
                                       ) from None
+    except RecursionError:
+        raise nesting_too_deep() from None
     if not isinstance(document, dict):
         document = {}
     values = []

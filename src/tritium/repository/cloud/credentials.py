@@ -51,6 +51,10 @@ def find_credential(scheme: str, url: str,
         raise TritonError.internal(
             f"failed to parse the cloud credential file {file_path}: {exc}") from None
     section = document.get(scheme, {}) if isinstance(document, dict) else {}
+    if not isinstance(section, dict):
+        raise TritonError.internal(
+            f"failed to parse the cloud credential file {file_path}: its \"{scheme}\" entry "
+            "must map path prefixes to credentials")
     for name in sorted(section, key=len, reverse=True):
         if url.startswith(name):
             log.debug("Using credential  %s  for path  %s", name, url)

@@ -18,6 +18,8 @@ import shutil
 import tempfile
 import threading
 import weakref
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from .location import CloudLocation, parse_location
@@ -33,6 +35,8 @@ class CloudRepository:
         self._store: ObjectStore | None = None
         # relative path -> the tag of the object downloaded there
         self._tags: dict[str, str] = {}
+        # Keys already warned about (each poll lists them again).
+        self._ignored: set[str] = set()
         self._lock = threading.Lock()
         self.root = Path(tempfile.mkdtemp(prefix="tritium-cloud-"))
         self._remove = weakref.finalize(self, shutil.rmtree, self.root, True)
@@ -44,9 +48,10 @@ class CloudRepository:
         with self._lock:
             if self._store is None:
                 self._store = open_store(self.location)
-            objects = [o for o in self._store.list_objects() if _safe(o.key)]
-            self._download_changed(self._store, objects)
+            objects = _storable(self._store.list_objects(), self._ignored)
+            # Gone first: a file whose key became a folder (or back) makes way for it.
             self._remove_gone(objects)
+            self._download_changed(self._store, objects)
 
     def close(self) -> None:
         """Remove the local copy."""
@@ -56,28 +61,30 @@ class CloudRepository:
         for stored in objects:
             target = self.root / stored.key
             if stored.key.endswith("/"):  # a folder marker
-                target.mkdir(parents=True, exist_ok=True)
+                self._store_locally(stored, partial(target.mkdir, parents=True, exist_ok=True))
                 continue
             if self._tags.get(stored.key) == stored.tag and target.is_file():
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # Into place in one step: a model loading meanwhile reads the old file or the new.
-            handle, partial = tempfile.mkstemp(dir=target.parent, prefix=".download-")
-            os.close(handle)
-            try:
-                store.download(stored.key, Path(partial))
-                os.replace(partial, target)
-            except BaseException:
-                Path(partial).unlink(missing_ok=True)
-                raise
-            self._tags[stored.key] = stored.tag
-            log.debug("localized %s/%s", self.url, stored.key)
+            if self._store_locally(stored, partial(_download, store, stored.key, target)):
+                self._tags[stored.key] = stored.tag
+                log.debug("localized %s/%s", self.url, stored.key)
+
+    def _store_locally(self, stored: StoredObject, write: Callable[[], None]) -> bool:
+        """Run `write`; an object the local file system cannot hold (a name too long, a file
+        where its folder should be, a full disk) is left out with a warning, as the objects
+        whose names leave the repository are, instead of failing every scan."""
+        try:
+            write()
+        except OSError as exc:
+            _ignore(self._ignored, stored.key, f"it cannot be stored locally ({exc.strerror})")
+            return False
+        return True
 
     def _remove_gone(self, objects: list[StoredObject]) -> None:
         """Remove files and folders no object is (or lies under) any longer."""
         keep_files = {o.key for o in objects if not o.key.endswith("/")}
-        keep_dirs = {str(parent) for o in objects
-                     for parent in PurePosixPath(o.key.rstrip("/") + "/x").parents}
+        keep_dirs = {str(parent) for o in objects for parent in PurePosixPath(o.key).parents}
+        keep_dirs |= {o.key.rstrip("/") for o in objects if o.key.endswith("/")}
         for key in list(self._tags):
             if key not in keep_files:
                 del self._tags[key]
@@ -90,14 +97,48 @@ class CloudRepository:
                 path.unlink(missing_ok=True)
 
 
-def _safe(key: str) -> bool:
-    """Whether `key` stays inside the local copy (no `..`, no absolute path)."""
-    parts = PurePosixPath(key).parts
-    if not parts or key.startswith("/") or ".." in parts:
-        if key:
-            log.warning("ignoring object '%s': its name leaves the model repository", key)
-        return False
-    return True
+def _download(store: ObjectStore, key: str, target: Path) -> None:
+    """Download `key` to `target`, into place in one step: a model loading meanwhile reads the
+    old file or the new."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, partial_path = tempfile.mkstemp(dir=target.parent, prefix=".download-")
+    os.close(handle)
+    try:
+        store.download(key, Path(partial_path))
+        os.replace(partial_path, target)
+    except BaseException:
+        Path(partial_path).unlink(missing_ok=True)
+        raise
+
+
+def _storable(objects: list[StoredObject], ignored: set[str]) -> list[StoredObject]:
+    """The objects the local copy can hold, each key in its normal form (`a//b` and `a/./b` are
+    `a/b`; the first object listed under a name wins)."""
+    found: dict[str, StoredObject] = {}
+    # An object named in normal form keeps its name whatever aliases are listed before it.
+    for stored in sorted(objects, key=lambda o: _normal(o.key) != o.key):
+        parts = PurePosixPath(stored.key).parts
+        if not parts or stored.key.startswith("/") or ".." in parts:
+            _ignore(ignored, stored.key, "its name leaves the model repository")
+            continue
+        key = _normal(stored.key)
+        if key in found:
+            _ignore(ignored, stored.key, f"another object is stored as '{key}'")
+            continue
+        found[key] = StoredObject(key, stored.size, stored.tag)
+    return list(found.values())
+
+
+def _normal(key: str) -> str:
+    folder = "/" if key.endswith("/") else ""
+    return "/".join(PurePosixPath(key).parts) + folder
+
+
+def _ignore(ignored: set[str], key: str, why: str) -> None:
+    """Warn once about an object left out of the local copy."""
+    if key and key not in ignored:
+        ignored.add(key)
+        log.warning("ignoring object '%s': %s", key, why)
 
 
 __all__ = ["CloudRepository"]
