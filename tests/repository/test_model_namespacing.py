@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
@@ -216,3 +217,21 @@ def test_without_namespacing_a_duplicated_name_stays_refused(tmp_path: Path) -> 
             text = response.read().decode()
     assert 'nv_inference_request_success{model="unique",version="1"} 1' in text.splitlines()
     assert 'namespace="' not in text
+
+
+def test_a_name_spelling_an_identifier_reaches_no_model(tmp_path: Path) -> None:
+    """'<repository>::<model>' is the server's own key for a model, not a name a client may
+    use: it is unknown whether or not the repository exists (over gRPC, where a name may hold
+    the repository path's slashes)."""
+    first, second = duplicated_composing_model(tmp_path)
+    with ServerProcess([first, second], "--model-namespacing=true") as server:
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        tensor = grpcclient.InferInput("IN", [1], "INT32")
+        tensor.set_data_from_numpy(np.array([0], np.int32))
+        assert client.infer("simple_addsub", [tensor]).as_numpy("OUT")[0] == FIRST
+        for name in (f"{first}::composing_model", f"{tmp_path / 'nowhere'}::composing_model"):
+            with pytest.raises(InferenceServerException) as caught:
+                client.infer(name, [tensor])
+            assert caught.value.status() == "StatusCode.NOT_FOUND"
+            assert caught.value.message() == f"Request for unknown model: '{name}' is not found"
+            assert not client.is_model_ready(name)

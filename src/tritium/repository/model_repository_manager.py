@@ -39,7 +39,13 @@ from .load_overrides import FILE_PREFIX, OverrideDirectory, check_model_name, in
 from .model_timestamp import fingerprint
 from .ready_state import ModelReadyState
 from .repo_agents import DEFAULT_REPOAGENT_DIRECTORY, RepoAgentModels
-from .scanner import ModelSource, RepositoryScan, RepositoryScanner, model_identifier
+from .scanner import (
+    IDENTIFIER_SEPARATOR,
+    ModelSource,
+    RepositoryScan,
+    RepositoryScanner,
+    model_identifier,
+)
 
 log = logging.getLogger("tritium.repository")
 
@@ -262,6 +268,10 @@ class ModelRepositoryManager:
             raise TritonError.invalid_arg(
                 f"There are {len(keys)} identifiers of model '{name}' in global map, model "
                 "namespace must be provided to resolve ambiguity.")
+        if not keys and IDENTIFIER_SEPARATOR in name:
+            # A client's name that spells an identifier ("<repository>::<model>") must not
+            # reach that model, nor tell by its answer whether the repository exists.
+            raise TritonError.not_found(f"Request for unknown model: '{name}' is not found")
         return keys[0] if keys else name
 
     def _unload(self, name: str, unload_dependents: bool) -> None:

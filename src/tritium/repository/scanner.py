@@ -43,11 +43,15 @@ DUPLICATE_REASON = "model appears in two or more repositories"
 NOT_VERSIONS = ("warmup", "initial_state", "configs")
 
 
+# Between a namespace and a name in a model identifier.
+IDENTIFIER_SEPARATOR = "::"
+
+
 def model_identifier(namespace: str, name: str) -> str:
     """Triton's ModelIdentifier as text: the name alone without a namespace (namespacing off,
     where every name is unique), else "<namespace>::<name>". The life cycle and the dependency
     graph know models by it."""
-    return f"{namespace}::{name}" if namespace else name
+    return f"{namespace}{IDENTIFIER_SEPARATOR}{name}" if namespace else name
 
 
 @dataclass(frozen=True)
