@@ -18,6 +18,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from support import torch_models
+from support.gpu import gpu
 from support.models import write_model
 from support.server_process import ServerProcess
 
@@ -229,3 +230,44 @@ def test_backend_directory_runtime_comes_first(tmp_path: Path) -> None:
         a = np.arange(4, dtype=np.float32)
         got = infer(httpclient, server.http_url, "tenfold", {"INPUT0": a}, ["OUTPUT0"])
         np.testing.assert_array_equal(got["OUTPUT0"], a * 10)
+
+
+WHERE_PY = """\
+import torch
+from torch import nn
+
+
+class Where(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        device = torch.full([x.shape[0], 1], x.get_device(), dtype=torch.int64, device=x.device)
+        return self.fc(x), device
+"""
+
+
+@gpu[0]
+@gpu[1]
+def test_kind_gpu_instance_runs_on_its_device(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "where", runtime_config(
+        io("input", "INPUT", "[ 8 ]") + io("output", "OUTPUT", "[ 3 ]")
+        + 'output { name: "DEVICE" data_type: TYPE_INT64 dims: [ 1 ] }\n', 4,
+        parameter("TORCH_COMPILE_OPTIONAL_PARAMETERS", '{"disable": true}')
+        + "instance_group [ { kind: KIND_GPU gpus: [ 0 ] } ]\n"),
+        files={"1/model.py": WHERE_PY})
+    spec = importlib.util.spec_from_file_location("where_model", repo / "where" / "1" / "model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    where = module.Where()
+    torch.save(where.state_dict(), repo / "where" / "1" / "model.pt")
+    x = np.random.rand(3, 8).astype(np.float32)
+    with torch.no_grad():
+        expected = where.fc(torch.from_numpy(x)).numpy()
+    with ServerProcess([repo]) as server:
+        got = infer(httpclient, server.http_url, "where", {"INPUT": x}, ["OUTPUT", "DEVICE"])
+    np.testing.assert_allclose(got["OUTPUT"], expected, rtol=1e-4, atol=1e-5)
+    assert got["DEVICE"].ravel().tolist() == [0, 0, 0]
