@@ -43,7 +43,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -174,19 +173,19 @@ def write_repository(repo: Path) -> Path:
     write_model(repo, "py_decoupled", f'name: "py_decoupled"\nbackend: "python"\n'
                 f"max_batch_size: 0\nmodel_transaction_policy {{ decoupled: true }}\n{fp32}\n",
                 files={"1/model.py": DECOUPLED})
-    write_model(repo, "py_sequence", f'''name: "py_sequence"
+    write_model(repo, "py_sequence", '''name: "py_sequence"
 backend: "python"
 max_batch_size: 4
-sequence_batching {{
+sequence_batching {
   max_sequence_idle_microseconds: 5000000
   control_input [
-    {{ name: "START" control [ {{ kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] }} ] }},
-    {{ name: "END" control [ {{ kind: CONTROL_SEQUENCE_END int32_false_true: [0, 1] }} ] }}
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] } ] },
+    { name: "END" control [ { kind: CONTROL_SEQUENCE_END int32_false_true: [0, 1] } ] }
   ]
-}}
-input [ {{ name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-output [ {{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+}
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
 ''', files={"1/model.py": ACCUMULATOR})
     onnx_models.save(onnx_models.add_sub(width=16), repo / "onnx_add_sub" / "1" / "model.onnx")
     (repo / "onnx_add_sub" / "config.pbtxt").write_text(
@@ -254,20 +253,20 @@ class Outcome:
     start_stubs_mib: float = 0.0
     end_server_mib: float = 0.0
     end_stubs_mib: float = 0.0
-    # RssAnon MiB per 100k requests over the second half: server, stubs.
+    # RssAnon MiB per 100k requests (per 100 cycles) over the second half: server, stubs.
     tail_server: float = 0.0
     tail_stubs: float = 0.0
     note: str = ""
     samples: list[Sample] = field(default_factory=list)
 
 
-def slope_per_100k(samples: list[Sample], attribute: str) -> float:
-    """Least-squares MiB per 100k requests through the samples."""
+def slope_per(samples: list[Sample], attribute: str, per: int) -> float:
+    """Least-squares MiB per `per` requests (or cycles) through the samples."""
     if len(samples) < 3 or samples[-1].requests == samples[0].requests:
         return float("nan")
     x = np.array([s.requests for s in samples], float)
     y = np.array([getattr(s, attribute) for s in samples], float)
-    return float(np.polyfit(x, y, 1)[0] * 100_000)
+    return float(np.polyfit(x, y, 1)[0] * per)
 
 
 class Counter:
@@ -323,7 +322,7 @@ def threads_load(worker: Callable[[ServerProcess, float, Counter], None],
     return run
 
 
-def _infer_body(model: str) -> tuple[bytes, dict[str, str]]:
+def _infer_body() -> tuple[bytes, dict[str, str]]:
     data = np.arange(16, dtype=np.float32).reshape(1, 16)
     header = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 16],
                                      "parameters": {"binary_data_size": data.nbytes}}],
@@ -335,7 +334,7 @@ def _infer_body(model: str) -> tuple[bytes, dict[str, str]]:
 
 def dropped_http(server: ServerProcess, seconds: float, counter: Counter) -> None:
     """Send a request to the slow model and close the socket before its answer."""
-    body, headers = _infer_body("py_slow")
+    body, headers = _infer_body()
     host, port = server.http_url.split(":")
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     raw = (f"POST /v2/models/py_slow/infer HTTP/1.1\r\nHost: {host}\r\n{head}"
@@ -370,7 +369,7 @@ def new_connections(server: ServerProcess, seconds: float, counter: Counter) -> 
     """One HTTP connection per request, and one gRPC channel per request."""
     import tritonclient.grpc as grpcclient
 
-    body, headers = _infer_body("py_identity")
+    body, headers = _infer_body()
     host, port = server.http_url.split(":")
     value = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
     value.set_data_from_numpy(np.zeros((1, 16), np.float32))
@@ -440,7 +439,7 @@ def scenarios() -> list[Scenario]:
                                      "2", "--sequence-length-variation", "0",
                                      "--concurrency-range", "8", "--input-data", "zero")),
         Scenario("bls", pa_load("-m", "py_bls", "-i", "grpc", "--concurrency-range", "4")),
-        Scenario("cancel", threads_load(lambda s, t, c: (dropped_http(s, t, c)), 2),
+        Scenario("cancel", threads_load(dropped_http, 2),
                  needs_pa=False),
         Scenario("cancel-grpc", threads_load(deadline_grpc, 2), needs_pa=False),
         Scenario("load-unload", load_unload, needs_pa=False, explicit=True, unit="cycles"),
@@ -487,10 +486,11 @@ def measure(scenario: Scenario, repo: Path, warmup: float, seconds: float,
     outcome.start_server_mib, outcome.start_stubs_mib = (samples[0].server_mib,
                                                          samples[0].stubs_mib)
     outcome.end_server_mib, outcome.end_stubs_mib = samples[-1].server_mib, samples[-1].stubs_mib
-    outcome.tail_server = slope_per_100k(tail, "server_anon_mib")
-    outcome.tail_stubs = slope_per_100k(tail, "stubs_anon_mib")
+    per = 100_000 if scenario.unit == "requests" else 100
+    outcome.tail_server = slope_per(tail, "server_anon_mib", per)
+    outcome.tail_stubs = slope_per(tail, "stubs_anon_mib", per)
     if scenario.unit != "requests":
-        outcome.note = f"counts are {scenario.unit}"
+        outcome.note = f"counts are {scenario.unit}; growth per {per} {scenario.unit}"
     return outcome
 
 
