@@ -21,8 +21,8 @@ Scenarios (`--scenario NAME`, repeatable; all by default):
   dynamic-batching             a Python identity with dynamic_batching at concurrency 16
   sequence                     many short sequences (2 requests, new correlation id each)
   bls                          a Python model calling another through BLS
-  cancel                       clients that drop the connection mid-request (HTTP) or give up
-                               (gRPC deadline) on a slow model
+  cancel                       HTTP clients that close the connection mid-request (slow model)
+  cancel-grpc                  gRPC calls whose deadline passes while the slow model runs
   load-unload                  explicit model control: load, infer, unload, over and over
   connections                  a new HTTP connection and a new gRPC channel per request
 
