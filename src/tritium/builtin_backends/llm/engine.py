@@ -271,8 +271,10 @@ class Engine:
         if finished and self.metrics:
             self.metrics.finished(now - sequence.request.arrival, len(sequence.prompt),
                                   len(sequence.output))
-        if delta or finished:
-            sequence.request.on_output(sequence, delta, finished)
+        # Every token is a response of a stream, empty while text is held back (an unfinished
+        # character, a possible stop string), as vLLM answers each engine step: benchmark
+        # clients time each token by its response.
+        sequence.request.on_output(sequence, delta, finished)
         return finished
 
     # -- rows ----------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 `ModelInstanceState.enqueue` makes one per request: it reads the inputs of Triton's vLLM backend
 (`text_input`, optional `stream`, `sampling_parameters`, `exclude_input_in_output` and the
 `return_*` switches of its additional outputs), tokenizes the prompt and checks it, so a bad
-request is answered at once with INVALID_ARG. The engine then calls `on_output` as text comes:
-streaming requests get one decoupled response per new piece of text (the last flagged FINAL),
+request is answered at once with INVALID_ARG. The engine then calls `on_output` for each token:
+streaming requests get one decoupled response per token, with its new text (empty while an
+unfinished character or a possible stop string is held back; the last flagged FINAL),
 others one final response with the whole text (the prompt first, unless
 `exclude_input_in_output`), as the vLLM backend answers. A request whose client went away ends
 with a CANCELLED error, as the vLLM backend's does.

@@ -139,7 +139,11 @@ class OpenAiApp:
         requests = generation.requests(inputs)
         answer = (_StreamAnswer if generation.stream else _Answer)(conn, generation)
         options = document.get("stream_options")
-        answer.include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        if isinstance(options, dict):
+            answer.include_usage = options.get("include_usage") is True
+            # vLLM's extension: usage so far on every chunk too (aiperf's --per-chunk-usage).
+            answer.continuous_usage = answer.include_usage and \
+                options.get("continuous_usage_stats") is True
         answer.requests = requests
         for index, request in enumerate(requests):
             each_on_loop(self.server.infer_async, request, answer.for_choice(index))
@@ -172,6 +176,7 @@ class _Choice:
         self.finish_reason: str | None = None
         self.completion_tokens = 0
         self.done = False
+        self.finish_sent = False  # streaming: a chunk carried the finish reason
         self.logprobs: list[Any] = []  # the backend's entries not yet answered
         self.prompt_logprobs: list[Any] = []
         self.offsets = CompletionLogprobs(generation.top_logprobs or 0)
@@ -192,6 +197,7 @@ class _Answer:
         self.prompt_tokens = 0
         self.failed = False
         self.include_usage = False  # streaming: a last chunk with usage (stream_options)
+        self.continuous_usage = False  # streaming: usage on every chunk as well
 
     def for_choice(self, index: int) -> Any:
         def on_response(response: InferenceResponse | None, final: bool) -> None:
@@ -291,20 +297,33 @@ class _StreamAnswer(_Answer):
         if not self.started:
             self.started = True
             self.conn.start_stream(200, _SSE)
+        if self.continuous_usage and isinstance(document, dict) and "choices" in document \
+                and "usage" not in document:
+            document["usage"] = self.usage()
         payload = document if isinstance(document, bytes) else json.dumps(document).encode()
         self.conn.send_chunk(b"data: " + payload + b"\n\n")
 
     def take(self, choice: _Choice, response: InferenceResponse) -> str:
         first = not choice.text
+        tokens = choice.completion_tokens
         delta = super().take(choice, response)
         if first and self.chat:
-            self._event(self.document(
-                [{"index": choice.index, "delta": {"role": "assistant", "content": ""},
-                  "logprobs": None, "finish_reason": None}], True))
+            role = self.document([{"index": choice.index,
+                                   "delta": {"role": "assistant", "content": ""},
+                                   "logprobs": None, "finish_reason": None}], True)
+            if self.continuous_usage:  # before this response's tokens
+                role["usage"] = usage(self.prompt_tokens, self.usage()["completion_tokens"]
+                                      - (choice.completion_tokens - tokens))
+            self._event(role)
         if first and self.generation.echo:  # the prompt (and its logprobs) first
             delta = self.generation.text + delta
-        if delta or choice.logprobs:
-            self._event(self.document([self._chunk_choice(choice, delta, None, first)], True))
+        # A chunk per response that carries tokens, even with no text yet (held back), and
+        # the finish reason on the last token's chunk, as vLLM streams: benchmark clients
+        # time each token by its chunk.
+        if delta or choice.logprobs or choice.completion_tokens > tokens:
+            self._event(self.document([self._chunk_choice(choice, delta, choice.finish_reason,
+                                                          first)], True))
+            choice.finish_sent = choice.finish_reason is not None
         return delta
 
     def _chunk_choice(self, choice: _Choice, text: str | None, finish_reason: str | None,
@@ -319,8 +338,9 @@ class _StreamAnswer(_Answer):
                 "finish_reason": finish_reason}
 
     def finish_choice(self, choice: _Choice) -> None:
-        self._event(self.document([self._chunk_choice(choice, None, choice.finish_reason)],
-                                  True))
+        if not choice.finish_sent:
+            self._event(self.document([self._chunk_choice(choice, None, choice.finish_reason)],
+                                      True))
 
     def finish(self) -> None:
         if self.include_usage:

@@ -1,0 +1,143 @@
+"""The LLM benchmark clients, replayed: the requests `vllm bench serve`, aiperf and genai-perf send
+(recorded from each client run against this server), as they send them, and what their figures
+rest on: one streamed chunk or response per generated token (their inter-token latencies), the
+token count they asked for with ignore_eos or min_tokens, the finish reason on the last token's
+chunk, and usage in the last chunk (and on every chunk with vLLM's continuous_usage_stats)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from support.grpc_stream_fixtures import Collector, is_final
+from support.llm_fixtures import llm_weights  # noqa: F401
+from support.llm_models import llm_repository
+from support.server_process import ServerProcess, free_ports
+
+TOKENS = 24
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path]):  # noqa: F811
+    repo = llm_repository(tmp_path_factory.mktemp("bench_clients_repo"),
+                          {"tiny_llama": {"family": "llama"}}, llm_weights)
+    (port,) = free_ports(1)
+    with ServerProcess([repo], f"--openai-port={port}") as process:
+        process.openai_port = port
+        yield process
+
+
+def _events(server: ServerProcess, path: str, body: dict[str, Any],
+            headers: dict[str, str]) -> list[Any]:
+    """POST `body` as the client does (aiohttp's headers) and read the server-sent events: each
+    `data: ...` event's JSON, the closing `[DONE]` as the string."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.openai_port, timeout=120)
+    connection.request("POST", path, json.dumps(body).encode(),
+                       {"Content-Type": "application/json", "Accept": "*/*",
+                        "Accept-Encoding": "gzip, deflate",
+                        "User-Agent": "Python/3.11 aiohttp/3.14.5", **headers})
+    response = connection.getresponse()
+    assert response.status == 200
+    assert response.getheader("content-type").startswith("text/event-stream")
+    events = []
+    for block in response.read().decode().split("\n\n"):
+        if block:
+            assert block.startswith("data: "), block
+            payload = block[len("data: "):]
+            events.append(payload if payload == "[DONE]" else json.loads(payload))
+    connection.close()
+    return events
+
+
+def _token_chunks(events: list[Any]) -> list[dict[str, Any]]:
+    """The chunks that carry a choice, less a chat answer's first (the role)."""
+    chunks = [e for e in events[:-1] if e["choices"]]
+    if "delta" in chunks[0]["choices"][0] and "role" in chunks[0]["choices"][0]["delta"]:
+        chunks = chunks[1:]
+    return chunks
+
+
+def _check_stream(events: list[Any]) -> None:
+    """TOKENS chunks, one per token, the last with finish_reason `length`; then usage; then
+    `[DONE]`."""
+    assert events[-1] == "[DONE]"
+    chunks = _token_chunks(events)
+    assert len(chunks) == TOKENS
+    reasons = [c["choices"][0]["finish_reason"] for c in chunks]
+    assert reasons == [None] * (TOKENS - 1) + ["length"]
+    last = events[-2]
+    assert last["choices"] == [] and last["usage"]["completion_tokens"] == TOKENS
+
+
+def test_vllm_bench_serve_completions(server):
+    """`vllm bench serve --backend openai --dataset-name random --ignore-eos`."""
+    events = _events(server, "/v1/completions", {
+        "model": "tiny_llama", "prompt": "oxponrnrldrowtstutintepsusuouuponvaveswoweezy",
+        "repetition_penalty": 1.0, "max_tokens": TOKENS, "logprobs": None, "stream": True,
+        "stream_options": {"include_usage": True}, "ignore_eos": True,
+    }, {"x-request-id": "bench-bbee635e-0"})
+    _check_stream(events)
+    assert all(e["object"] == "text_completion" for e in events[:-1])
+
+
+def test_vllm_bench_serve_chat(server):
+    """`vllm bench serve --backend openai-chat --endpoint /v1/chat/completions`: content parts,
+    max_completion_tokens."""
+    events = _events(server, "/v1/chat/completions", {
+        "model": "tiny_llama",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "a tde beronou"}]}],
+        "max_completion_tokens": TOKENS, "stream": True,
+        "stream_options": {"include_usage": True}, "ignore_eos": True,
+    }, {"x-request-id": "bench-de7b2103-0"})
+    _check_stream(events)
+    assert events[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert all(e["object"] == "chat.completion.chunk" for e in events[:-1])
+
+
+def test_aiperf_chat_with_per_chunk_usage(server):
+    """`aiperf profile --endpoint-type chat --streaming --per-chunk-usage --extra-inputs
+    ignore_eos:true`: vLLM's continuous_usage_stats, the tokens so far on every chunk."""
+    events = _events(server, "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": " Exit JULIET O God O Nurse how shall"}],
+        "model": "tiny_llama", "stream": True, "max_completion_tokens": TOKENS,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }, {})
+    _check_stream(events)
+    counts = [e["usage"]["completion_tokens"] for e in events[:-1]]
+    # The role chunk before any token, then one more token per chunk, the last usage chunk.
+    assert counts == list(range(TOKENS + 1)) + [TOKENS]
+    assert len({e["usage"]["prompt_tokens"] for e in events[:-1]}) == 1
+
+
+def test_genai_perf_kserve_vllm_over_grpc_stream(server):
+    """`genai-perf profile --endpoint-type kserve --backend vllm --streaming
+    --output-tokens-mean 24 --output-tokens-mean-deterministic`: perf_analyzer's gRPC stream
+    with genai-perf's inputs, sampling parameters as strings, min_tokens = max_tokens."""
+    values = {"text_input": (b"ooth every passion That in the natures of th", "BYTES"),
+              "exclude_input_in_output": (True, "BOOL"), "stream": (True, "BOOL"),
+              "sampling_parameters": (json.dumps({"max_tokens": str(TOKENS),
+                                                  "min_tokens": str(TOKENS)}).encode(), "BYTES")}
+    inputs = []
+    for name, (value, datatype) in values.items():
+        tensor = grpcclient.InferInput(name, [1], datatype)
+        tensor.set_data_from_numpy(np.array([value], dtype=np.object_ if datatype == "BYTES"
+                                            else np.bool_))
+        inputs.append(tensor)
+    collector = Collector()
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        client.start_stream(callback=collector)
+        client.async_stream_infer("tiny_llama", inputs, request_id="1")
+        items = collector.wait_for(lambda got: any(e is not None or is_final(r)
+                                                   for r, e in got), timeout=120)
+        client.stop_stream()
+    assert [e for _, e in items if e is not None] == []
+    # One response per token, only the last final.
+    assert [is_final(r) for r, _ in items] == [False] * (TOKENS - 1) + [True]
+    assert "".join(r.as_numpy("text_output")[0].decode() for r, _ in items)
