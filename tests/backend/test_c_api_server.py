@@ -257,27 +257,37 @@ def _running(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-# A Python program calling the C API (as Triton's own Python binding does): the library finds
-# the interpreter already running and takes its GIL instead of starting one.
-PYTHON_CALLER = """
+# The start of a Python program calling the C API (as Triton's own Python binding does): the
+# library finds the interpreter already running and takes its GIL instead of starting one.
+CALLER_PROLOGUE = """
 import ctypes, os, sys
 lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)
 P = ctypes.c_void_p
 for name, args in [("TRITONSERVER_ServerOptionsNew", [ctypes.POINTER(P)]),
                    ("TRITONSERVER_ServerOptionsSetModelRepositoryPath", [P, ctypes.c_char_p]),
                    ("TRITONSERVER_ServerOptionsSetBackendDirectory", [P, ctypes.c_char_p]),
+                   ("TRITONSERVER_ServerOptionsSetModelNamespacing", [P, ctypes.c_bool]),
                    ("TRITONSERVER_ServerOptionsSetLogInfo", [P, ctypes.c_bool]),
+                   ("TRITONSERVER_ServerOptionsSetLogError", [P, ctypes.c_bool]),
                    ("TRITONSERVER_ServerNew", [ctypes.POINTER(P), P]),
                    ("TRITONSERVER_ServerModelIsReady",
                     [P, ctypes.c_char_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_bool)]),
+                   ("TRITONSERVER_ServerModelConfig",
+                    [P, ctypes.c_char_p, ctypes.c_int64, ctypes.c_uint32, ctypes.POINTER(P)]),
+                   ("TRITONSERVER_ErrorCodeString", [P]), ("TRITONSERVER_ErrorMessage", [P]),
                    ("TRITONSERVER_ServerDelete", [P])]:
     getattr(lib, name).argtypes = args
     getattr(lib, name).restype = P
-options, server, ready = P(), P(), ctypes.c_bool()
+for name in ("TRITONSERVER_ErrorCodeString", "TRITONSERVER_ErrorMessage"):
+    getattr(lib, name).restype = ctypes.c_char_p
+options, server, ready, message = P(), P(), ctypes.c_bool(), P()
 assert lib.TRITONSERVER_ServerOptionsNew(ctypes.byref(options)) is None
+assert lib.TRITONSERVER_ServerOptionsSetLogInfo(options, False) is None
+"""
+
+PYTHON_CALLER = CALLER_PROLOGUE + """
 assert lib.TRITONSERVER_ServerOptionsSetModelRepositoryPath(options, sys.argv[2].encode()) is None
 assert lib.TRITONSERVER_ServerOptionsSetBackendDirectory(options, sys.argv[3].encode()) is None
-assert lib.TRITONSERVER_ServerOptionsSetLogInfo(options, False) is None
 assert lib.TRITONSERVER_ServerNew(ctypes.byref(server), options) is None
 assert lib.TRITONSERVER_ServerModelIsReady(server, b"add_sub", -1, ctypes.byref(ready)) is None
 print("add_sub ready", ready.value)
@@ -301,30 +311,10 @@ def test_a_python_program_makes_a_server_through_the_c_api(setup):
 
 # Two repositories holding the same model name: with namespacing both load and the name alone
 # is ambiguous (Triton's INVALID_ARG); without it the server refuses to start.
-NAMESPACING_CALLER = """
-import ctypes, os, sys
-lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)
-P = ctypes.c_void_p
-for name, args in [("TRITONSERVER_ServerOptionsNew", [ctypes.POINTER(P)]),
-                   ("TRITONSERVER_ServerOptionsSetModelRepositoryPath", [P, ctypes.c_char_p]),
-                   ("TRITONSERVER_ServerOptionsSetModelNamespacing", [P, ctypes.c_bool]),
-                   ("TRITONSERVER_ServerOptionsSetLogInfo", [P, ctypes.c_bool]),
-                   ("TRITONSERVER_ServerOptionsSetLogError", [P, ctypes.c_bool]),
-                   ("TRITONSERVER_ServerNew", [ctypes.POINTER(P), P]),
-                   ("TRITONSERVER_ServerModelConfig",
-                    [P, ctypes.c_char_p, ctypes.c_int64, ctypes.c_uint32, ctypes.POINTER(P)]),
-                   ("TRITONSERVER_ErrorCodeString", [P]), ("TRITONSERVER_ErrorMessage", [P]),
-                   ("TRITONSERVER_ServerDelete", [P])]:
-    getattr(lib, name).argtypes = args
-    getattr(lib, name).restype = P
-for name in ("TRITONSERVER_ErrorCodeString", "TRITONSERVER_ErrorMessage"):
-    getattr(lib, name).restype = ctypes.c_char_p
-options, server, message = P(), P(), P()
-assert lib.TRITONSERVER_ServerOptionsNew(ctypes.byref(options)) is None
+NAMESPACING_CALLER = CALLER_PROLOGUE + """
 for path in sys.argv[2:4]:
     assert lib.TRITONSERVER_ServerOptionsSetModelRepositoryPath(options, path.encode()) is None
 assert lib.TRITONSERVER_ServerOptionsSetModelNamespacing(options, sys.argv[4] == "on") is None
-assert lib.TRITONSERVER_ServerOptionsSetLogInfo(options, False) is None
 assert lib.TRITONSERVER_ServerOptionsSetLogError(options, False) is None
 error = lib.TRITONSERVER_ServerNew(ctypes.byref(server), options)
 if error is not None:
