@@ -103,13 +103,18 @@ def test_serves_python_and_onnx_models_from_a_bucket_and_removes_the_copy_at_exi
 
 def test_explicit_mode_loads_and_unloads_on_request(s3: S3Service, tmp_path: Path) -> None:
     s3.upload(BUCKET, "explicit", _python_add_sub(tmp_path / "models"))
-    with _server(s3.url(BUCKET, "explicit"), args=("--model-control-mode=explicit",)) as server:
+    # Triton's variable for where S3 repositories are localized (made if missing).
+    mount = tmp_path / "mount" / "s3"
+    with _server(s3.url(BUCKET, "explicit"), args=("--model-control-mode=explicit",),
+                 env={"TRITON_AWS_MOUNT_DIRECTORY": str(mount)}) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         assert not client.is_model_ready("add_sub")
         client.load_model("add_sub")
         np.testing.assert_array_equal(_add_sub(server, "add_sub"), [2, 3, 4, 5])
+        assert (_copies(mount)[0] / "add_sub" / "1" / "model.py").is_file()
         client.unload_model("add_sub")
         _wait(lambda: not client.is_model_ready("add_sub"))
+    assert _copies(mount) == []
 
 
 def test_poll_mode_follows_the_bucket(s3: S3Service, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path, PurePosixPath
 
+from ...errors import TritonError
 from .location import CloudLocation, parse_location
 from .store import ObjectStore, StoredObject, open_store
 
@@ -38,7 +39,8 @@ class CloudRepository:
         # Keys already warned about (each poll lists them again).
         self._ignored: set[str] = set()
         self._lock = threading.Lock()
-        self.root = Path(tempfile.mkdtemp(prefix="tritium-cloud-"))
+        self.root = Path(tempfile.mkdtemp(prefix="tritium-cloud-",
+                                          dir=_mount_directory(self.location.scheme)))
         self._remove = weakref.finalize(self, shutil.rmtree, self.root, True)
 
     def refresh(self) -> None:
@@ -139,6 +141,29 @@ def _ignore(ignored: set[str], key: str, why: str) -> None:
     if key and key not in ignored:
         ignored.add(key)
         log.warning("ignoring object '%s': %s", key, why)
+
+
+
+# Where Triton localizes each scheme's repositories, when set (else the system's temporary
+# directory, as Triton's default /tmp).
+_MOUNT_DIRECTORY_VARIABLES = {"s3": "TRITON_AWS_MOUNT_DIRECTORY",
+                              "gs": "TRITON_GCS_MOUNT_DIRECTORY"}
+
+
+def _mount_directory(scheme: str) -> str | None:
+    """The folder the local copy is made in: TRITON_AWS_MOUNT_DIRECTORY (S3) or
+    TRITON_GCS_MOUNT_DIRECTORY (GCS), created if missing, as Triton makes its copies there."""
+    variable = _MOUNT_DIRECTORY_VARIABLES.get(scheme, "")
+    folder = os.environ.get(variable, "") if variable else ""
+    if not folder:
+        return None
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise TritonError.internal(
+            f"cannot use {variable}='{folder}' for the local copy of a cloud repository: "
+            f"{exc.strerror}") from None
+    return folder
 
 
 __all__ = ["CloudRepository"]
