@@ -13,6 +13,14 @@ in flight), so it runs once unloads have paused for `QUIET_S`, on a thread of it
 2,000 load/unload requests had unloaded the model ~50 times, each unload collecting, and a good
 client's call on another model waited 13 s behind them.
 
+That collection then hands the memory the unloads freed back to the system (glibc's
+malloc_trim). glibc gives back only the free top of its heap on its own, so what an unloaded
+model's native allocations left free below live chunks stayed in the process: an ONNX model
+loaded and unloaded 3,000 times left the server's heap between 53 and 91 MiB at the quiet
+moments (no growth: the same 53 MiB after a trim at the end), where with the trim every quiet
+moment reads 52-55 MiB. It is fragmentation, not a leak, as Triton's model management guide says
+of its own load/unload growth; the trim runs where the pause already is, off the GIL.
+
 Settled, the server also lets the young generation grow to `YOUNG_THRESHOLD` container objects
 (Python's default is 700) before a collection. Under load almost everything young is alive, the
 requests in flight (32 of them are ~900 objects), and a collection walks it all to free
@@ -26,9 +34,11 @@ A process that never settles (Tritium embedded in a program) is left as it is.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import threading
 import time
+from collections.abc import Callable
 
 _lock = threading.Lock()
 
@@ -37,6 +47,21 @@ YOUNG_THRESHOLD = 10_000
 # A release collects once no other came for this long, and within MAX_DEFER_S of the first.
 QUIET_S = 5.0
 MAX_DEFER_S = 60.0
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+# Called with 0 after each release's collection (ctypes drops the GIL for the call).
+give_back = _malloc_trim()
 
 
 class _Due:
@@ -80,5 +105,7 @@ def _collect_when_quiet() -> None:
                 gc.unfreeze()
                 gc.collect()
                 gc.freeze()
-                return
+                break
         time.sleep(wait)
+    if give_back is not None:
+        give_back(0)

@@ -6,6 +6,7 @@ with nothing frozen and the default thresholds."""
 from __future__ import annotations
 
 import gc
+import platform
 import sys
 import time
 import weakref
@@ -49,6 +50,23 @@ def releases_in_a_row_cost_one_full_collection() -> None:
     _wait_for(lambda: full == [1])
     time.sleep(heap.QUIET_S * 2)
     assert full == [1]
+
+
+def release_gives_the_freed_memory_back_after_collecting() -> None:
+    """What the unloaded model freed goes back to the system (malloc_trim) once its cycles are
+    collected, not before: trimming first would leave the cycles' memory behind."""
+    if platform.libc_ver()[0] == "glibc":
+        assert heap.give_back is not None
+    heap.QUIET_S = 0.5
+    events: list[str] = []
+    gc.callbacks.append(lambda phase, info: events.append("collected")
+                        if phase == "stop" and info["generation"] == 2 else None)
+    heap.give_back = lambda pad: events.append(f"given back {pad}") or 1
+    heap.settle()
+    events.clear()
+    heap.release()
+    _wait_for(lambda: "given back 0" in events)
+    assert events == ["collected", "given back 0"]
 
 
 def _wait_for(condition, timeout: float = 30.0) -> None:
