@@ -24,6 +24,7 @@ from support.server_process import ServerProcess
 from test_response_cache import COUNTER, calls, counter_config
 
 PASSWORD = "redis123!"
+AUTH = f"--cache-config=redis,password={PASSWORD}"
 
 
 class FakeRedis:
@@ -68,7 +69,7 @@ def statistics(server: ServerProcess) -> dict:
 
 
 def test_second_identical_request_is_answered_from_redis(repo, fake_redis):
-    with ServerProcess([repo], *redis_flags(fake_redis.port, f"--cache-config=redis,password={PASSWORD}")) as server:
+    with ServerProcess([repo], *redis_flags(fake_redis.port, AUTH)) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         data = np.arange(4, dtype=np.float32).reshape(1, 4)
         assert calls(client, "counter", data) == 1
@@ -82,7 +83,7 @@ def test_second_identical_request_is_answered_from_redis(repo, fake_redis):
 
 
 def test_servers_sharing_one_redis_share_its_responses(tmp_path, fake_redis):
-    flags = redis_flags(fake_redis.port, f"--cache-config=redis,password={PASSWORD}")
+    flags = redis_flags(fake_redis.port, AUTH)
     data = np.full((1, 3), 7, np.float32)
     repos = []
     for name in ("a", "b"):
@@ -107,7 +108,7 @@ def test_credentials_from_the_environment(repo, fake_redis):
 
 
 def test_requests_are_computed_when_redis_goes_away(repo, fake_redis):
-    with ServerProcess([repo], *redis_flags(fake_redis.port, f"--cache-config=redis,password={PASSWORD}")) as server:
+    with ServerProcess([repo], *redis_flags(fake_redis.port, AUTH)) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         data = np.zeros((1, 2), np.float32)
         assert calls(client, "counter", data) == calls(client, "counter", data) == 1

@@ -42,7 +42,7 @@ from .repository import (
     repository_location,
 )
 from .request import Deliver, InferenceRequest, parse_version
-from .response_cache import CacheSnapshot, ResponseCache
+from .response_cache import CacheSnapshot
 from .response_cache import from_config as cache_from_config
 from .scheduler.rate_limiter import RateLimiter
 from .shared_memory import SharedMemoryManager
