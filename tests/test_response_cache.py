@@ -250,8 +250,8 @@ def refused_start(tmp_path, *flags: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--cache-config=redis,host=localhost"],
-     "unable to find cache 'redis': Tritium provides only the 'local' cache"),
+    (["--cache-config=memcached,host=localhost"],
+     "unable to find cache 'memcached': Tritium provides the 'local' and 'redis' caches"),
     (["--cache-config=local,size=lots"],
      "cache 'local' size must be a number of bytes, got 'lots'"),
     # L0_response_cache: Triton's server supports a single cache (before looking any up).

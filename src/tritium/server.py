@@ -42,7 +42,8 @@ from .repository import (
     repository_location,
 )
 from .request import Deliver, InferenceRequest, parse_version
-from .response_cache import CacheSnapshot, ResponseCache
+from .response_cache import CacheSnapshot
+from .response_cache import from_config as cache_from_config
 from .scheduler.rate_limiter import RateLimiter
 from .shared_memory import SharedMemoryManager
 from .tensor import wire_datatype
@@ -149,7 +150,7 @@ class InferenceServer:
             gpus=self.gpus, config_name=options.model_config_name,
             namespacing=options.model_namespacing,
         )
-        self.response_cache = ResponseCache.from_config(options.cache_config)
+        self.response_cache = cache_from_config(options.cache_config)
         self.lifecycle = ModelLifeCycle(
             self.repository, self.backends, thread_count=options.model_load_thread_count,
             response_cache=self.response_cache,
