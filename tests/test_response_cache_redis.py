@@ -19,7 +19,7 @@ import tritonclient.http as httpclient
 from fakeredis import TcpFakeServer
 
 from support.models import write_model
-from support.redis_stub import locked_redis
+from support.redis_stub import locked_redis, stalled_redis
 from support.server_process import ServerProcess
 from test_response_cache import COUNTER, calls, counter_config
 
@@ -120,6 +120,18 @@ def test_requests_are_computed_when_redis_goes_away(repo, fake_redis):
         server.wait_log("Failed to retrieve key: tritium:")
         server.wait_log("into response cache: Failed to insert key: tritium:")
         assert server.log().count("Failed to retrieve key") == 1  # once per outage
+
+
+def test_a_redis_that_stops_answering_holds_no_request(repo):
+    """Triton's default socket_timeout waits forever; lookups run on the server's event loop
+    here, so a stalled redis is given up on (a miss) and the server keeps serving."""
+    with stalled_redis() as port, ServerProcess([repo], *redis_flags(port)) as server:
+        client = httpclient.InferenceServerClient(server.http_url, network_timeout=120)
+        data = np.full((1, 2), 3, np.float32)
+        for expected in (1, 2, 3):
+            assert calls(client, "counter", data) == expected  # each a miss, computed
+        server.wait_log("Failed to retrieve key: tritium:")
+        assert client.is_server_live()
 
 
 def refused_start(repo: Path, *flags: str, env: dict | None = None) -> str:

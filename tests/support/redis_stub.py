@@ -1,9 +1,8 @@
-"""A redis that requires a password and never gets the right one: it answers AUTH with redis's
-WRONGPASS and any other command with NOAUTH, as a real redis with `requirepass` does.
-
-fakeredis (which the other redis cache tests use) accepts unauthenticated commands and names
-a refused AUTH "NOAUTH"; this stands in for the two refusals whose replies Triton's L0 tests
-read."""
+"""Two redis servers fakeredis cannot be. A locked one requires a password and never gets the
+right one: it answers AUTH with redis's WRONGPASS and any other command with NOAUTH, as a real
+redis with `requirepass` does (fakeredis accepts unauthenticated commands and names a refused
+AUTH "NOAUTH"); these are the refusals Triton's L0 tests read. A stalled one answers the
+connection's set-up and PING, and never a GET or a SET: a redis that stopped answering."""
 
 from __future__ import annotations
 
@@ -26,13 +25,40 @@ class _Handler(socketserver.StreamRequestHandler):
             for _ in range(int(header[1:])):
                 length = int(self.rfile.readline()[1:])
                 words.append(self.rfile.read(length + 2)[:-2])
-            self.wfile.write(WRONGPASS if words[0].upper() == b"AUTH" else NOAUTH)
+            reply = self.reply(words[0].upper())
+            if reply is None:
+                self.rfile.read()  # no answer, ever: wait for the client to give up
+                return
+            self.wfile.write(reply)
+
+    def reply(self, command: bytes) -> bytes | None:
+        return WRONGPASS if command == b"AUTH" else NOAUTH
+
+
+class _StalledHandler(_Handler):
+    def reply(self, command: bytes) -> bytes | None:
+        if command in (b"GET", b"SET"):
+            return None
+        return b"+PONG\r\n" if command == b"PING" else b"+OK\r\n"
 
 
 @contextmanager
 def locked_redis() -> Iterator[int]:
     """Serve on a free local port (yielded) until the block ends."""
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Handler)
+    with _serving(_Handler) as port:
+        yield port
+
+
+@contextmanager
+def stalled_redis() -> Iterator[int]:
+    """A redis that never answers a GET or SET, on a free local port (yielded)."""
+    with _serving(_StalledHandler) as port:
+        yield port
+
+
+@contextmanager
+def _serving(handler: type[_Handler]) -> Iterator[int]:
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

@@ -3,8 +3,8 @@ kept in a redis server, so that every server naming the same redis answers from 
 
 The settings are Triton's: `host` and `port` (both required), `user`/`password` (else the
 environment's TRITONCACHE_REDIS_USERNAME / TRITONCACHE_REDIS_PASSWORD; no user is redis's
-"default"), `db`, `connect_timeout` and `socket_timeout` in milliseconds (0, the default, waits
-forever), `pool_size` connections (1) of which a caller waits `wait_timeout` ms (1000) for
+"default"), `db`, `connect_timeout` and `socket_timeout` in milliseconds (0, the default: the
+connection waits forever, a call `DEFAULT_SOCKET_TIMEOUT_S`, below), `pool_size` connections (1) of which a caller waits `wait_timeout` ms (1000) for
 one, and TLS: `tls_enabled=true` with `cert`, `key`, `cacert`, `cacert_dir`. Numbers are read
 as Triton reads them (C's atoi: `port=nonexistent` is port 0). Other keys are ignored, as
 Triton ignores them.
@@ -16,7 +16,11 @@ Triton logs it), never a failed request.
 
 Each response is one redis string, `tritium:<the request key in hex>`, holding the packed
 entry (`entry.py`); no expiry is set (Triton sets none): redis's own maxmemory policy evicts.
-Calls block their thread for at most `socket_timeout`; lookups run on the frontends' event loop.
+
+Lookups run on the frontends' event loop, so a redis that stops answering must not hold it:
+a `socket_timeout` of 0 (Triton's "forever", the default) waits `DEFAULT_SOCKET_TIMEOUT_S`
+here, and after a failed lookup the next ones are misses without asking redis for
+`RETRY_AFTER_S` (one call a second, not one per request, meets a stalled redis).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import re
 import socket
 import threading
+import time
 from typing import Any
 
 from ..errors import TritonError
@@ -43,6 +48,10 @@ MISSING_ADDRESS = (
     "and 'port' in the configuration - e.g. tritonserver --cache-config redis,host=redis "
     "--cache-config redis,port=6379 --model-repository=/models ..."
 )
+# What a socket_timeout of 0 waits (Triton: forever, on a thread of the request's own).
+DEFAULT_SOCKET_TIMEOUT_S = 1.0
+# After a failed lookup, how long lookups are misses without a call to redis.
+RETRY_AFTER_S = 1.0
 _TLS_FILES = {"cert": "ssl_certfile", "key": "ssl_keyfile", "cacert": "ssl_ca_certs",
               "cacert_dir": "ssl_ca_path"}
 
@@ -55,6 +64,7 @@ class RedisCache(ResponseCache):
         self._client = client
         self._redis_error: type[Exception] = _redis().RedisError
         self._failing = threading.Event()  # a lookup failed: logged once, until one succeeds
+        self._retry_at = 0.0  # monotonic time before which lookups skip redis
 
     @classmethod
     def from_settings(cls, settings: dict[str, str]) -> RedisCache:
@@ -79,7 +89,8 @@ class RedisCache(ResponseCache):
             username=settings.get("user", os.environ.get(USERNAME_ENV)),
             password=settings.get("password", os.environ.get(PASSWORD_ENV)),
             socket_connect_timeout=connect_timeout,
-            socket_timeout=_seconds(settings.get("socket_timeout", "0")),
+            socket_timeout=(_seconds(settings.get("socket_timeout", "0"))
+                            or DEFAULT_SOCKET_TIMEOUT_S),
             max_connections=max(_atoi(settings.get("pool_size", "1")), 1),
             timeout=_seconds(settings.get("wait_timeout", "1000")),
             # RESP2 as redis-plus-plus speaks it: a password-protected redis then answers PING
@@ -100,11 +111,14 @@ class RedisCache(ResponseCache):
 
     def _lookup(self, key: bytes) -> list[Tensor] | None:
         name = KEY_PREFIX + key.hex().encode()
+        if self._failing.is_set() and time.monotonic() < self._retry_at:
+            return None
         try:
             value = self._client.get(name)
             outputs = unpack(value) if value is not None else None
         except (self._redis_error, TritonError) as exc:
             # Triton's core takes a failed lookup for a miss; said here once per outage.
+            self._retry_at = time.monotonic() + RETRY_AFTER_S
             if not self._failing.is_set():
                 self._failing.set()
                 log.warning("Failed to retrieve key: %s. %s", name.decode(), _reply_text(exc))
