@@ -4,10 +4,10 @@ kept in a redis server, so that every server naming the same redis answers from 
 The settings are Triton's: `host` and `port` (both required), `user`/`password` (else the
 environment's TRITONCACHE_REDIS_USERNAME / TRITONCACHE_REDIS_PASSWORD; no user is redis's
 "default"), `db`, `connect_timeout` and `socket_timeout` in milliseconds (0, the default: the
-connection waits forever, a call `DEFAULT_SOCKET_TIMEOUT_S`, below), `pool_size` connections (1) of which a caller waits `wait_timeout` ms (1000) for
-one, and TLS: `tls_enabled=true` with `cert`, `key`, `cacert`, `cacert_dir`. Numbers are read
-as Triton reads them (C's atoi: `port=nonexistent` is port 0). Other keys are ignored, as
-Triton ignores them.
+connection waits forever, a call `DEFAULT_SOCKET_TIMEOUT_S`, below), `pool_size` connections
+(1) of which a caller waits `wait_timeout` ms (1000) for one, and TLS: `tls_enabled=true` with
+`cert`, `key`, `cacert`, `cacert_dir`. Numbers are read as Triton reads them (C's atoi:
+`port=nonexistent` is port 0). Other keys are ignored, as Triton ignores them.
 
 The server does not start without its cache: it connects and PINGs at start-up, and refuses
 with Triton's messages (a refused connection, an unknown host, redis's own WRONGPASS or NOAUTH
