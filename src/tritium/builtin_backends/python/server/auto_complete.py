@@ -7,6 +7,7 @@ import importlib.util
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 from tritium.backend import TritonError
@@ -16,6 +17,11 @@ from .model_state import PythonModelState
 from .stub_launcher import StubProcess
 
 log = logging.getLogger("tritium.backends.python")
+
+# One ast.parse at a time: models load on several threads, and CPython before 3.11.5 keeps the
+# AST converter's recursion depth per interpreter, so two parses side by side can fail with
+# "SystemError: AST constructor recursion depth mismatch" (gh-106905), which failed a load.
+_parse_lock = threading.Lock()
 
 
 def may_auto_complete(model_path: Path) -> bool:
@@ -56,7 +62,9 @@ def _imported_modules(model_path: Path) -> set[str]:
     """The top-level names of the modules model.py imports, other than the standard
     library's (nothing when it does not parse: its load says why)."""
     try:
-        tree = ast.parse(model_path.read_text(errors="replace"))
+        source = model_path.read_text(errors="replace")
+        with _parse_lock:
+            tree = ast.parse(source)
     except (OSError, SyntaxError, ValueError):
         return set()
     names: set[str] = set()
