@@ -111,6 +111,20 @@ def test_the_strategy_decides_the_batches(server, model, sizes):
     assert _batch_sizes(server, model) == sizes
 
 
+def test_a_strategy_path_relative_to_the_working_directory(built):
+    """Triton reads a relative TRITON_BATCH_STRATEGY_PATH from the server's working directory
+    (Triton's L0_batch_custom names `models/<model>/lib.so`); it must still lie in the model's
+    folder or a backend directory."""
+    repo = built["base"] / "cwd_models"
+    write_model(repo, "by_cwd", identity_config(
+        "by_cwd", extra=_cap(32) + _path_parameter("cwd_models/by_cwd/lib/cap.so")))
+    (repo / "by_cwd" / "lib").mkdir()
+    shutil.copy(built["byte_cap"], repo / "by_cwd" / "lib" / "cap.so")
+    with ServerProcess([repo], cwd=built["base"],
+                       env={"TRITONSERVER_DELAY_SCHEDULER": str(REQUESTS)}) as process:
+        assert _batch_sizes(process, "by_cwd") == {4: 1, 2: 1}
+
+
 def test_a_request_the_strategy_refuses_to_start_a_batch_with_runs_alone(server):
     assert _batch_sizes(server, "below_one") == {1: REQUESTS}
 

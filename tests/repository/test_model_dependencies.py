@@ -7,6 +7,7 @@ state, as in Triton 2.51), unloading a composing model unloads the ensembles tha
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,28 @@ def test_unloading_a_composing_model_unloads_the_ensembles_using_it(server: Serv
     assert not client.is_model_ready("ens_c")
     assert index(server, "ens_c")[0] == {
         "name": "ens_c", "version": "1", "state": "UNAVAILABLE", "reason": "unloaded"}
+
+
+def test_an_unload_during_an_ensembles_load_waits_and_unloads_it_too(tmp_path: Path) -> None:
+    """Triton's L0_lifecycle: the composing model takes seconds to load; an unload of it
+    arriving meanwhile waits for the ensemble's load request, then unloads both (before, it
+    found nothing loaded yet, and the ensemble came up READY over an unloaded step)."""
+    write_model(tmp_path, "slow", identity_config(
+        "slow", extra='parameters { key: "creation_delay_sec" value: { string_value: "3" } }'))
+    write_model(tmp_path, "ens_slow", ensemble_config("ens_slow", "slow"))
+    with ServerProcess([tmp_path], "--model-control-mode=explicit") as process:
+        def load() -> None:  # each thread its own client (tritonclient's http is gevent's)
+            httpclient.InferenceServerClient(process.http_url, network_timeout=60).load_model(
+                "ens_slow")
+
+        loading = threading.Thread(target=load)
+        loading.start()
+        process.wait_log("Creation delay is set")
+        client = httpclient.InferenceServerClient(process.http_url, network_timeout=60)
+        client.unload_model("slow")
+        loading.join()
+        assert not client.is_model_ready("slow")
+        assert not client.is_model_ready("ens_slow")
 
 
 def test_unload_dependents_unloads_the_composing_models(server: ServerProcess) -> None:

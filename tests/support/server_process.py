@@ -72,10 +72,12 @@ class ServerProcess:
     /v2/health/live."""
 
     def __init__(self, repositories: Sequence[Path | str], *args: str, env: dict | None = None,
-                 prefix: Sequence[str] = (), python: str = sys.executable):
+                 prefix: Sequence[str] = (), python: str = sys.executable,
+                 cwd: Path | None = None):
         self.repositories = [str(r) for r in repositories]
         self.args = list(args)
         self.env = env
+        self.cwd = cwd  # the server's working directory (None: the test's)
         # Run the server under another command, e.g. ("taskset", "-c", "0") in the benchmark,
         # and with another interpreter (one with vLLM, which pins its own torch).
         self.prefix = list(prefix)
@@ -125,7 +127,7 @@ class ServerProcess:
         # under `make test`'s parallel workers on two cores a healthy start can pass 60 s.
         env = self.environment()
         self.process = subprocess.Popen(
-            self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env
+            self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=self.cwd
         )
         if wait_ready:
             try:

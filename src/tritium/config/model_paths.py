@@ -63,14 +63,26 @@ def check_model_paths(config: mc.ModelConfig, model_path: Path, version: int,
                with_backends)
     strategy = config.parameters.get(BATCH_STRATEGY_PARAMETER)
     if strategy is not None:
-        _check(name, f"parameters['{BATCH_STRATEGY_PARAMETER}']", strategy.string_value,
-               model_root, with_backends)
+        value = strategy.string_value
+        _check(name, f"parameters['{BATCH_STRATEGY_PARAMETER}']",
+               str(batch_strategy_path(value, model_root)), model_root, with_backends,
+               shown=value)
     entry = config.parameters.get("EXECUTION_ENV_PATH")
     if entry is not None and entry.string_value:
         raw = entry.string_value
         path = raw.replace(MODEL_DIRECTORY_VARIABLE, str(model_root))
         _check(name, "parameters['EXECUTION_ENV_PATH']", path, model_root, with_backends,
                shown=raw)
+
+
+def batch_strategy_path(value: str, model_path: Path) -> Path:
+    """Where TRITON_BATCH_STRATEGY_PATH points: a relative path from the server's working
+    directory when that file exists, as Triton reads it, else from the model's folder (the
+    check above keeps either inside the model's folder or a backend directory)."""
+    relative = Path(value)
+    if "\0" not in value and not relative.is_absolute() and (Path.cwd() / relative).is_file():
+        return Path.cwd() / relative
+    return model_path / relative
 
 
 def _check_runtime_found(config: mc.ModelConfig, model_path: Path, version: int,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..backend.handles import Model
-from ..config.model_paths import BATCH_STRATEGY_PARAMETER
+from ..config.model_paths import BATCH_STRATEGY_PARAMETER, batch_strategy_path
 from ..errors import TritonError
 from ..scheduler.batch_strategy import BatchStrategy
 
@@ -41,7 +41,8 @@ def strategy_library(model: Model, backend_directories: list[Path]) -> Path | No
             raise TritonError.invalid_arg(
                 f"{PATH_PARAMETER} cannot be specified with sequence batcher, using default "
                 "batching strategy")
-        path = model.repository_path / config.parameters[PATH_PARAMETER].string_value
+        path = batch_strategy_path(config.parameters[PATH_PARAMETER].string_value,
+                                   model.repository_path)
         if not path.is_file():
             raise TritonError.not_found(f"Batching library path not found: {path}")
         return path

@@ -97,6 +97,10 @@ class ModelRepositoryManager:
         # POLL: what each model directory looked like when last loaded.
         self._fingerprints: dict[str, tuple] = {}
         self._lock = threading.Lock()
+        # Load requests in progress (their composing models included), as Triton's dependency
+        # graph locks its nodes: an unload touching one waits for it (LoadUnloadModels' conflict).
+        self._loading: dict[str, int] = {}
+        self._loading_cv = threading.Condition()
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -206,6 +210,19 @@ class ModelRepositoryManager:
                      override_config: mc.ModelConfig | None) -> None:
         """One model of a load request: load or reload it from `source`, with the request's
         configuration if it gave one."""
+        with self._loading_cv:
+            self._loading[source.key] = self._loading.get(source.key, 0) + 1
+        try:
+            self._load_source_now(scan, source, override_config)
+        finally:
+            with self._loading_cv:
+                self._loading[source.key] -= 1
+                if not self._loading[source.key]:
+                    del self._loading[source.key]
+                self._loading_cv.notify_all()
+
+    def _load_source_now(self, scan: RepositoryScan, source: ModelSource,
+                         override_config: mc.ModelConfig | None) -> None:
         key = source.key
         if override_config is None and self._keeps_config_override(key, source):
             return
@@ -275,6 +292,9 @@ class ModelRepositoryManager:
         return keys[0] if keys else name
 
     def _unload(self, name: str, unload_dependents: bool) -> None:
+        with self._loading_cv:
+            self._loading_cv.wait_for(lambda: not any(
+                key in self._loading for key in [name, *self.graph.users(name)]))
         loaded = self._loaded_names()
         targets = [u for u in self.graph.users(name) if u in loaded] + [name]
         if unload_dependents:
