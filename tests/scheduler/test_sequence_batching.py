@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import random
 import threading
 import time
@@ -302,10 +303,17 @@ def test_cancelled_request_ends_its_sequence(grpc, seq_server):
         grpc.async_stream_infer("seq_slow", [value_input(grpcclient, 1, False)],
                                 sequence_id=61, sequence_start=step == 0)
     seq_server.wait_pending("seq_slow", 3)  # the first runs (3 s), the others wait in the slot
-    grpc.stop_stream(cancel_requests=True)
     with grpcclient.InferenceServerClient(seq_server.grpc_url) as other:
-        # Queued behind the cancelled requests: it goes down with its sequence.
-        exc = error_of(lambda: infer(other, "seq_slow", 1, False, sequence_id=61))
+        # Another client's request of the sequence, queued behind the ones about to be
+        # cancelled (sent before the cancellation: sent after it, it could find the sequence
+        # already gone on a loaded machine): it goes down with its sequence.
+        answers: queue.Queue = queue.Queue()
+        other.async_infer("seq_slow", [value_input(grpcclient, 1, False)],
+                          callback=lambda result, error: answers.put(error), sequence_id=61)
+        seq_server.wait_pending("seq_slow", 4)
+        grpc.stop_stream(cancel_requests=True)
+        exc = answers.get(timeout=60)
+        assert exc is not None
         assert (exc.status(), exc.message()) == (
             "StatusCode.CANCELLED", "a request of the sequence was cancelled")
         # The slot is free again once the running request finished and the cancelled ones
