@@ -111,7 +111,7 @@ class RedisCache(ResponseCache):
 
     def _lookup(self, key: bytes) -> list[Tensor] | None:
         name = KEY_PREFIX + key.hex().encode()
-        if self._failing.is_set() and time.monotonic() < self._retry_at:
+        if time.monotonic() < self._retry_at:  # a lookup failed less than a second ago
             return None
         try:
             value = self._client.get(name)

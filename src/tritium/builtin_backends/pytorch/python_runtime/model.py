@@ -63,15 +63,15 @@ class TritonPythonModel:
         pb_utils.Logger.log_verbose(
             f"'torch.compile' optional parameter(s) {self._for}: {compile_options}")
         path = _model_file(config.get("default_model_filename", ""))
-        kind, device_id = args["model_instance_kind"], args["model_instance_device_id"]
+        device = _device(args["model_instance_kind"], args["model_instance_device_id"])
         if not path.endswith(".py"):
             pb_utils.Logger.log_info(f"Loading '{self._name}' as TorchScript")
-            module = torch.jit.load(path, map_location=_device(kind, device_id))
-            self._device = _device(kind, device_id) or _parameter_device(module)
+            module = torch.jit.load(path, map_location=device)
+            self._device = device or _parameter_device(module)
             self._model: Any = module.to(self._device).eval()
             return
         module = _model_class(self._name, path)()
-        self._device = _device(kind, device_id) or _parameter_device(module)
+        self._device = device or _parameter_device(module)
         weights = os.path.splitext(path)[0] + ".pt"
         if os.path.exists(weights):
             module.load_state_dict(torch.load(weights, map_location=self._device))
