@@ -296,6 +296,12 @@ print("deleted")
 """
 
 
+def _caller_lines(stdout: str) -> list[str]:
+    """The caller's own lines: the model's finalize prints "Cleaning up..." from each of its
+    stubs, which share the caller's stdout, so two stubs' words and newlines can interleave."""
+    return [line for line in stdout.replace("Cleaning up...", "").splitlines() if line]
+
+
 def test_a_python_program_makes_a_server_through_the_c_api(setup):
     _, repo, backends = setup
     from tritium.backend.native import build
@@ -304,9 +310,7 @@ def test_a_python_program_makes_a_server_through_the_c_api(setup):
         [sys.executable, "-c", PYTHON_CALLER, str(build.library_path()), str(repo),
          str(backends)], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
-    # The model's finalize prints too ("Cleaning up..."), from its stub.
-    lines = [line for line in result.stdout.splitlines() if line != "Cleaning up..."]
-    assert lines == ["add_sub ready True", "deleted"]
+    assert _caller_lines(result.stdout) == ["add_sub ready True", "deleted"]
 
 
 # Two repositories holding the same model name: with namespacing both load and the name alone
@@ -345,5 +349,4 @@ def test_model_namespacing_through_the_c_api(setup, tmp_path, namespacing, answe
          *map(str, twins), namespacing], capture_output=True, text=True, timeout=180,
         check=False)
     assert result.returncode == 0, result.stderr
-    lines = [line for line in result.stdout.splitlines() if line != "Cleaning up..."]
-    assert lines == [answer]
+    assert _caller_lines(result.stdout) == [answer]
