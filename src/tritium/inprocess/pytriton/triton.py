@@ -25,6 +25,7 @@ import signal
 import sys
 import tempfile
 import threading
+import weakref
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -109,10 +110,14 @@ class Triton:
         self._config = merged(config)
         self._security = security_config or TritonSecurityConfig()
         self._policy = triton_lifecycle_policy or DefaultTritonLifecyclePolicy
-        self._own_workspace = workspace is None
-        self._workspace = Path(workspace or tempfile.mkdtemp(prefix="tritium-pytriton-"))
-        self._workspace.mkdir(parents=True, exist_ok=True)
         self._argv = command_line(self._config, self._security)
+        self._workspace = Path(workspace or tempfile.mkdtemp(prefix="tritium-pytriton-"))
+        # A workspace of our own goes when stop() runs, or else when this object is collected or
+        # the program exits: a Triton left unstopped (or refused below) leaves nothing in /tmp.
+        self._workspace_cleanup = (
+            weakref.finalize(self, shutil.rmtree, self._workspace, ignore_errors=True)
+            if workspace is None else None)
+        self._workspace.mkdir(parents=True, exist_ok=True)
         parse(self._argv, [str(self._workspace)])  # a bad field fails here, as in PyTriton
         self._bindings: dict[str, _Binding] = {}
         self._server: Server | None = None
@@ -240,8 +245,8 @@ class Triton:
         for binding in self._bindings.values():
             python_function.unregister(binding.callable_id)
         self._bindings.clear()
-        if self._own_workspace:
-            shutil.rmtree(self._workspace, ignore_errors=True)
+        if self._workspace_cleanup is not None:
+            self._workspace_cleanup()
         return server is not None
 
     def is_alive(self) -> bool:
