@@ -135,8 +135,9 @@ def build_frontends(server: InferenceServer, args: argparse.Namespace) -> list[F
     if args.openai_port is not None:
         from .frontend.openai import OpenAiFrontend
 
-        frontends.append(OpenAiFrontend(server, args.openai_address or args.http_address,
-                                        args.openai_port, args.openai_tokenizer))
+        frontends.append(OpenAiFrontend(
+            server, args.openai_address or args.http_address, args.openai_port,
+            args.openai_tokenizer, metrics.metrics.text if metrics is not None else None))
     if metrics is not None:
         frontends.append(metrics)
     return frontends

@@ -5,6 +5,11 @@ answers the prompt's words backwards) is served through the official `openai` cl
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
 import openai
 import pytest
 import tritonclient.http as httpclient
@@ -136,3 +141,55 @@ def test_a_folder_without_a_tokenizer_stops_the_server_with_one_line(tmp_path) -
         process.start()
     assert f"error: --openai-tokenizer {tmp_path}: no tokenizer_config.json there" in \
         process.log()
+
+
+def _get(port: int, path: str, method: str = "GET") -> tuple[int, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def _success_line(metrics: str) -> str:
+    (line,) = [line for line in metrics.splitlines()
+               if line.startswith('nv_inference_request_success{model="backwards"')]
+    return line
+
+
+def test_the_openai_port_serves_metrics_and_health(server, client: openai.OpenAI) -> None:
+    """What `vllm bench serve` and orchestrators ask the OpenAI port for: the metrics port's
+    text at /metrics, Triton's OpenAI /health/ready and vLLM's /health."""
+    client.completions.create(model="backwards", prompt="one two", max_tokens=1)
+    status, text = _get(server.openai_port, "/metrics")
+    assert status == 200
+    assert _success_line(text) == _success_line(
+        urllib.request.urlopen(server.metrics_url, timeout=30).read().decode())
+    assert _success_line(text).split()[-1] != "0"
+    assert _get(server.openai_port, "/health/ready") == (200, "")
+    assert _get(server.openai_port, "/health") == (200, "")
+    status, text = _get(server.openai_port, "/health", method="POST")
+    assert status == 405, text
+
+
+def test_without_metrics_or_readiness_the_utilities_say_so(tmp_path) -> None:
+    backends, repo = _repository(tmp_path)
+    (Path(repo) / "broken" / "1").mkdir(parents=True)
+    (Path(repo) / "broken" / "config.pbtxt").write_text('backend: "no_such_backend"\n')
+    (port,) = free_ports(1)
+    with ServerProcess([repo], f"--openai-port={port}", f"--backend-directory={backends}",
+                       "--allow-metrics=false", "--exit-on-error=false") as process:
+        status, text = _get(port, "/metrics")
+        assert status == 404
+        assert "metrics are off on this server (--allow-metrics=false)" in \
+            json.loads(text)["error"]["message"]
+        status, text = _get(port, "/health/ready")
+        assert status == 400
+        assert "not ready for inference requests" in json.loads(text)["error"]["message"]
+        assert _get(port, "/health") == (200, "")
+        # The server keeps serving what did load.
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="-")
+        assert client.completions.create(model="backwards", prompt="a b",
+                                         max_tokens=1).choices[0].text == " b"
+        process.stop()

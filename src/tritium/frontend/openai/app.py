@@ -1,5 +1,10 @@
 """The OpenAI-compatible routes: /v1/models, /v1/completions, /v1/chat/completions.
 
+Beside them, the utility routes benchmark clients and orchestrators ask the same port for:
+`GET /metrics` (the metrics port's Prometheus text, as Triton's OpenAI frontend and vLLM serve
+it; `vllm bench serve` scrapes it), `GET /health/ready` (Triton's OpenAI frontend: 200 when the
+server is ready, else 400) and `GET /health` (vLLM's liveness probe: 200 while the server lives).
+
 Served on a port of its own (`--openai-port`), like Triton's OpenAI-compatible frontend (a
 separate server, port 9000 by default): OpenAI clients expect their own paths, bodies and error
 shapes at the root of a base URL, which would sit badly beside KServe's `/v2` routes, Triton's
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import TritonError
@@ -53,10 +59,11 @@ def _send_json(conn: HttpConnection, status: int, document: Any) -> None:
 class OpenAiApp:
     """Routes OpenAI requests to the InferenceServer (an `http_server.Handler`)."""
 
-    def __init__(self, server: InferenceServer, chat_template: ChatTemplate | None = None
-                 ) -> None:
+    def __init__(self, server: InferenceServer, chat_template: ChatTemplate | None = None,
+                 metrics_text: Callable[[], bytes] | None = None) -> None:
         self.server = server
         self.chat_template = chat_template
+        self.metrics_text = metrics_text
 
     def __call__(self, conn: HttpConnection, request: Request) -> None:
         try:
@@ -84,6 +91,9 @@ class OpenAiApp:
             name = path[len("/v1/models/"):]
             self._check_model(name)
             return _send_json(conn, 200, _model(name))
+        if path in _UTILITIES:
+            self._method(request, b"GET")
+            return _UTILITIES[path](self, conn)
         if path == "/v1/completions":
             self._method(request, b"POST")
             document = parse_body(request.body)
@@ -94,6 +104,29 @@ class OpenAiApp:
             return self._generate(conn, document, chat_request(document))
         raise OpenAiError(404, f"no route for {request.method.decode()} {request.path}",
                           "invalid_request_error", code="not_found")
+
+    def _metrics(self, conn: HttpConnection) -> None:
+        if self.metrics_text is None:
+            raise OpenAiError(404, "metrics are off on this server (--allow-metrics=false); "
+                                   "start it with metrics on to scrape /metrics",
+                              "invalid_request_error", code="not_found")
+        body = self.metrics_text()
+        conn.respond(200, b"content-length: %d\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                     % len(body), body)
+
+    def _ready(self, conn: HttpConnection) -> None:
+        if not self.server.is_ready():
+            raise OpenAiError(400, "the server is not ready for inference requests (it is "
+                                   "starting, stopping, or a model failed with "
+                                   "--strict-readiness); retry when GET /health/ready is 200",
+                              "invalid_request_error", code="not_ready")
+        conn.respond(200, b"content-length: 0\r\n", b"")
+
+    def _live(self, conn: HttpConnection) -> None:
+        if not self.server.is_live():
+            raise OpenAiError(503, "the server is not live; it is stopping",
+                              "service_unavailable_error", code="not_live")
+        conn.respond(200, b"content-length: 0\r\n", b"")
 
     @staticmethod
     def _method(request: Request, method: bytes) -> None:
@@ -358,13 +391,18 @@ class _StreamAnswer(_Answer):
         self.conn.end_stream()
 
 
+_UTILITIES: dict[str, Callable[[OpenAiApp, HttpConnection], None]] = {
+    "/metrics": OpenAiApp._metrics, "/health/ready": OpenAiApp._ready, "/health": OpenAiApp._live}
+
+
 class OpenAiFrontend(HttpEndpoint):
     """The OpenAI-compatible API for one InferenceServer on address:port."""
 
     def __init__(self, server: InferenceServer, address: str, port: int,
-                 tokenizer: str | None = None) -> None:
+                 tokenizer: str | None = None,
+                 metrics_text: Callable[[], bytes] | None = None) -> None:
         chat_template = ChatTemplate(tokenizer) if tokenizer is not None else None
-        super().__init__(OpenAiApp(server, chat_template), address, port,
+        super().__init__(OpenAiApp(server, chat_template, metrics_text), address, port,
                          "OpenAI-compatible HTTPService")
 
 

@@ -25,8 +25,8 @@ import signal
 import sys
 import tempfile
 import threading
-import weakref
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
