@@ -18,7 +18,7 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import model_config_pb2 as mc
 
 from support.models import write_model
-from support.probe_model import PROBE, concurrently, infer, probe_config, rows
+from support.probe_model import PROBE, after_blocker, concurrently, infer, probe_config, rows
 from support.server_process import ServerProcess
 from tritium.scheduler.rate_limiter import RateLimiter
 
@@ -50,6 +50,14 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         "global_r3": limited_config("global_r3", 1, '{ name: "R3" global: true count: 1 }'),
         "device_r3": limited_config("device_r3", 1, '{ name: "R3" count: 1 }'),
     })
+    # Two instances taking turns (R4 has one copy), batching with preferred size 1: a batch
+    # forms at once, but the instance waiting for R4 takes it only once R4 is free.
+    batched = limited_config("batched", 2, '{ name: "R4" count: 1 }').replace(
+        "max_batch_size: 1", "max_batch_size: 4")
+    write_model(repo, "batched", batched.replace(
+        "dynamic_batching {  }",
+        "dynamic_batching { preferred_batch_size: [ 1, 2, 3, 4 ] "
+        "max_queue_delay_microseconds: 30000000 }"), files={"1/model.py": PROBE})
     with ServerProcess([repo], "--rate-limit=execution_count", "--exit-on-error=false") as process:
         yield process
 
@@ -109,6 +117,14 @@ def test_a_resource_is_never_both_global_and_per_device(server):
     assert load_failure(server, refused) == (
         'Resource "R3" is present as both global and device-specific resource in the model '
         "configuration.")
+
+
+def test_a_batch_waiting_for_resources_takes_the_requests_queued_meanwhile(server):
+    # The blocker holds R4 on one instance; the other instance's batch waits for R4 and, once
+    # it is free, runs all three requests queued by then as one batch.
+    blocker, outcomes = after_blocker(server, "batched", [(rows(0), {})] * 3)
+    assert blocker.error is None
+    assert [o.column("REQUESTS") for o in outcomes] == [[3], [3], [3]]
 
 
 def test_resource_count_from_the_command_line_bounds_concurrency(counted):
