@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import queue
-import time
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
 from support.models import identity_config, write_model
-from support.probe_model import PROBE, Outcome, concurrently, infer, open_gate, probe_config, rows
+from support.probe_model import (
+    PROBE,
+    after_blocker,
+    concurrently,
+    infer,
+    probe_config,
+    rows,
+)
 from support.server_process import ServerProcess
 from tritium.frontend.loop_bridge import answer
 from tritium.request import InferenceRequest, InferenceResponse
@@ -115,44 +120,6 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         "identity_delayed", 0, "preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 300000"))
     with ServerProcess([repo]) as process:
         yield process
-
-
-def after_blocker(server: ServerProcess, model: str,
-                  then: list[tuple[np.ndarray, dict[str, Any]]],
-                  until_answered: bool = False, hold: float = 0.0
-                  ) -> tuple[Outcome, list[Outcome]]:
-    """Send a request that keeps the one instance busy, then (while it runs) the `then`
-    requests, one after another in that order, each without waiting for answers; the blocker
-    ends once the server holds (or has answered) them all, with `until_answered` once they
-    are all answered (a queue policy's timeout), and `hold` seconds after that."""
-    with ThreadPoolExecutor(len(then) + 1) as pool:
-        blocker = pool.submit(infer, server, model, rows(-1))
-        server.wait_pending(model, 1)
-        time.sleep(0.1)  # accepted; the idle instance takes it at once: the others queue behind
-        futures = []
-        for data, options in then:
-            futures.append(pool.submit(infer, server, model, data, **options))
-            # The server holds it (or has already refused it) before the next one is sent, so
-            # the queue order is the order of `then`.
-            _wait_held_or_answered(server, model, blocker, futures)
-        if until_answered:
-            wait(futures, timeout=60)
-        time.sleep(hold)
-        assert not blocker.done(), blocker.result().error
-        open_gate(server, model)
-        return blocker.result(), [f.result() for f in futures]
-
-
-def _wait_held_or_answered(server: ServerProcess, model: str, blocker: Future,
-                           futures: list[Future]) -> None:
-    sent = [blocker, *futures]
-    deadline = time.monotonic() + 30
-    while server.metric("nv_inference_pending_request_count", model) != sum(
-            not f.done() for f in sent):
-        assert time.monotonic() < deadline, f"{model}: the server never took the request"
-        time.sleep(0.005)
-
-
 
 
 # -- batches form ------------------------------------------------------------------------------

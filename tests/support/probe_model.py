@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +123,39 @@ def concurrently(server: ServerProcess, model: str, arrays: list[np.ndarray],
     with ThreadPoolExecutor(len(arrays)) as pool:
         futures = [pool.submit(infer, server, model, a, **options) for a in arrays]
         return [f.result() for f in futures]
+
+
+def after_blocker(server: ServerProcess, model: str,
+                  then: list[tuple[np.ndarray, dict[str, Any]]],
+                  until_answered: bool = False, hold: float = 0.0
+                  ) -> tuple[Outcome, list[Outcome]]:
+    """Send a request that keeps the one instance busy, then (while it runs) the `then`
+    requests, one after another in that order, each without waiting for answers; the blocker
+    ends once the server holds (or has answered) them all, with `until_answered` once they
+    are all answered (a queue policy's timeout), and `hold` seconds after that."""
+    with ThreadPoolExecutor(len(then) + 1) as pool:
+        blocker = pool.submit(infer, server, model, rows(-1))
+        server.wait_pending(model, 1)
+        time.sleep(0.1)  # accepted; the idle instance takes it at once: the others queue behind
+        futures = []
+        for data, options in then:
+            futures.append(pool.submit(infer, server, model, data, **options))
+            # The server holds it (or has already refused it) before the next one is sent, so
+            # the queue order is the order of `then`.
+            _wait_held_or_answered(server, model, blocker, futures)
+        if until_answered:
+            wait(futures, timeout=60)
+        time.sleep(hold)
+        assert not blocker.done(), blocker.result().error
+        open_gate(server, model)
+        return blocker.result(), [f.result() for f in futures]
+
+
+def _wait_held_or_answered(server: ServerProcess, model: str, blocker: Future,
+                           futures: list[Future]) -> None:
+    sent = [blocker, *futures]
+    deadline = time.monotonic() + 30
+    while server.metric("nv_inference_pending_request_count", model) != sum(
+            not f.done() for f in sent):
+        assert time.monotonic() < deadline, f"{model}: the server never took the request"
+        time.sleep(0.005)

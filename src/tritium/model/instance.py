@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from time import perf_counter_ns
 
 from ..backend.api import BackendLibrary
@@ -102,6 +102,30 @@ class TritonModelInstance:
             self._execute(requests)
         finally:
             self._rate_limiter.release(limits)
+
+    @property
+    def rate_limited(self) -> bool:
+        return self._limits is not None
+
+    def execute_when_allowed(self, take: Callable[[], list[InferenceRequest]]) -> None:
+        """With a rate limiter: wait for the resources first, then execute what `take` gives
+        (nothing: hand them back unused). Triton's dynamic batcher keeps adding requests to a
+        batch until the rate limiter lets an instance run it; a batch taken only once the
+        resources are held is that batch."""
+        limits = self._limits
+        if limits is None:
+            if batch := take():
+                self._execute(batch)
+            return
+        assert self._rate_limiter is not None
+        self._rate_limiter.acquire(limits)
+        ran = False
+        try:
+            if taken := take():
+                ran = True
+                self._execute(taken)
+        finally:
+            self._rate_limiter.release(limits, executed=ran)
 
     def execute_each(self, requests: Sequence[InferenceRequest]) -> None:
         """Each request its own execution, in order, as many `execute([request])` calls would

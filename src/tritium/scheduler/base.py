@@ -31,6 +31,14 @@ class ExecutionInstance(Protocol):
         """Run each request as its own execution, in order, as many `execute([request])`
         calls would (one exchange with a backend whose work happens in another process)."""
 
+    @property
+    def rate_limited(self) -> bool:
+        """Whether the rate limiter decides when this instance executes."""
+
+    def execute_when_allowed(self, take: Callable[[], list[InferenceRequest]]) -> None:
+        """Wait until the rate limiter lets this instance execute, then run the batch `take`
+        gives then (none: nothing runs)."""
+
 
 def drop_cancelled(requests: list[InferenceRequest]) -> list[InferenceRequest]:
     """The requests still wanted; those cancelled while queued (the client went away, or a

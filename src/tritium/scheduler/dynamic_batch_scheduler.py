@@ -165,13 +165,25 @@ class DynamicBatchScheduler(RefusesWhenStopping):
     def _run(self, worker: SlotWorker) -> None:
         turns = itertools.cycle(worker.slot)
         while True:
+            instance = next(turns)
+            if instance.rate_limited:
+                # Triton keeps filling a batch until the rate limiter lets an instance run it:
+                # once a batch is worth sending, wait for the resources, then take the batch.
+                with self._lock:
+                    count, rejected = self._wait_for_batch(worker)
+                _reject(rejected)
+                if count is None:
+                    return
+                if count:
+                    instance.execute_when_allowed(self._take_now)
+                continue
             batch, rejected = self._next_batch(worker)
             _reject(rejected)
             if batch is None:
                 return
             batch = drop_cancelled(batch)
             if batch:
-                next(turns).execute(batch)
+                instance.execute(batch)
 
     def _watch_deadlines(self) -> None:
         assert self._deadlines is not None
@@ -192,40 +204,65 @@ class DynamicBatchScheduler(RefusesWhenStopping):
     ) -> tuple[list[InferenceRequest] | None, list[InferenceRequest]]:
         """Wait for a batch worth sending; returns it (None: stop, or the worker's slot was
         retired), with the requests whose timeout expired (to reject outside the lock)."""
-        rejected: list[InferenceRequest] = []
         with self._lock:
-            while True:
-                if worker.retired:
-                    if self._queue:
-                        self._ready.notify()  # what this thread might have sent
-                    return None, rejected
-                if self._held_until:
-                    if len(self._queue) < self._held_until and not self._stopping:
-                        self._ready.wait(RECHECK_S)
-                        continue
-                    self._held_until = 0
-                now = perf_counter_ns()
-                rejected, closest_deadline = self._queue.expire(now)
-                if rejected:
-                    self._queued_size -= _size_of(rejected)
+            count, rejected = self._wait_for_batch(worker)
+            if not count:
+                return (None if count is None else []), rejected
+            return self._take(count), rejected
+
+    def _take_now(self) -> list[InferenceRequest]:
+        """The batch to run at once (a rate-limited instance got its resources): the queued
+        requests the batch plan would send, what there is even if it could still grow."""
+        with self._lock:
+            rejected, closest_deadline = self._queue.expire(perf_counter_ns())
+            self._queued_size -= _size_of(rejected)
+            count = self._batch_plan(perf_counter_ns(), closest_deadline, at_once=True)[0] \
+                if self._queue else 0
+            batch = self._take(count) if count else []
+        _reject(rejected)
+        return drop_cancelled(batch)
+
+    def _take(self, count: int) -> list[InferenceRequest]:
+        """The first `count` queued requests; lock held."""
+        batch = self._queue.take(count)
+        self._queued_size -= _size_of(batch)
+        if self._queue:
+            self._ready.notify()  # another free slot can form the next batch
+        return batch
+
+    def _wait_for_batch(self, worker: SlotWorker) -> tuple[int | None, list[InferenceRequest]]:
+        """Lock held: wait until a batch is worth sending; returns how many queued requests
+        it takes (None: stop, or the worker's slot was retired; 0: only requests whose timeout
+        expired, to reject outside the lock), with those requests."""
+        rejected: list[InferenceRequest] = []
+        while True:
+            if worker.retired:
                 if self._queue:
-                    count, wait_ns = self._batch_plan(now, closest_deadline)
-                    if count:
-                        batch = self._queue.take(count)
-                        self._queued_size -= _size_of(batch)
-                        if self._queue:
-                            self._ready.notify()  # another free slot can form the next batch
-                        return batch, rejected
-                elif self._stopping:
-                    return None, rejected
-                else:
-                    wait_ns = 0
-                if rejected:
-                    return [], rejected
-                if wait_ns:
-                    self._timed_wait(wait_ns)
-                else:
-                    self._ready.wait()
+                    self._ready.notify()  # what this thread might have sent
+                return None, rejected
+            if self._held_until:
+                if len(self._queue) < self._held_until and not self._stopping:
+                    self._ready.wait(RECHECK_S)
+                    continue
+                self._held_until = 0
+            now = perf_counter_ns()
+            rejected, closest_deadline = self._queue.expire(now)
+            if rejected:
+                self._queued_size -= _size_of(rejected)
+            if self._queue:
+                count, wait_ns = self._batch_plan(now, closest_deadline)
+                if count:
+                    return count, rejected
+            elif self._stopping:
+                return None, rejected
+            else:
+                wait_ns = 0
+            if rejected:
+                return 0, rejected
+            if wait_ns:
+                self._timed_wait(wait_ns)
+            else:
+                self._ready.wait()
 
     def _timed_wait(self, wait_ns: int) -> None:
         """Wait up to `wait_ns` (less the usual lateness) for the batch to fill; lock held."""
@@ -241,8 +278,10 @@ class DynamicBatchScheduler(RefusesWhenStopping):
             late = min(max(late, 0), self._delay_ns // 4)
             self._late_ns = (3 * self._late_ns + late) // 4
 
-    def _batch_plan(self, now: int, closest_deadline: int) -> tuple[int, int]:
-        """How many queued requests to send now, or (0, nanoseconds to wait)."""
+    def _batch_plan(self, now: int, closest_deadline: int,
+                    at_once: bool = False) -> tuple[int, int]:
+        """How many queued requests to send now, or (0, nanoseconds to wait); `at_once`: the
+        batch leaves now, as large as it can be."""
         max_preferred = self._max_preferred
         max_batch_size = self._max_batch_size
         preferred = self._preferred
@@ -295,7 +334,7 @@ class DynamicBatchScheduler(RefusesWhenStopping):
         if best_count and not delay_exceeded:
             return best_count, 0
         if send_now or pending >= max_preferred or delay_exceeded or delay_ns == 0 \
-                or self._stopping:
+                or self._stopping or at_once:
             return count, 0
         wait_ns = delay_ns - (now - oldest)
         if closest_deadline:

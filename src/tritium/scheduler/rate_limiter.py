@@ -2,10 +2,14 @@
 
 An instance whose group names `rate_limiter { resources [...] }` executes only while the
 resources it needs are free on its device (or system-wide, for `global` ones); it holds them
-for the execute. A resource's count is what `--rate-limit-resource name:count[:device]` says,
-else the largest need of any loaded instance, so every instance can run. Among the instances
-waiting for resources, the one scheduled least relative to its `priority` goes first: priority 2
-gets half the turns of priority 1.
+for the execute. Without `--rate-limit-resource`, a resource's count is the largest need of any
+loaded instance, so every instance can run. Once any `--rate-limit-resource name:count[:device]`
+is given, those are the only resources there are, as in Triton: a device's count of a resource
+is the larger of its own entry and the entry for every device (no device), a global resource's
+is the largest entry of that name for any device, and a resource named nowhere has none; an
+instance needing more than there is fails to load. A resource is global or per device across
+all models, never both. Among the instances waiting for resources, the one scheduled least
+relative to its `priority` goes first: priority 2 gets half the turns of priority 1.
 """
 
 from __future__ import annotations
@@ -48,26 +52,42 @@ class RateLimiter:
         self._changed = threading.Condition()
 
     def register(self, device: int, config: mc.ModelRateLimiter) -> InstanceLimits | None:
-        """Note an instance's needs (None if it needs nothing); raises INVALID_ARG when a
-        resource given on the command line is too small for it, as Triton does."""
+        """Note an instance's needs (None if it needs nothing); raises INVALID_ARG, as Triton
+        does, when a resource the command line counts is too small for it (global resources
+        reported first, then by device and name) or when it names as global a resource that
+        is per device elsewhere, or the other way round."""
         needs: dict[_Key, int] = {}
         for resource in config.resources:
             needs[(resource.name, None if getattr(resource, "global") else device)] = resource.count
         if not needs:
             return None
-        for key, count in needs.items():
-            explicit = self._explicit_count(key)
-            if explicit is not None and explicit < count:
-                raise TritonError.invalid_arg(
-                    f'Resource count for "{key[0]}" is limited to {explicit} which will prevent '
-                    "scheduling of one or more model instances, the minimum required count is "
-                    f"{count}"
-                )
+        if self._explicit:
+            for key in sorted(needs, key=_report_order):
+                explicit = self._explicit_count(key)
+                if explicit < needs[key]:
+                    raise TritonError.invalid_arg(
+                        f'Resource count for "{key[0]}" is limited to {explicit} which will '
+                        "prevent scheduling of one or more model instances, the minimum "
+                        f"required count is {needs[key]}"
+                    )
         limits = InstanceLimits(needs, max(config.priority, 1))
         with self._changed:
+            self._check_kinds(needs)
             self._registered.append(limits)
             self._log_resources()
         return limits
+
+    def _check_kinds(self, needs: dict[_Key, int]) -> None:
+        """Lock held: a resource is global for every instance or per device for every one."""
+        known = {(name, device is None) for other in self._registered
+                 for name, device in other.needs}
+        known.update((name, device is None) for name, device in needs)
+        for name, device in sorted(needs, key=_report_order):
+            if (name, device is not None) in known:
+                raise TritonError.invalid_arg(
+                    f'Resource "{name}" is present as both global and device-specific '
+                    "resource in the model configuration."
+                )
 
     def unregister(self, limits: InstanceLimits) -> None:
         with self._changed:
@@ -102,13 +122,16 @@ class RateLimiter:
                 del self._waiting[ticket]
             for key, count in limits.needs.items():
                 self._in_use[key] += count
-            limits.usage += limits.priority
             self._changed.notify_all()  # the next waiter may fit in what is left
 
-    def release(self, limits: InstanceLimits) -> None:
+    def release(self, limits: InstanceLimits, executed: bool = True) -> None:
+        """Hand back `limits`' resources; an execution counts against its next turns (one
+        that found nothing to run does not), as Triton's execution count does."""
         with self._changed:
             for key, count in limits.needs.items():
                 self._in_use[key] -= count
+            if executed:
+                limits.usage += limits.priority
             self._changed.notify_all()
 
     def _next_to_run(self) -> int | None:
@@ -122,17 +145,24 @@ class RateLimiter:
         return min(fitting)[1] if fitting else None
 
     def _available(self, key: _Key) -> int:
-        explicit = self._explicit_count(key)
-        if explicit is not None:
-            return explicit
+        if self._explicit:
+            return self._explicit_count(key)
         return max((limits.needs.get(key, 0) for limits in self._registered), default=0)
 
-    def _explicit_count(self, key: _Key) -> int | None:
+    def _explicit_count(self, key: _Key) -> int:
+        """The count the command line gives (0 for a resource it does not name): a device's is
+        the larger of its own entry and the every-device one; a global resource's, the largest
+        entry of that name."""
         name, device = key
-        if device is None:
-            return self._explicit.get((name, _ALL_DEVICES))
-        count = self._explicit.get((name, device))
-        return count if count is not None else self._explicit.get((name, _ALL_DEVICES))
+        return max((count for (entry, on), count in self._explicit.items()
+                    if entry == name and (device is None or on in (device, _ALL_DEVICES))),
+                   default=0)
+
+
+def _report_order(key: _Key) -> tuple[int, str]:
+    """Triton's order of resources in its checks: global ones first, then by device and name."""
+    name, device = key
+    return (-2 if device is None else device, name)
 
 
 def parse_resource(text: str) -> tuple[str, int, int]:
@@ -144,5 +174,6 @@ def parse_resource(text: str) -> tuple[str, int, int]:
         return parts[0], int(parts[1]), int(parts[2]) if len(parts) == 3 else _ALL_DEVICES
     except ValueError:
         raise ValueError(
-            f"--rate-limit-resource must be <name>:<count>[:<device>], got '{text}'"
+            "--rate-limit-resource option format is '<resource_name>:<count>:<device>' or "
+            f"'<resource_name>:<count>'. Got {text}"
         ) from None
