@@ -219,19 +219,22 @@ class InferenceServer:
             self._poller = RepositoryPoller(self.control, self.options.repository_poll_secs)
             self._poller.start()
 
-    def stop_accepting(self) -> None:
-        """The exit begins: refuse new requests and start the --exit-timeout-secs clock that
-        `drain` and `shutdown` end by."""
+    def stop_accepting(self, timeout: float | None = None) -> None:
+        """The exit begins: refuse new requests and start the clock that `drain` and
+        `shutdown` end by: `timeout` seconds, what is left of --exit-timeout-secs once the
+        HTTP port's open connections were served (None: all of it)."""
         if self._exit_deadline is None:
             log.info("Waiting for in-flight requests to complete.")  # Triton's words
-            self._exit_deadline = time.monotonic() + self.options.exit_timeout_secs
+            if timeout is None:
+                timeout = self.options.exit_timeout_secs
+            self._exit_deadline = time.monotonic() + max(timeout, 0.0)
         self._stopping = True
 
-    def drain(self) -> None:
-        """Let the requests in flight (queued or executing) finish, until --exit-timeout-secs
-        after `stop_accepting`; those still queued then are answered UNAVAILABLE. The
-        frontends keep serving meanwhile, as Triton's do."""
-        self.stop_accepting()
+    def drain(self, timeout: float | None = None) -> None:
+        """Let the requests in flight (queued or executing) finish, until `timeout` (see
+        `stop_accepting`) after `stop_accepting`; those still queued then are answered
+        UNAVAILABLE. The frontends keep serving meanwhile, as Triton's do."""
+        self.stop_accepting(timeout)
         assert self._exit_deadline is not None
         self.lifecycle.drain(self._exit_deadline)
 

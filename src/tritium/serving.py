@@ -172,12 +172,18 @@ def check_ports(args: argparse.Namespace) -> None:
 
 
 async def _stop(server: InferenceServer, frontends: list[Frontend], grace: float) -> None:
-    """As Triton stops: new requests are refused while those in flight finish, the frontends
-    still serving them (until --exit-timeout-secs: what is still queued then fails); then the
-    frontends stop, and the models unload in what is left of the timeout."""
+    """As Triton stops, all within --exit-timeout-secs (`grace`): the HTTP port takes no new
+    connections and serves its open ones, the server fully up, until their clients close them;
+    then new requests are refused while those in flight finish, the frontends still serving
+    them (what is still queued at the timeout fails); then the frontends stop, and the models
+    unload in what is left of the timeout."""
     loop = asyncio.get_running_loop()
     started = loop.time()
-    await loop.run_in_executor(None, server.drain)
+    for frontend in frontends:
+        if isinstance(frontend, HttpFrontend):
+            await frontend.serve_open_connections(grace, "HTTP")
+    left = max(grace - (loop.time() - started), 0.0)
+    await loop.run_in_executor(None, server.drain, left)
     grace = max(grace - (loop.time() - started), 0.0)
     await asyncio.gather(*(f.stop(grace) for f in frontends), return_exceptions=True)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 from concurrent.futures import ThreadPoolExecutor
 
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from support import ROOT
@@ -82,7 +83,9 @@ def test_a_server_stopped_while_a_model_loads_lets_the_load_finish_then_unloads_
     reads OnLoadFinal() before AsyncUnload()); the model is then unloaded, not left behind."""
     write_model(tmp_path, "slow", SLOW_CONFIG, files={"1/model.py": SLOW_MODEL})
     with ServerProcess([tmp_path], "--model-control-mode=explicit", "--log-verbose=2") as server:
-        client = httpclient.InferenceServerClient(server.http_url, network_timeout=60)
+        # Over gRPC: the HTTP port would hold the exit until the load is answered and its
+        # connection closed, so that the exit would never meet the load in progress.
+        client = grpcclient.InferenceServerClient(server.grpc_url)
         with ThreadPoolExecutor(1) as pool:
             loading = pool.submit(client.load_model, "slow")
             server.wait_log("loading: slow:1")

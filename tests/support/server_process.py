@@ -14,7 +14,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from support import ROOT
+from support import ROOT, http_clients
 from support.log_records import messages
 
 # Below Linux's ephemeral range (32768-60999, where bind(0) and outgoing connections draw)
@@ -61,6 +61,9 @@ def free_ports(count: int) -> list[int]:
                 return chosen
     raise RuntimeError(f"no {count} free loopback ports in {ports}")
 
+
+# A server stopped by `stop()` first has its tests' HTTP connections closed (http_clients).
+http_clients.track()
 
 # The servers' log files: one folder per test process, removed when it exits (a full run
 # starts hundreds of servers).
@@ -204,6 +207,8 @@ class ServerProcess:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else None
+        # As Triton does, the server serves the HTTP connections still open before it exits.
+        http_clients.hang_up(self.http_port)
         self.process.send_signal(sig)
         try:
             return self.process.wait(timeout)

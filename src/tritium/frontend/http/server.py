@@ -9,7 +9,8 @@ transfer encoding instead). What clients see is what uvicorn gave them: the same
 lowercase headers, keep-alive by default (`Connection: close` and HTTP/1.0 close after the
 answer), pipelined requests answered in order, `100 Continue` for `Expect: 100-continue`, a 400
 for a request that does not parse, a request whose client goes away before its answer is
-complete marked cancelled, and on stop: refuse new connections, close idle ones, let
+complete marked cancelled, and on stop: refuse new connections (the HTTP port first serves
+its open ones until their clients close them, as Triton's does), close idle ones, let
 requests in flight finish within the grace period, then cancel what is left.
 
 A request body (Content-Length or chunked, of any size) is kept only up to the endpoint's
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import http
 import logging
+import math
 from collections import deque
 from time import perf_counter_ns
 from typing import Any, Protocol, cast
@@ -511,6 +513,25 @@ class HttpEndpoint:
             elif connection.idle_since < idle_limit:
                 connection.close()
         self._sweeper = self.loop.call_later(self.limits.sweep_interval_s, self._sweep)
+
+    async def serve_open_connections(self, timeout: float, service_name: str) -> None:
+        """The first step of Triton's exit: no new connections, while the open ones (idle
+        keep-alive ones too) are served as before until their clients close them, for up to
+        `timeout` seconds; each second the log says how many are left, in Triton's words
+        ("Timeout 30: Found 1 HTTP service connections"). A client that keeps its connection
+        open can so finish its work before the server stops taking requests."""
+        server = self._server
+        if server is None:
+            return
+        server.close()  # stop() finishes the job
+        deadline = self.loop.time() + timeout
+        report_at = 0.0
+        while self.connections and (now := self.loop.time()) < deadline:
+            if now >= report_at:
+                log.info("Timeout %d: Found %d %s service connections",
+                         math.ceil(deadline - now), len(self.connections), service_name)
+                report_at = now + 1.0
+            await asyncio.sleep(0.05)
 
     async def stop(self, grace: float) -> None:
         """Stop accepting; let in-flight requests finish for up to `grace` seconds."""
