@@ -200,10 +200,19 @@ class Trace:
             timed = sorted(timed + self._custom, key=lambda activity: activity[1])
         parts.extend(_timestamp(self.id, name, ns) for name, ns in timed)
 
+    def responded(self) -> None:
+        """The frontend has the request's (first) response: INFER_RESPONSE_COMPLETE, which
+        Triton's frontends stamp in their response callback, before sending it. With
+        `preserve_ordering` it is when a held response was let go, which is what Triton's
+        L0_batcher compares between requests."""
+        self.capture("INFER_RESPONSE_COMPLETE", perf_counter_ns())
+
     @contextmanager
     def sending(self, send: str) -> Iterator[None]:
         """Around the frontend's sending of the answer (`send`: HTTP_SEND, GRPC_SEND; stamped
-        _START and _END), after which the trace is finished."""
+        _START and _END, after the response's INFER_RESPONSE_COMPLETE), after which the trace
+        is finished."""
+        self.responded()
         self.capture(f"{send}_START", perf_counter_ns())
         try:
             yield

@@ -17,9 +17,10 @@ import tritonclient.http as httpclient
 from support.models import identity_config, write_model
 from support.server_process import ServerProcess
 
+# INFER_RESPONSE_COMPLETE: the frontend has the response (Triton's response callback).
 HTTP_ORDER = ["HTTP_RECV_START", "HTTP_RECV_END", "REQUEST_START", "QUEUE_START",
               "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END",
-              "REQUEST_END", "HTTP_SEND_START", "HTTP_SEND_END"]
+              "REQUEST_END", "INFER_RESPONSE_COMPLETE", "HTTP_SEND_START", "HTTP_SEND_END"]
 GRPC_ORDER = ["GRPC_WAITREAD_START", "GRPC_WAITREAD_END", *HTTP_ORDER[2:-2], "GRPC_SEND_START",
               "GRPC_SEND_END"]
 

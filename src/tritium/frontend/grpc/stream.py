@@ -256,11 +256,15 @@ class _Stream:
         empty_final = decoupled and enable_empty_final_response(message)
         answered = False  # an ordinary model's request: its first response is its answer
         trace = request.trace
+        responded = False
         if trace is not None:
             emit = _traced(emit, trace)
         try:
             async with aclosing(loop_bridge.responses(model.submit, request)) as responses:
                 async for response, final in responses:
+                    if trace is not None and not responded:
+                        responded = True  # Triton stamps the first callback only
+                        trace.responded()
                     if answered and not (self.grpc_errors and response is not None
                                          and response.error is not None):
                         continue
