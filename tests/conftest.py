@@ -18,6 +18,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+# pytest imported `tritium` already, for the plugin its entry point names, from wherever the venv's
+# editable install points: in a git worktree, another checkout. Its submodules come from this one.
+_PACKAGE = str(Path(__file__).resolve().parent.parent / "src" / "tritium")
+if "tritium" in sys.modules and list(sys.modules["tritium"].__path__) != [_PACKAGE]:
+    sys.modules["tritium"].__path__[:] = [_PACKAGE]
 # The helper modules' asserts explain their failures like the tests' own.
 pytest.register_assert_rewrite("support")
 
