@@ -116,6 +116,24 @@ class WhereAmI(torch.nn.Module):
         return on_gpu, device
 
 
+class Placed(torch.nn.Module):
+    """A module that places itself (for KIND_MODEL): forward() moves its inputs to the device its
+    `anchor` buffer was saved on, prints that device (a TorchScript print, which lands in the
+    server's log), and returns a + b and a - b there, and per row that device's index (-1 for
+    the CPU)."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__()
+        self.register_buffer("anchor", torch.zeros(1, device=device))
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        a = a.to(self.anchor.device)
+        b = b.to(self.anchor.device)
+        print(f"Placed - inputs on {a.device}")
+        where = torch.full([a.size(0), 1], a.get_device(), dtype=torch.int64)
+        return a + b + self.anchor, a - b, where
+
+
 def assert_mlp_served(module: Any, url: str, model: str, seed: int, tolerance: float) -> None:
     """A served `mlp()` model answers what torch computes on the CPU, at batch 1 and 8."""
     rng = np.random.default_rng(seed)

@@ -105,9 +105,9 @@ class TritonBackendLog:
         self.log.info("TRITONBACKEND_ModelFinalize: delete model state")
 
     def instance_initialize(self, instance: ModelInstance) -> None:
-        kind = "GPU" if instance.kind == "KIND_GPU" else "CPU"
+        # TRITONSERVER_InstanceGroupKindString: "CPU", "GPU", "MODEL".
         self.log.info("TRITONBACKEND_ModelInstanceInitialize: %s (%s device %d)", instance.name,
-                      kind, instance.device_id)
+                      instance.kind.removeprefix("KIND_"), instance.device_id)
 
     def instance_finalize(self) -> None:
         self.log.info("TRITONBACKEND_ModelInstanceFinalize: delete instance state")

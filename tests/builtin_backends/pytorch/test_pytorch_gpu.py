@@ -1,8 +1,9 @@
 """The pytorch backend on a real GPU: a TorchScript MLP served from KIND_GPU instances (named, and
 chosen by the server when the configuration names no group) answers what torch on the CPU
 answers, over http and grpc; the work really runs on the GPU (a module that reports where its
-input lives), a KIND_CPU instance on the same machine stays on the CPU, statistics keep
-compute_infer, and a device torch cannot see is refused."""
+input lives), a KIND_CPU instance on the same machine stays on the CPU, a KIND_MODEL module
+saved on the GPU stays there, statistics keep compute_infer, and a device torch cannot see is
+refused."""
 
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ WHERE_IO = ('max_batch_size: 8\n'
             'output [ { name: "on_gpu__0" data_type: TYPE_INT64 dims: [ 1 ] },\n'
             '         { name: "device__1" data_type: TYPE_INT64 dims: [ 1 ] } ]\n')
 
+PLACED_IO = ('max_batch_size: 8\n'
+             'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },\n'
+             '        { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]\n'
+             'output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 16 ] },\n'
+             '         { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 16 ] },\n'
+             '         { name: "OUTPUT__2" data_type: TYPE_INT64 dims: [ 1 ] } ]\n')
+
 
 def config(io: str, group: str = "") -> str:
     return f'platform: "pytorch_libtorch"\n{io}{group}'
@@ -54,6 +62,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     write_model(repo, "where_cpu", config(WHERE_IO, "instance_group [ { kind: KIND_CPU } ]\n"))
     for name in ("where_gpu", "where_cpu"):
         torch_models.save(torch_models.WhereAmI(), repo / name / "1" / "model.pt")
+    write_model(repo, "placed_gpu", config(PLACED_IO, "instance_group [ { kind: KIND_MODEL } ]\n"))
+    torch_models.save(torch_models.Placed("cuda:0"), repo / "placed_gpu" / "1" / "model.pt")
     with ServerProcess([repo]) as process:
         yield process
 
@@ -83,6 +93,18 @@ def test_the_work_runs_on_the_instances_device(server: ServerProcess, protocol: 
     cpu_answer = infer_arrays(module, url, "where_cpu", {"x__0": x})
     assert cpu_answer.as_numpy("on_gpu__0").tolist() == [[0]] * 3
     assert cpu_answer.as_numpy("device__1").tolist() == [[-1]] * 3
+
+
+def test_a_kind_model_module_runs_where_it_was_saved(server: ServerProcess) -> None:
+    # Loaded without a map_location, as Triton does for KIND_MODEL: its buffer stays on cuda:0,
+    # so forward() moves the CPU inputs there.
+    a = np.arange(16, dtype=np.float32).reshape(1, 16)
+    b = np.ones((1, 16), np.float32)
+    answer = infer_arrays(httpclient, server.http_url, "placed_gpu", {"INPUT0": a, "INPUT1": b})
+    np.testing.assert_array_equal(answer.as_numpy("OUTPUT__0"), a + b)
+    np.testing.assert_array_equal(answer.as_numpy("OUTPUT__1"), a - b)
+    assert answer.as_numpy("OUTPUT__2").tolist() == [[0]]
+    server.wait_log("Placed - inputs on cuda:0")
 
 
 def test_statistics_count_compute_infer_on_the_gpu(server: ServerProcess) -> None:

@@ -1,6 +1,7 @@
 """The pytorch backend: TorchScript models (`model.pt`, `platform: "pytorch_libtorch"`) run by
 torch, one `torch.jit.load` per instance, as Triton's libtorch backend: a KIND_GPU instance on
-`cuda:<device_id>`, any other on the CPU (device.py).
+`cuda:<device_id>`, a KIND_CPU one on the CPU, a KIND_MODEL one where the module puts itself
+(device.py).
 
 torch is the optional extra `tritium[torch]`: without it the backend fails to initialize, so each
 pytorch model is UNAVAILABLE with the install command, and everything else serves. A torch built
@@ -112,7 +113,7 @@ class TorchModelState(ModelState):
         torch = self.torch
         try:
             with torch.inference_mode(self.settings.inference_mode):
-                module = torch.jit.load(str(path), map_location=device.device)
+                module = torch.jit.load(str(path), map_location=device.load_location)
         except Exception as exc:
             raise TritonError.internal(f"failed to load model '{self.name}': {exc}") from None
         module.eval()

@@ -2,9 +2,12 @@
 
 A KIND_GPU instance loads its module onto its GPU and runs on a CUDA stream of its own, so
 instances sharing a GPU do not queue behind each other on one stream; each input crosses to the
-GPU once (from pinned memory, asynchronously) and each output comes back once. KIND_CPU (and
-KIND_MODEL) instances run on the CPU as they always have. A KIND_GPU instance whose torch cannot
-reach its device fails to load with the fix in the message: it never falls back to the CPU.
+GPU once (from pinned memory, asynchronously) and each output comes back once. A KIND_CPU
+instance runs on the CPU. A KIND_MODEL instance places itself, as in Triton: its module is loaded
+where its tensors were saved (no map_location), its inputs are given on the CPU and forward()
+moves them where it wants; with CUDA devices present, each execution waits for all of them and
+cache cleaning empties their cache. A KIND_GPU instance whose torch cannot reach its device fails
+to load with the fix in the message: it never falls back to the CPU.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ class TorchDevice:
     def __init__(self, torch: ModuleType, instance: ModelInstance) -> None:
         self.torch = torch
         self._stream: Any = None
+        self.places_itself = instance.kind == "KIND_MODEL"
+        # The CUDA devices a KIND_MODEL module may use, all waited for (Triton: one stream each).
+        self._model_gpus = torch.cuda.device_count() if self.places_itself else 0
         if instance.kind == "KIND_GPU":
             check_cuda_device(torch, instance)
             self.device = torch.device("cuda", instance.device_id)
@@ -37,6 +43,12 @@ class TorchDevice:
     @property
     def on_gpu(self) -> bool:
         return self._stream is not None
+
+    @property
+    def load_location(self) -> Any:
+        """torch.jit.load's map_location: the instance's device, or None for KIND_MODEL (each
+        tensor where it was saved)."""
+        return None if self.places_itself else self.device
 
     def running(self) -> AbstractContextManager[Any]:
         """The instance's device and stream made current for this thread while work is queued
@@ -57,14 +69,17 @@ class TorchDevice:
         return staging.to(self.device, non_blocking=True)
 
     def synchronize(self) -> None:
-        """Wait for the work queued on the instance's stream (nothing to wait for on the CPU)."""
+        """Wait for the work queued on the instance's stream, or for a KIND_MODEL instance on
+        every CUDA device (nothing to wait for on the CPU)."""
         if self._stream is not None:
             self._stream.synchronize()
+        for index in range(self._model_gpus):
+            self.torch.cuda.synchronize(index)
 
     def empty_cache(self) -> None:
         """ENABLE_CACHE_CLEANING: after each execution, give the GPU memory torch caches but
         no tensor holds back to the driver (process-wide in torch, as in Triton)."""
-        if self._stream is not None:
+        if self._stream is not None or self._model_gpus:
             self.torch.cuda.empty_cache()
 
 

@@ -3,14 +3,15 @@
 Booleans: DISABLE_OPTIMIZED_EXECUTION, INFERENCE_MODE (default true), DISABLE_CUDNN,
 ENABLE_WEIGHT_SHARING, ENABLE_CACHE_CLEANING, and the JIT switches ENABLE_JIT_PROFILING,
 ENABLE_JIT_EXECUTOR, ENABLE_TENSOR_FUSER (left as torch has them unless given). Integers:
-INTRA_OP_THREAD_COUNT and INTER_OP_THREAD_COUNT, process-wide in torch, so the first model that
-sets them wins, as in Triton.
+INTRA_OP_THREAD_COUNT and INTER_OP_THREAD_COUNT, process-wide in torch: as in Triton, every model
+that gives a positive intra-op count sets it again (the last load wins), while torch takes the
+inter-op count once per process, before any parallel work (later ones are refused by torch, and
+logged as a warning here where Triton's backend lets torch's exception fail the load).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -19,9 +20,6 @@ from tritonclient.grpc import model_config_pb2 as mc
 from ..framework import parse_bool, parse_int
 
 log = logging.getLogger("tritium.backend.pytorch")
-
-_threads_lock = threading.Lock()
-_threads_set: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -59,10 +57,9 @@ class TorchSettings:
         )
 
     def log(self, config: mc.ModelConfig) -> None:
-        """The settings as Triton's libtorch backend logs them when a model has parameters:
-        the four it always has, the others where the configuration gives them."""
-        if not config.parameters:
-            return
+        """The settings as Triton's libtorch backend logs them for every model (the JSON
+        configuration Triton hands a backend always has `parameters`, if only `{}`): the four
+        it always has, the others where the configuration gives them."""
         given = config.parameters
         lines = [("Optimized execution", self.optimized_execution),
                  ("Cache Cleaning", self.cache_cleaning),
@@ -92,7 +89,8 @@ class TorchSettings:
 
 
 def apply_thread_counts(torch: ModuleType, config: mc.ModelConfig) -> None:
-    """INTRA_OP_THREAD_COUNT / INTER_OP_THREAD_COUNT, each set once per process."""
+    """INTRA_OP_THREAD_COUNT / INTER_OP_THREAD_COUNT, when positive, set each time a model gives
+    them, as Triton's ParseParameters does."""
     for key, what, setter in (
         ("INTRA_OP_THREAD_COUNT", "Intra op", torch.set_num_threads),
         ("INTER_OP_THREAD_COUNT", "Inter op", torch.set_num_interop_threads),
@@ -101,14 +99,13 @@ def apply_thread_counts(torch: ModuleType, config: mc.ModelConfig) -> None:
         if entry is None:
             continue
         count = parse_int(key, entry.string_value)
-        with _threads_lock:
-            if count <= 0 or key in _threads_set:
-                continue
-            _threads_set.add(key)
-            try:
-                setter(count)
-            except RuntimeError:  # inter-op threads can only be set before parallel work
-                log.warning("%s could not be set to %d: torch already started", key, count)
-                continue
+        if count <= 0:
+            continue
+        try:
+            setter(count)
+        except RuntimeError:  # inter-op threads: once per process, before parallel work
+            log.warning("%s could not be set to %d for model instance '%s': torch sets it once "
+                        "per process, before any parallel work", key, count, config.name)
+            continue
         log.info("%s thread count is set to %d for model instance '%s'", what, count,
                  config.name)
