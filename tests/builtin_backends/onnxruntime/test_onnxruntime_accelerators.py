@@ -1,11 +1,14 @@
 """The onnxruntime backend's optimization settings, as Triton 2.51's L0_onnx_optimization checks
 them: the session-option lines logged at --log-verbose=1, GPU execution accelerators checked when
 a KIND_GPU instance loads (the server believes it has an H200, onnxruntime is the CPU build) and
-ignored for KIND_CPU instances, and the provider options a GPU session gets from them."""
+ignored for KIND_CPU instances, the provider options a GPU session gets from them, and (with a
+stand-in for onnxruntime-gpu) a TensorRT provider that does not start refusing the load."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import onnxruntime
@@ -19,6 +22,7 @@ from support.gpu import fake_gpu_env
 from support.models import infer_arrays, write_model
 from support.server_process import ServerProcess
 from tritium.builtin_backends.onnxruntime.accelerators import gpu_accelerators
+from tritium.builtin_backends.onnxruntime.providers import check_session, session_providers
 from tritium.errors import Code, TritonError
 
 cpu_onnxruntime = pytest.mark.skipif(
@@ -155,3 +159,39 @@ def test_unknown_accelerators_and_bad_values_are_invalid_arguments() -> None:
             gpu_accelerators(config(settings))
         assert info.value.code == Code.INVALID_ARG
         assert message.removeprefix("Invalid argument: ") in info.value.message
+
+
+def gpu_instance(settings: str) -> SimpleNamespace:
+    model = SimpleNamespace(name="m", config=config(settings))
+    return SimpleNamespace(name="m_0_0", model=model, kind="KIND_GPU", device_id=0)
+
+
+def test_tensorrt_that_onnxruntime_cannot_start_fails_the_load(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # What onnxruntime-gpu answers where TensorRT's libraries are missing: it lists the
+    # provider, then builds the session on CUDA alone (the gpu tests meet the real one).
+    gpu_ort = SimpleNamespace(__version__="1.20.0", get_available_providers=lambda: [
+        "TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"])
+    instance = gpu_instance(GOOD_TRT)
+    providers = session_providers(gpu_ort, instance)  # type: ignore[arg-type]
+    assert [p if isinstance(p, str) else p[0] for p in providers] == [
+        "TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    fallen_back = SimpleNamespace(
+        get_providers=lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    with pytest.raises(TritonError) as info:
+        check_session(gpu_ort, fallen_back, instance, providers)  # type: ignore[arg-type]
+    assert info.value.code == Code.UNAVAILABLE
+    assert ("instance m_0_0 of model m is KIND_GPU (device 0) but onnxruntime 1.20.0 could not "
+            "start its TensorrtExecutionProvider (the session would run on "
+            "CUDAExecutionProvider, CPUExecutionProvider)") in info.value.message
+    started = SimpleNamespace(
+        get_providers=lambda: [p[0] for p in providers[:-1]] + ["CPUExecutionProvider"],
+        get_provider_options=lambda: {"CUDAExecutionProvider": {"device_id": "0",
+                                                                 "gpu_mem_limit": "1024"}})
+    with caplog.at_level(logging.DEBUG, "tritium.backend.onnxruntime"):
+        check_session(gpu_ort, started, instance, providers)  # type: ignore[arg-type]
+    assert caplog.messages == [
+        "TensorRT Execution Accelerator is set for 'm' on device 0",
+        "CUDA Execution Accelerator is set for 'm' on device 0 with options: "
+        "device_id=0;gpu_mem_limit=1024"]
