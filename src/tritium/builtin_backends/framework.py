@@ -44,19 +44,32 @@ def parse_bool(key: str, value: str) -> bool:
         return True
     if lowered in ("false", "off", "0", "no"):
         return False
-    raise TritonError.invalid_arg(
-        f"failed to convert '{value}' to a boolean value for parameter '{key}'"
-    )
+    raise TritonError.invalid_arg(f"failed to convert '{value}' to boolean for parameter '{key}'")
 
 
 def parse_int(key: str, value: str) -> int:
-    """Triton's ParseIntValue, for the integer model parameters framework backends read."""
+    """Triton's ParseIntValue, for the integer model parameters framework backends read. The
+    messages start as Triton's (users and QA scripts grep them) and name the parameter."""
     try:
         return int(value.strip())
     except ValueError:
         raise TritonError.invalid_arg(
-            f"failed to convert '{value}' to an integral number for parameter '{key}'"
+            f"failed to convert '{value}' to integral number for parameter '{key}'"
         ) from None
+
+
+def parse_unsigned(key: str, value: str) -> int:
+    """Triton's ParseUnsignedLongLongValue (sizes in bytes)."""
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise TritonError.invalid_arg(
+            f"failed to convert '{value}' to unsigned long long integral number for parameter "
+            f"'{key}'"
+        )
+    return number
 
 
 def utf8_strings(name: str, data: np.ndarray, framework: str) -> list[str]:

@@ -1,6 +1,7 @@
 """The onnxruntime backend: ONNX models (`model.onnx`, `platform: "onnxruntime_onnx"`) run by
 ONNX Runtime, one `InferenceSession` per instance, as Triton's onnxruntime backend: a KIND_GPU
-instance's on the CUDA provider of its device, any other on the CPU (providers.py).
+instance's on the CUDA provider of its device (after TensorRT's when the configuration's
+execution accelerators ask for it), any other on the CPU (providers.py, accelerators.py).
 
 The model state reads the configuration once (session options, auto-complete from the graph);
 each instance opens its session and checks the configuration against the model; execution is
@@ -85,7 +86,7 @@ class OnnxModelState(ModelState):
     def _create(self, instance: ModelInstance) -> Any:
         providers = session_providers(self.ort, instance)
         session = self.sessions.create(model_path(self.model), providers)
-        check_session(self.ort, session, instance)
+        check_session(self.ort, session, instance, providers)
         return session
 
 

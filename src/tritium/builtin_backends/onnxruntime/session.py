@@ -9,6 +9,7 @@ The parameter names (`intra_op_thread_count`, `inter_op_thread_count`, `executio
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from ..framework import parse_bool, parse_int
 from .providers import CPU
 
 DEFAULT_MODEL_FILENAME = "model.onnx"
+
+log = logging.getLogger("tritium.backend.onnxruntime")
 
 # ONNX element types (as onnxruntime's Python API spells them) -> model configuration types.
 CONFIG_TYPES: dict[str, int] = {
@@ -117,6 +120,7 @@ class SessionFactory:
         self.run_options = ort.RunOptions()
         shrinkage = parameters.get("memory.enable_memory_arena_shrinkage")
         if shrinkage is not None:
+            log.debug("Configuring memory.enable_memory_arena_shrinkage to %s", shrinkage)
             self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", shrinkage)
         _check_cpu_accelerators(config)
 
@@ -172,6 +176,7 @@ def _session_settings(
     ):
         if key in parameters:
             settings[attribute] = parse_bool(key, parameters[key])
+            log.debug("Configuring %s to %s", key, parameters[key])  # Triton's VERBOSE line
     entry = "session.use_device_allocator_for_initializers"
     if entry in parameters:
         settings["config_entries"] = {entry: parameters[entry]}
