@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import hpack
+
 from tritium.frontend.grpc import http2
 from tritium.frontend.grpc.http2_limits import H2Limits
 
@@ -234,6 +236,25 @@ class RawClient:
                 if predicate(f):
                     return f
         return next((f for f in self.frames if predicate(f)), None)
+
+    def answer(self, stream_id: int, timeout: float = 10.0) -> dict[str, str]:
+        """The status fields the server answered `stream_id` with (trailers, or trailers-only)."""
+        decoder = hpack.Decoder()
+        deadline = time.monotonic() + timeout
+        fields: dict[str, str] = {}
+        seen = 0
+        while time.monotonic() < deadline:
+            for f in self.frames[seen:]:
+                if f.kind == HEADERS:  # every block goes through the decoder, in order
+                    decoded = dict(decoder.decode(f.payload))
+                    if f.stream_id == stream_id:
+                        fields.update(decoded)
+                        if f.flags & END_STREAM:
+                            return fields
+                assert f.kind != GOAWAY, "the server closed the whole connection"
+            seen = len(self.frames)
+            self.read_available(0.1)
+        raise AssertionError(f"stream {stream_id} was never answered")
 
     def goaway(self, timeout: float = 10.0) -> Frame | None:
         return self.wait_for(lambda f: f.kind == GOAWAY, timeout)

@@ -67,26 +67,6 @@ def _infer(client, data: np.ndarray, **kwargs):
     return client.infer("identity_fp32", [tensor], **kwargs)
 
 
-def _answers(attacker: RawClient, stream_id: int, timeout: float = 10.0) -> dict[str, str]:
-    """The status fields the server answered `stream_id` with (trailers, or trailers-only)."""
-    decoder = hpack.Decoder()
-    deadline = time.monotonic() + timeout
-    fields: dict[str, str] = {}
-    seen = 0
-    while time.monotonic() < deadline:
-        for f in attacker.frames[seen:]:
-            if f.kind == HEADERS:  # every block goes through the decoder, in order
-                decoded = dict(decoder.decode(f.payload))
-                if f.stream_id == stream_id:
-                    fields.update(decoded)
-                    if f.flags & END_STREAM:
-                        return fields
-            assert f.kind != GOAWAY, "the server closed the whole connection"
-        seen = len(attacker.frames)
-        attacker.read_available(0.1)
-    raise AssertionError(f"stream {stream_id} was never answered")
-
-
 def _call(attacker: RawClient, stream_id: int, method: str, body: bytes,
           *metadata: tuple[str, str], compressed: bool = False,
           encoder: hpack.Encoder | None = None) -> None:
@@ -133,13 +113,13 @@ def test_a_prefix_claiming_2_gib_is_refused_at_once(limited) -> None:
     block = hpack.Encoder().encode(request_headers(SERVICE + "ModelInfer"))
     attacker.send(frame(HEADERS, END_HEADERS, 1, block)
                   + frame(DATA, 0, 1, struct.pack(">BI", 0, 2**31 - 1) + b"\0" * 1000))
-    fields = _answers(attacker, 1)
+    fields = attacker.answer(1)
     assert fields["grpc-status"] == "8"
     assert fields["grpc-message"] == f"Received message larger than max ({2**31 - 1} vs. " \
                                      f"{MAX_MESSAGE})"
     # The connection serves its next call.
     _call(attacker, 3, "ServerLive", pb.ServerLiveRequest().SerializeToString())
-    assert _answers(attacker, 3)["grpc-status"] == "0"
+    assert attacker.answer(3)["grpc-status"] == "0"
     attacker.close()
 
 
@@ -151,14 +131,14 @@ def test_a_gzip_bomb_stops_inflating_at_the_limit(limited) -> None:
     for stream_id in (1, 3, 5):
         _call(attacker, stream_id, "ModelInfer", bomb, ("grpc-encoding", "gzip"),
               compressed=True)
-        fields = _answers(attacker, stream_id)
+        fields = attacker.answer(stream_id)
         assert fields["grpc-status"] == "8"
         assert "Received message larger than max" in fields["grpc-message"]
     grown = rss_bytes(limited.process.pid) - before
     print(f"\ngzip bomb (256 MiB inflated, x3): RSS +{grown / 2**20:.1f} MiB")
     assert grown < 32 * 1024 * 1024
     _call(attacker, 7, "ServerLive", pb.ServerLiveRequest().SerializeToString())
-    assert _answers(attacker, 7)["grpc-status"] == "0"
+    assert attacker.answer(7)["grpc-status"] == "0"
     attacker.close()
 
 
@@ -189,10 +169,10 @@ def test_bad_metadata_fails_its_call_alone(limited, header, status, text) -> Non
         _call(attacker, stream_id, "ServerLive", live, header, encoder=encoder)
     _call(attacker, 7, "ServerLive", live)
     for stream_id in (1, 3, 5):
-        fields = _answers(attacker, stream_id)
+        fields = attacker.answer(stream_id)
         assert fields["grpc-status"] == status
         assert text in fields["grpc-message"]
-    assert _answers(attacker, 7)["grpc-status"] == "0"
+    assert attacker.answer(7)["grpc-status"] == "0"
     attacker.close()
 
 
@@ -204,7 +184,7 @@ def test_binary_metadata_in_both_paddings_is_accepted(limited) -> None:
         _call(attacker, stream_id, "ServerLive", live, ("x-a-bin", "AAEC"), ("x-b-bin", "AAE"),
               ("x-c-bin", "AAE="), encoder=encoder)
     for stream_id in (1, 3, 5):
-        assert _answers(attacker, stream_id)["grpc-status"] == "0"
+        assert attacker.answer(stream_id)["grpc-status"] == "0"
     attacker.close()
 
 
