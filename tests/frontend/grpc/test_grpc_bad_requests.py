@@ -7,6 +7,7 @@ import struct
 from typing import Any
 
 import grpc
+import hpack
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
@@ -23,9 +24,19 @@ from support.grpc_fixtures import (
     stub,  # noqa: F401
     tensor,
 )
+from support.h2_frames import (
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    HEADERS,
+    RawClient,
+    frame,
+    request_headers,
+)
 
 # -- bad requests: Triton's status code and message; the server keeps serving ------------------
 
+SERVICE = "/inference.GRPCInferenceService/"
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 
@@ -238,6 +249,59 @@ def test_message_that_does_not_parse(channel, stub, payload):
     assert info.value.code() == grpc.StatusCode.INTERNAL
     assert info.value.details() == "Unable to parse request"
     assert_still_serving(stub)
+
+
+def _raw_call(server, headers: list[tuple[str, str]], body: bytes | None) -> dict[str, str]:
+    """The status fields answering one call sent as raw HTTP/2 frames (`body` None: the
+    headers end the stream)."""
+    attacker = RawClient(server.grpc_url)
+    try:
+        block = hpack.Encoder().encode(headers)
+        if body is None:
+            attacker.send(frame(HEADERS, END_HEADERS | END_STREAM, 1, block))
+        else:
+            attacker.send(frame(HEADERS, END_HEADERS, 1, block) + frame(DATA, END_STREAM, 1, body))
+        return attacker.answer(1)
+    finally:
+        attacker.close()
+
+
+# What a client sends when its request stream ends early (a proxy cutting it, a client crashing
+# mid-write): no message at all, or a length prefix promising more bytes than came.
+@pytest.mark.parametrize("body", [None, struct.pack(">BI", 0, 9) + b"\x0a"])
+def test_a_unary_request_without_a_whole_message_does_not_parse(server, stub, body):
+    fields = _raw_call(server, request_headers(SERVICE + "ModelInfer"), body)
+    assert fields["grpc-status"] == str(grpc.StatusCode.INTERNAL.value[0])
+    assert fields["grpc-message"] == "Unable to parse request"
+    assert_still_serving(stub)
+
+
+def _without_te(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in headers if name != "te"]
+
+
+# Clients that are not gRPC stacks (curl, hand-written HTTP/2): grpc core refuses a method other
+# than POST, then a missing or other `te`, each with UNKNOWN, before it looks up the method.
+@pytest.mark.parametrize("headers,message", [
+    ([(":method", "PUT"), *request_headers(SERVICE + "ServerLive")[1:]], "Bad method header"),
+    (_without_te([(":method", "GET"), *request_headers(SERVICE + "Nope")[1:]]),
+     "Bad method header"),
+    (_without_te(request_headers(SERVICE + "ServerLive")), "Missing :te header"),
+    (_without_te(request_headers(SERVICE + "Nope")), "Missing :te header"),
+    (_without_te(request_headers(SERVICE + "ServerLive")) + [("te", "gzip")],
+     "Missing :te header"),
+])
+def test_calls_grpc_core_refuses_before_the_method(server, stub, headers, message):
+    fields = _raw_call(server, headers, struct.pack(">BI", 0, 0))
+    assert fields["grpc-status"] == str(grpc.StatusCode.UNKNOWN.value[0])
+    assert fields["grpc-message"] == message
+    assert_still_serving(stub)
+
+
+def test_an_unknown_method_is_answered_without_a_message(server):
+    fields = _raw_call(server, request_headers(SERVICE + "Nope"), struct.pack(">BI", 0, 0))
+    assert fields["grpc-status"] == str(grpc.StatusCode.UNIMPLEMENTED.value[0])
+    assert "grpc-message" not in fields
 
 
 def test_tritonclient_sees_status_and_message(client):

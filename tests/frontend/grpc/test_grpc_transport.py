@@ -73,7 +73,7 @@ def test_an_unknown_method_is_unimplemented(server) -> None:
         with pytest.raises(grpc.RpcError) as info:
             call(b"", timeout=10)
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert info.value.details() == "Method not found!"
+    assert not info.value.details()  # grpc core (so Triton) sends no grpc-message for it
 
 
 _SETTINGS, _GOAWAY, _PROTOCOL_ERROR = 0x4, 0x7, 0x1

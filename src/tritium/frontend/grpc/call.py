@@ -32,6 +32,8 @@ log = logging.getLogger("tritium.frontend.grpc")
 RESPONSE_HEADERS = encode_headers([(":status", "200"), ("content-type", "application/grpc")])
 _OK_TRAILERS = encode_headers([("grpc-status", "0")])
 _PREFIX = struct.Struct(">BI")
+# What Triton answers when a request message does not parse (or never came whole).
+UNPARSABLE = "Unable to parse request"
 _TIMEOUT = re.compile(r"^(\d{1,8})([HMSmun])$")
 _TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 # zlib window bits per grpc-encoding.
@@ -277,7 +279,8 @@ class Call:
         if self.stream.closed or self.failed:
             return
         if self.unary_request is None:
-            self._finish(grpc.StatusCode.INTERNAL, "Missing request message for a unary RPC")
+            # No message, or the stream ended inside one: Triton cannot parse that either.
+            self._finish(grpc.StatusCode.INTERNAL, UNPARSABLE)
             return
         message, self.unary_request = self.unary_request, None
         self._drop()

@@ -56,10 +56,17 @@ class CallHeaders(NamedTuple):
 
 
 def check_headers(headers: list[tuple[str, str]], max_list_size: int) -> None:
-    """Refuse, for this call alone, metadata larger than advertised or an illegal name."""
+    """Refuse, for this call alone, what grpc core (so Triton) refuses before looking at the
+    method: a `:method` other than POST, no `te: trailers`, metadata larger than advertised or
+    an illegal name."""
     size = 0
+    method = te = None
     for name, value in headers:
         size += len(name) + len(value) + 32
+        if name == ":method":
+            method = value
+        elif name == "te":
+            te = value
         if name not in _LEGAL_NAMES:
             if not _HEADER_NAME.fullmatch(name):  # (`$` would let a final newline by)
                 raise CallError(grpc.StatusCode.INTERNAL, f"Illegal header key: {name!r}")
@@ -68,6 +75,10 @@ def check_headers(headers: list[tuple[str, str]], max_list_size: int) -> None:
     if size > max_list_size:
         raise CallError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                         f"received metadata size exceeds limit ({size} vs. {max_list_size})")
+    if method != "POST":
+        raise CallError(grpc.StatusCode.UNKNOWN, "Bad method header")
+    if te != "trailers":
+        raise CallError(grpc.StatusCode.UNKNOWN, "Missing :te header")
 
 
 def path_of(headers: list[tuple[str, str]]) -> str:

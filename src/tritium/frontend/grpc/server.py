@@ -93,16 +93,17 @@ class GrpcServer:
                 path = known.path
             handler = self._handlers.get(path)
             if handler is None:
-                raise CallError(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+                # As grpc core answers a method nobody registered: the status, no message.
+                raise CallError(grpc.StatusCode.UNIMPLEMENTED, "")
             if known is None:
                 known = read_headers(headers, path)
                 self._known_headers.add(headers, known)
             return Call(self, connection, stream, handler, known)
         except CallError as err:
-            block = RESPONSE_HEADERS + encode_headers([
-                ("grpc-status", str(err.code.value[0])),
-                ("grpc-message", percent_encode(err.details)),
-            ])
+            fields = [("grpc-status", str(err.code.value[0]))]
+            if err.details:
+                fields.append(("grpc-message", percent_encode(err.details)))
+            block = RESPONSE_HEADERS + encode_headers(fields)
             connection.send_headers(stream, block, end_stream=True)
             return None
 

@@ -34,6 +34,7 @@ from ..extensions.infer_failed import log_infer_failed
 from ..extensions.restricted_api import Restriction, restrict_grpc
 from ..extensions.shared_memory import end_region_use
 from ..extensions.statistics_api import statistics_proto
+from .call import UNPARSABLE
 from .codec import ParsedInferRequest, decode_infer_request, parse_infer_request
 from .immediate import ImmediateCall, ImmediateUnary, MethodHandler
 from .infer_response import encode_infer_response
@@ -259,7 +260,7 @@ class _InferenceService:
         """ModelInfer as an immediate body: started here, answered from the response's
         callback on the loop."""
         if parsed is None:
-            return call.abort(grpc.StatusCode.INTERNAL, _UNPARSABLE)
+            return call.abort(grpc.StatusCode.INTERNAL, UNPARSABLE)
         message, raws, key = parsed
         received = perf_counter_ns()
         try:
@@ -326,10 +327,6 @@ def _cancelled(request: InferenceRequest) -> None:
     request.cancelled = True
 
 
-# What Triton answers when a message does not parse.
-_UNPARSABLE = "Unable to parse request"
-
-
 class _Unparsable:
     """Stands for a request message that failed to parse (grpc would answer UNKNOWN)."""
 
@@ -348,7 +345,7 @@ def _unary(handler: Any, request_type: Any, response_type: Any) -> grpc.RpcMetho
 
     async def call(request: Any, context: Any) -> Any:
         if request is _UNPARSED:
-            await context.abort(grpc.StatusCode.INTERNAL, _UNPARSABLE)
+            await context.abort(grpc.StatusCode.INTERNAL, UNPARSABLE)
         return await handler(request, context)
 
     return grpc.unary_unary_rpc_method_handler(
