@@ -4,6 +4,7 @@ answered over HTTP/gRPC (the real tritonclient and ModelClient) and in-process."
 from __future__ import annotations
 
 import re
+import tempfile
 import threading
 from pathlib import Path
 
@@ -309,3 +310,51 @@ def test_results_are_checked_strictly_when_asked():
             list(triton.server.model("strict").infer(inputs=inputs))
         with pytest.raises(tritonserver.InternalError, match="must be a list of response dicts"):
             list(triton.server.model("bad").infer(inputs=inputs))
+
+
+def test_inputs_reach_the_function_in_the_order_the_model_declares():
+    def classify(requests):  # unpacks values(), as PyTriton's perf_analyzer example does
+        results = []
+        for request in requests:
+            sequence, labels = request.values()
+            results.append({"first": sequence[:, :1], "count": np.array([[labels.shape[1]]])})
+        return results
+
+    with Triton(config=FREE_PORTS) as triton:
+        triton.bind("classify", classify,
+                    inputs=[Tensor(name="sequence", dtype=np.bytes_, shape=(1,)),
+                            Tensor(name="labels", dtype=np.bytes_, shape=(-1,))],
+                    outputs=[Tensor(name="first", dtype=np.bytes_, shape=(1,)),
+                             Tensor(name="count", dtype=np.int64, shape=(1,))])
+        client = grpcclient.InferenceServerClient(triton.grpc_url.split("://")[1])
+        labels = grpcclient.InferInput("labels", [1, 3], "BYTES")  # sent first
+        labels.set_data_from_numpy(np.array([[b"a", b"b", b"c"]], dtype=np.object_))
+        sequence = grpcclient.InferInput("sequence", [1, 1], "BYTES")
+        sequence.set_data_from_numpy(np.array([[b"text"]], dtype=np.object_))
+        result = client.infer("classify", [labels, sequence])
+        client.close()
+    assert result.as_numpy("first").tolist() == [[b"text"]]
+    assert result.as_numpy("count").tolist() == [[3]]
+
+
+def test_bind_after_stop_serves_again_and_leaves_no_workspace(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where Triton makes its workspace
+    triton = Triton(config=FREE_PORTS)  # the notebook's shape: run, stop, bind anew, run
+    for factor in (2, 3):
+        triton.bind("scale", batch(lambda x, f=factor: {"y": x * f}), inputs=[vector("x")],
+                    outputs=[vector("y")])
+        triton.run()
+        with ModelClient(triton.http_url, "scale") as client:
+            assert client.infer_sample(x=np.ones(2))["y"].tolist() == [factor, factor]
+        triton.stop()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("tritium-pytriton")] == []
+
+
+def test_frontends_metrics_included_listen_on_loopback_unless_told():
+    with Triton(config=FREE_PORTS) as triton:
+        assert triton.http_url.startswith("http://127.0.0.1:")
+        assert triton.metrics_url.startswith("http://127.0.0.1:")
+    config = TritonConfig(http_port=0, grpc_port=0, metrics_port=0, http_address="0.0.0.0")
+    with Triton(config=config) as triton:
+        assert triton.metrics_url.startswith("http://0.0.0.0:")  # follows HTTP, as tritonserver
+

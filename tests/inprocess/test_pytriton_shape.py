@@ -5,10 +5,12 @@ bound model's configuration."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -180,3 +182,34 @@ def test_security_headers_and_decorators_reading_the_model():
         (response,) = triton.server.model("bad").infer(
             inputs={"x": np.ones((1, 1), np.float32)}, raise_on_error=False)
         assert "different than input signature dtypes" in str(response.error)
+
+
+def wait_for(url: str, deadline_s: float = 120.0) -> None:
+    """Until `url` answers 200 (the script's server starting)."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            if get(url) == 200:
+                return
+        except urllib.error.URLError:  # not listening yet
+            pass
+        assert time.monotonic() < deadline, f"{url} never answered 200"
+        time.sleep(0.1)
+
+
+def test_vertex_ai_example_starts_the_server_once_its_model_is_bound():
+    (vertex,) = free_ports(1)
+    with example("vertex_ai.py", PYTRITON_TRITON_CONFIG_VERTEX_AI_PORT=str(vertex)) as (http, _):
+        wait_for(f"http://localhost:{vertex}/health")
+        body = {"inputs": [{"name": name, "shape": [1, 2], "datatype": "FP32",
+                            "data": [[1, 2]]} for name in ("INPUT_1", "INPUT_2")]}
+        request = urllib.request.Request(f"http://localhost:{vertex}/predict",
+                                         data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as answer:
+            outputs = {o["name"]: o["data"] for o in json.load(answer)["outputs"]}
+        assert outputs == {"add": [2.0, 4.0], "sub": [0.0, 0.0]}
+        with ModelClient(f"localhost:{http}", "AddSub", init_timeout_s=120) as client:
+            ones = np.ones((1, 1), np.float32)
+            assert client.infer_batch(ones, ones)["add"].tolist() == [[2.0]]
+

@@ -8,7 +8,9 @@ from tritium.inprocess.pytriton.triton import (
     TritonConfig,
     TritonLifecyclePolicy,
     TritonSecurityConfig,
+    VertextAILifecyclePolicy,
 )
 
 __all__ = ["TRITON_ACCESS_HEADER", "DefaultTritonLifecyclePolicy", "RemoteTriton", "Triton",
-           "TritonConfig", "TritonLifecyclePolicy", "TritonSecurityConfig"]
+           "TritonConfig", "TritonLifecyclePolicy", "TritonSecurityConfig",
+           "VertextAILifecyclePolicy"]

@@ -50,6 +50,7 @@ from .triton import (
     TritonConfig,
     TritonLifecyclePolicy,
     TritonSecurityConfig,
+    VertextAILifecyclePolicy,
 )
 
 __all__ = [
@@ -77,6 +78,7 @@ __all__ = [
     "TritonLifecyclePolicy",
     "TritonModelConfig",
     "TritonSecurityConfig",
+    "VertextAILifecyclePolicy",
     "batch",
     "convert_output",
     "fill_optionals",

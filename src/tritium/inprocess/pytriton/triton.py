@@ -67,6 +67,10 @@ class TritonLifecyclePolicy:
 
 
 DefaultTritonLifecyclePolicy = TritonLifecyclePolicy()
+# PyTriton's name (sic). A Vertex AI endpoint needs its model at start (the only one, or the
+# default one), so with `allow_vertex_ai` the server starts at run()/serve(), after bind().
+VertextAILifecyclePolicy = TritonLifecyclePolicy(launch_triton_on_startup=False,
+                                                 local_model_store=True)
 
 
 @dataclasses.dataclass
@@ -109,11 +113,14 @@ class Triton:
                  security_config: TritonSecurityConfig | None = None) -> None:
         self._config = merged(config)
         self._security = security_config or TritonSecurityConfig()
-        self._policy = triton_lifecycle_policy or DefaultTritonLifecyclePolicy
+        self._policy = triton_lifecycle_policy or (
+            VertextAILifecyclePolicy if config is not None and config.allow_vertex_ai
+            else DefaultTritonLifecyclePolicy)
         self._argv = command_line(self._config, self._security)
         self._workspace = Path(workspace or tempfile.mkdtemp(prefix="tritium-pytriton-"))
-        # A workspace of our own goes when stop() runs, or else when this object is collected or
-        # the program exits: a Triton left unstopped (or refused below) leaves nothing in /tmp.
+        # A workspace of our own goes when stop() runs, and (a bind() after stop() makes it
+        # again) when this object is collected or the program exits: a Triton left unstopped,
+        # refused below or bound again after stop() leaves nothing in /tmp.
         self._workspace_cleanup = (
             weakref.finalize(self, shutil.rmtree, self._workspace, ignore_errors=True)
             if workspace is None else None)
@@ -163,10 +170,12 @@ class Triton:
         repositories = [str(self._workspace)]
         if self._config.model_repository is not None:
             repositories.append(str(self._config.model_repository))
-        args = parse(self._argv, repositories)
-        for attribute in ("http_address", "grpc_address"):
-            if getattr(self._config, attribute) is None:
-                setattr(args, attribute, "127.0.0.1")
+        # 127.0.0.1 unless the config names an address, given as flags so that the metrics
+        # address follows the HTTP one, as tritonserver defaults it.
+        local = [f"--{attribute.replace('_', '-')}=127.0.0.1"
+                 for attribute in ("http_address", "grpc_address")
+                 if getattr(self._config, attribute) is None]
+        args = parse([*local, *self._argv], repositories)
         server = Server(Options(
             model_repository=list(repositories), server_id=args.id,
             model_control_mode=ModelControlMode.EXPLICIT, startup_models=list(self._bindings),
@@ -246,7 +255,7 @@ class Triton:
             python_function.unregister(binding.callable_id)
         self._bindings.clear()
         if self._workspace_cleanup is not None:
-            self._workspace_cleanup()
+            shutil.rmtree(self._workspace, ignore_errors=True)  # the finalizer stays armed
         return server is not None
 
     def is_alive(self) -> bool:
@@ -305,9 +314,14 @@ def _serving(function: Callable, config: TritonModelConfig, context: TritonConte
         return check_results(config.model_name, results, count, config.outputs,
                              config.batching, strict)
 
+    # A request's inputs in the order the model declares them, whatever order the client sent
+    # them in, as PyTriton builds them: functions that unpack `inputs.values()` rely on it.
+    declared = [str(tensor.name) for tensor in config.inputs]  # named() named them all
+
     def serve(requests: Sequence[Any]) -> Any:
         with serving(context, config):
-            results = function([Request({name: t.data for name, t in r.inputs.items()},
+            results = function([Request({name: r.inputs[name].data for name in declared
+                                         if name in r.inputs},
                                         dict(r.parameters), r.requested_output_names or None)
                                 for r in requests])
             if config.decoupled:
@@ -333,4 +347,4 @@ def _stream(results: Iterable[Any], context: TritonContext, config: TritonModelC
 
 
 __all__ = ["DefaultTritonLifecyclePolicy", "Triton", "TritonConfig", "TritonLifecyclePolicy",
-           "TritonSecurityConfig"]
+           "TritonSecurityConfig", "VertextAILifecyclePolicy"]
