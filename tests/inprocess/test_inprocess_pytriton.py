@@ -17,9 +17,12 @@ from tritonclient.utils import InferenceServerException
 import tritonserver
 from tritium.inprocess.pytriton import (
     ConstantPadder,
+    DecoupledModelClient,
     DynamicBatcher,
     ModelClient,
     ModelConfig,
+    PyTritonClientInferenceServerError,
+    PyTritonClientModelDoesntSupportBatchingError,
     PyTritonRuntimeError,
     Tensor,
     Triton,
@@ -358,3 +361,39 @@ def test_frontends_metrics_included_listen_on_loopback_unless_told():
     with Triton(config=config) as triton:
         assert triton.metrics_url.startswith("http://0.0.0.0:")  # follows HTTP, as tritonserver
 
+
+def test_model_client_on_a_model_without_batching():
+    with Triton(config=FREE_PORTS) as triton:
+        triton.bind("double", lambda requests: [{"y": r["x"] * 2} for r in requests],
+                    inputs=[vector("x")], outputs=[vector("y")],
+                    config=ModelConfig(batching=False))
+        with ModelClient(triton.grpc_url, "double") as client:
+            assert not client.is_batching_supported
+            assert client.infer_sample(x=np.array([1, 2]))["y"].tolist() == [2, 4]
+            with pytest.raises(PyTritonClientModelDoesntSupportBatchingError,
+                               match="use infer_sample"):
+                client.infer_batch(x=np.ones((1, 2)))
+
+
+def test_decoupled_client_reports_a_failed_stream_and_skips_an_abandoned_one():
+    @batch
+    def count(n):
+        for step in range(int(n[0][0])):
+            if step == 2 and int(n[0][0]) == 5:
+                raise ValueError("five is too many")
+            yield {"step": np.full((len(n), 1), step, np.int32)}
+
+    with Triton(config=FREE_PORTS) as triton:
+        triton.bind("count", count, inputs=[Tensor(name="n", dtype=np.int32, shape=(1,))],
+                    outputs=[Tensor(name="step", dtype=np.int32, shape=(1,))],
+                    config=ModelConfig(max_batch_size=4, decoupled=True))
+        with DecoupledModelClient(triton.grpc_url, "count") as client:
+            seen = []
+            with pytest.raises(PyTritonClientInferenceServerError, match="five is too many"):
+                for response in client.infer_sample(n=np.array([5], np.int32)):
+                    seen.append(int(response["step"][0]))
+            assert seen == [0, 1]
+            for _ in client.infer_sample(n=np.array([4], np.int32)):
+                break  # the rest of this stream is left unread
+            steps = [int(r["step"][0]) for r in client.infer_sample(n=np.array([3], np.int32))]
+            assert steps == [0, 1, 2]

@@ -1,7 +1,7 @@
 """PyTriton 0.7's shape: scripts written like PyTriton's examples (tests/support/
 pytriton_examples, only `pytriton.` -> `tritium.pytriton.`) run as processes and answer the
-real clients; TritonConfig's fields, TritonSecurityConfig and the decorators that read the
-bound model's configuration."""
+real clients and PyTriton's (ModelClient, DecoupledModelClient); TritonConfig's fields,
+TritonSecurityConfig and the decorators that read the bound model's configuration."""
 
 from __future__ import annotations
 
@@ -22,7 +22,12 @@ import tritonclient.grpc as grpcclient
 
 from support import ROOT
 from support.server_process import free_ports
-from tritium.pytriton.client import ModelClient
+from tritium.pytriton.client import (
+    DecoupledModelClient,
+    ModelClient,
+    PyTritonClientInferenceServerError,
+    PyTritonClientValueError,
+)
 from tritium.pytriton.decorators import (
     batch,
     fill_optionals,
@@ -213,3 +218,19 @@ def test_vertex_ai_example_starts_the_server_once_its_model_is_bound():
             ones = np.ones((1, 1), np.float32)
             assert client.infer_batch(ones, ones)["add"].tolist() == [[2.0]]
 
+
+def test_streaming_example_a_decorated_method_read_by_the_decoupled_client():
+    with example("streaming_bot.py") as (http, grpc):
+        url = f"grpc://localhost:{grpc}"
+        with DecoupledModelClient(url, "Words", init_timeout_s=120) as client:
+            words = [r["word"].tolist() for r in client.infer_sample(
+                text=np.array([b"to be or"], dtype=np.object_))]
+            assert words == [[b"to"], [b"be"], [b"or"]]
+            batches = [r["word"].tolist() for r in client.infer_batch(
+                text=np.array([[b"x y"]], dtype=np.object_), repeat=np.array([[2]], np.int32))]
+            assert batches == [[[b"xx"]], [[b"yy"]]]
+        with pytest.raises(PyTritonClientValueError, match="only supported for grpc"):
+            DecoupledModelClient(f"localhost:{http}", "Words")
+        with ModelClient(url, "Words") as coupled, \
+                pytest.raises(PyTritonClientInferenceServerError, match="decoupled"):
+            coupled.infer_sample(text=np.array([b"a"], dtype=np.object_))

@@ -4,13 +4,21 @@ A PyTriton script needs only its imports changed, either all from here:
 
     from tritium.inprocess.pytriton import (Triton, TritonConfig, ModelConfig, DynamicBatcher,
                                             Tensor, batch, sample, first_value, group_by_values,
-                                            ModelClient)
+                                            ModelClient, DecoupledModelClient)
 
 or module for module, from `tritium.pytriton` (`tritium.pytriton.triton`, `.decorators`,
 `.model_config`, `.client`, `.exceptions`, `.proxy.types`), which mirrors PyTriton's layout.
 """
 
-from .client import ModelClient, PyTritonClientTimeoutError
+from .client import (
+    DecoupledModelClient,
+    ModelClient,
+    PyTritonClientError,
+    PyTritonClientInferenceServerError,
+    PyTritonClientModelDoesntSupportBatchingError,
+    PyTritonClientTimeoutError,
+    PyTritonClientValueError,
+)
 from .context import TritonContext
 from .decorators import (
     ConstantPadder,
@@ -55,12 +63,17 @@ from .triton import (
 
 __all__ = [
     "ConstantPadder",
+    "DecoupledModelClient",
     "DefaultTritonLifecyclePolicy",
     "DynamicBatcher",
     "ModelClient",
     "ModelConfig",
     "PyTritonBadParameterError",
+    "PyTritonClientError",
+    "PyTritonClientInferenceServerError",
+    "PyTritonClientModelDoesntSupportBatchingError",
     "PyTritonClientTimeoutError",
+    "PyTritonClientValueError",
     "PyTritonError",
     "PyTritonInvalidOperationError",
     "PyTritonModelConfigError",

@@ -23,6 +23,9 @@ adapt simpler functions to that:
 
 Decoupled models: a function may yield outputs instead of returning them; each yield is one
 response per request.
+
+Each decorator also works on methods (a class whose decorated `__call__` is bound as the
+inference function, as PyTriton's examples do): see `_Adapter`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,40 @@ Outputs = dict[str, np.ndarray]
 TRITON_CONTEXT_FIELD_NAME = "triton_context"
 
 
+Adapt = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+class _Adapter:
+    """A decorator's wrapper that stays one on methods. Called, it runs `adapt(wrapped)`; read
+    through an instance (a decorated method: `obj.__call__`, `obj.infer`), it binds the instance
+    to the function it wraps, through any decorators in between, so the call receives what a
+    plain function's would (the requests first), as PyTriton's decorators (built on wrapt) do."""
+
+    def __init__(self, adapt: Adapt, wrapped: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, wrapped, updated=())
+        self._adapt = adapt
+        self._wrapped = wrapped
+        self._call = adapt(wrapped)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        bind = getattr(self._wrapped, "__get__", None)
+        if instance is None or bind is None:
+            return self
+        return _Adapter(self._adapt, bind(instance, owner))
+
+
+def _method_aware(adapt: Adapt) -> Adapt:
+    """`adapt` (wrapped function -> wrapper) as a decorator whose wrappers work on methods."""
+    @functools.wraps(adapt)
+    def decorator(wrapped: Callable[..., Any]) -> Callable[..., Any]:
+        return _Adapter(adapt, wrapped)
+
+    return decorator
+
+
 def get_inference_request_batch_size(inference_request: Request | Mapping[str, np.ndarray]
                                      ) -> int:
     """A request's batch size: its first input's first dimension."""
@@ -64,6 +101,7 @@ def convert_output(outputs: Any, model_config: TritonModelConfig | None = None) 
     raise PyTritonValidationError(f"Unsupported output type {type(outputs)}.")
 
 
+@_method_aware
 def batch(wrapped: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(wrapped)
     def infer(requests: list[Request], *args: Any, **kwargs: Any) -> Any:
@@ -99,6 +137,7 @@ def _split(outputs: Outputs, sizes: list[int]) -> list[Outputs]:
     return found
 
 
+@_method_aware
 def sample(wrapped: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(wrapped)
     def infer(requests: list[Request], *args: Any, **kwargs: Any) -> Any:
@@ -118,6 +157,7 @@ def _zip_streams(streams: list[Iterator[Outputs]]) -> Iterator[list[Outputs]]:
         yield list(outputs)
 
 
+@_method_aware
 def group_by_keys(wrapped: Callable[..., Any]) -> Callable[..., Any]:
     """Call the function once per group of requests carrying the same inputs (so @batch
     under it can stack them), the results put back in the requests' order."""
@@ -155,7 +195,7 @@ def fill_optionals(**defaults: np.ndarray) -> Callable[[Callable[..., Any]], Cal
 
         return infer
 
-    return decorate
+    return _method_aware(decorate)
 
 
 def _check_defaults(defaults: dict[str, Any], config: TritonModelConfig) -> None:
@@ -187,6 +227,7 @@ def _fits(shape: tuple[int, ...], declared: tuple[int, ...]) -> bool:
                                                                              strict=True))
 
 
+@_method_aware
 def triton_context(wrapped: Callable[..., Any]) -> Callable[..., Any]:
     """Pass `triton_context` (a TritonContext) to the function as a keyword argument."""
     @functools.wraps(wrapped)
@@ -197,6 +238,7 @@ def triton_context(wrapped: Callable[..., Any]) -> Callable[..., Any]:
     return infer
 
 
+@_method_aware
 def pad_batch(wrapped: Callable[..., Any]) -> Callable[..., Any]:
     """Grow the batch (under @batch) to the nearest preferred batch size, or max_batch_size,
     by repeating its last row, for functions that only run on those sizes (as in PyTriton,
@@ -241,7 +283,7 @@ def first_value(*keys: str, squeeze_single_values: bool = True,
 
         return infer
 
-    return decorate
+    return _method_aware(decorate)
 
 
 Padder = Callable[[tuple[Outputs, ...]], Sequence[Outputs]]
@@ -276,7 +318,7 @@ def group_by_values(*keys: str, pad_fn: Padder | None = None
 
         return infer
 
-    return decorate
+    return _method_aware(decorate)
 
 
 class ConstantPadder:
