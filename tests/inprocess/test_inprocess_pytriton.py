@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException
 
 import tritonserver
 from tritium.inprocess.pytriton import (
@@ -203,7 +202,8 @@ def test_constant_padder_refuses_outputs_it_cannot_stack():
 
 def test_function_error_reaches_the_client_and_the_server_keeps_serving(triton):
     with ModelClient(triton.http_url, "fail") as client, \
-            pytest.raises(InferenceServerException, match="bad input, sorry"):
+            pytest.raises(PyTritonClientInferenceServerError,
+                          match="Error occurred during inference request. Message: .*bad input"):
         client.infer_batch(x=np.ones((1, 2)))
     with pytest.raises(tritonserver.InternalError, match="bad input, sorry"):
         list(triton.server.model("fail").infer(inputs={"x": np.ones((1, 2), np.float32)}))

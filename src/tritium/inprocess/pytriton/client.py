@@ -182,7 +182,16 @@ class ModelClient:
                                   "parameters": parameters}
         if self._inference_timeout_s is not None and self._module is grpcclient:
             kwargs["client_timeout"] = self._inference_timeout_s
-        return self._outputs_of(self._client.infer(self.model_name, tensors, **kwargs))
+        try:
+            result = self._client.infer(self.model_name, tensors, **kwargs)
+        except InferenceServerException as exc:
+            if "Deadline Exceeded" in str(exc.message()):
+                raise PyTritonClientTimeoutError(
+                    "Timeout occurred during inference request. Timeout: "
+                    f"{self._inference_timeout_s} s. Message: {exc.message()}") from exc
+            raise PyTritonClientInferenceServerError(
+                f"Error occurred during inference request. Message: {exc.message()}") from exc
+        return self._outputs_of(result)
 
     def _outputs_of(self, result: Any) -> dict[str, np.ndarray]:
         found = {}
