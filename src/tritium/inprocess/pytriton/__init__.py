@@ -4,18 +4,23 @@ A PyTriton script needs only its imports changed, either all from here:
 
     from tritium.inprocess.pytriton import (Triton, TritonConfig, ModelConfig, DynamicBatcher,
                                             Tensor, batch, sample, first_value, group_by_values,
-                                            ModelClient, DecoupledModelClient)
+                                            ModelClient, DecoupledModelClient,
+                                            FuturesModelClient, AsyncioModelClient)
 
 or module for module, from `tritium.pytriton` (`tritium.pytriton.triton`, `.decorators`,
 `.model_config`, `.client`, `.exceptions`, `.proxy.types`), which mirrors PyTriton's layout.
 """
 
-from .client import (
-    DecoupledModelClient,
-    ModelClient,
+from .asyncio_client import AsyncioDecoupledModelClient, AsyncioModelClient
+from .client import DecoupledModelClient, ModelClient
+from .client_errors import (
+    PyTritonClientClosedError,
     PyTritonClientError,
     PyTritonClientInferenceServerError,
+    PyTritonClientInvalidUrlError,
     PyTritonClientModelDoesntSupportBatchingError,
+    PyTritonClientModelUnavailableError,
+    PyTritonClientQueueFullError,
     PyTritonClientTimeoutError,
     PyTritonClientValueError,
 )
@@ -42,6 +47,7 @@ from .exceptions import (
     PyTritonUnrecoverableError,
     PyTritonValidationError,
 )
+from .futures_client import FuturesModelClient
 from .model_config import (
     DynamicBatcher,
     ModelConfig,
@@ -62,16 +68,23 @@ from .triton import (
 )
 
 __all__ = [
+    "AsyncioDecoupledModelClient",
+    "AsyncioModelClient",
     "ConstantPadder",
     "DecoupledModelClient",
     "DefaultTritonLifecyclePolicy",
     "DynamicBatcher",
+    "FuturesModelClient",
     "ModelClient",
     "ModelConfig",
     "PyTritonBadParameterError",
+    "PyTritonClientClosedError",
     "PyTritonClientError",
     "PyTritonClientInferenceServerError",
+    "PyTritonClientInvalidUrlError",
     "PyTritonClientModelDoesntSupportBatchingError",
+    "PyTritonClientModelUnavailableError",
+    "PyTritonClientQueueFullError",
     "PyTritonClientTimeoutError",
     "PyTritonClientValueError",
     "PyTritonError",

@@ -25,32 +25,32 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from ...datatypes import NUMPY_DTYPES
+from .client_errors import (
+    PyTritonClientClosedError,
+    PyTritonClientInferenceServerError,
+    PyTritonClientInvalidUrlError,
+    PyTritonClientModelDoesntSupportBatchingError,
+    PyTritonClientTimeoutError,
+    PyTritonClientValueError,
+)
 
 
-class PyTritonClientError(Exception):
-    """Any error the clients raise on purpose (PyTriton's `pytriton.client.exceptions`)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class PyTritonClientValueError(PyTritonClientError, ValueError):
-    """A call the client cannot make (a bad URL scheme, an argument the model cannot take)."""
-
-
-class PyTritonClientTimeoutError(PyTritonClientError, TimeoutError):
-    """The model was not ready within init_timeout_s, or a response within
-    inference_timeout_s."""
-
-
-class PyTritonClientModelDoesntSupportBatchingError(PyTritonClientError):
-    """infer_batch on a model without a batch dimension (max_batch_size 0)."""
-
-
-class PyTritonClientInferenceServerError(PyTritonClientError):
-    """The server or the model failed the request, or the client does not fit the model's
-    transaction policy (decoupled or not)."""
+def server_address(url: str) -> tuple[str, str]:
+    """(scheme, "host:port") of a PyTriton client URL: http unless it says grpc://, ports
+    8000 / 8001 when it names none, as PyTriton reads it."""
+    if not isinstance(url, str):
+        raise PyTritonClientInvalidUrlError(f"Invalid url {url}. Url must be a string.")
+    try:
+        parsed = urllib.parse.urlparse(url if "://" in url else f"http://{url}")
+        scheme = parsed.scheme.lower()
+        if scheme not in ("http", "grpc"):
+            raise ValueError(f"Invalid scheme {scheme}. Only grpc and http are supported.")
+        port = parsed.port or (8001 if scheme == "grpc" else 8000)
+    except ValueError as exc:
+        raise PyTritonClientInvalidUrlError(f"Invalid url {url}: {exc}") from exc
+    if not parsed.hostname:
+        raise PyTritonClientInvalidUrlError(f"Invalid url {url}: no host")
+    return scheme, f"{parsed.hostname}:{port}"
 
 
 class ModelClient:
@@ -58,13 +58,10 @@ class ModelClient:
                  lazy_init: bool = True, init_timeout_s: float | None = None,
                  inference_timeout_s: float | None = None,
                  access_token: str | None = None) -> None:
-        parsed = urllib.parse.urlparse(url if "://" in url else f"http://{url}")
-        if parsed.scheme not in ("http", "grpc"):
-            raise PyTritonClientValueError(
-                f"Invalid scheme {parsed.scheme}. Only grpc and http are supported.")
-        port = parsed.port or (8001 if parsed.scheme == "grpc" else 8000)
-        self._module: Any = grpcclient if parsed.scheme == "grpc" else httpclient
-        self._client = self._module.InferenceServerClient(f"{parsed.hostname}:{port}")
+        scheme, address = server_address(url)
+        self._module: Any = grpcclient if scheme == "grpc" else httpclient
+        self._client = self._module.InferenceServerClient(address)
+        self._closed = False
         self.model_name = model_name
         self.model_version = model_version or ""
         self._init_timeout_s = init_timeout_s if init_timeout_s is not None else 300.0
@@ -72,7 +69,7 @@ class ModelClient:
         # PyTriton 0.7's token for restricted endpoints, sent with every call.
         self._headers: dict[str, str] = {}
         if access_token is not None:
-            prefix = "triton-grpc-protocol-" if parsed.scheme == "grpc" else ""
+            prefix = "triton-grpc-protocol-" if scheme == "grpc" else ""
             self._headers[f"{prefix}triton-access-token"] = access_token
         self._inputs: list[dict[str, Any]] | None = None
         self._outputs: list[str] = []
@@ -88,9 +85,18 @@ class ModelClient:
         self.close()
 
     def close(self) -> None:
-        self._client.close()
+        """Close the connection; using the client afterwards raises
+        PyTritonClientClosedError. A second close does nothing."""
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise PyTritonClientClosedError("ModelClient is closed")
 
     def wait_for_model(self, timeout_s: float) -> None:
+        self._ensure_open()
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -132,6 +138,7 @@ class ModelClient:
     def infer_batch(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
                     headers: dict[str, str] | None = None,
                     **named_inputs: np.ndarray) -> Any:
+        self._ensure_open()
         if not self.is_batching_supported:
             raise PyTritonClientModelDoesntSupportBatchingError(
                 f"Model {self.model_name} doesn't support batching - use infer_sample method "
@@ -141,6 +148,7 @@ class ModelClient:
     def infer_sample(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
                      headers: dict[str, str] | None = None,
                      **named_inputs: np.ndarray) -> Any:
+        self._ensure_open()
         if self.is_batching_supported:
             inputs = tuple(np.asarray(v)[np.newaxis, ...] for v in inputs)
             named_inputs = {k: np.asarray(v)[np.newaxis, ...] for k, v in named_inputs.items()}
@@ -227,7 +235,7 @@ class DecoupledModelClient(ModelClient):
         self._ids = itertools.count(1)
 
     def close(self) -> None:
-        if self._streaming:
+        if self._streaming and not self._closed:
             self._client.stop_stream(cancel_requests=True)
             self._streaming = False
         super().close()
