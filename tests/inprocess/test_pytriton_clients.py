@@ -160,7 +160,7 @@ def test_asyncio_client_awaits_results_errors_and_closes(server, scheme):
             assert batched["y"].tolist() == [[2], [4]]
             with pytest.raises(PyTritonClientInferenceServerError, match="negative input"):
                 await client.infer_sample(x=np.array([-3], np.float32))
-        with pytest.raises(PyTritonClientClosedError):
+        with pytest.raises(PyTritonClientClosedError, match="AsyncioModelClient is closed"):
             await client.infer_sample(x=np.array([1], np.float32))
 
     asyncio.run(scenario())

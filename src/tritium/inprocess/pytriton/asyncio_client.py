@@ -40,6 +40,7 @@ class _AsyncioClient:
         client_class = self._client_class
         # An unbounded queue: a full one would block the event loop in submit().
         self._pool: ClientPool[ModelClient] = ClientPool(
+            type(self).__name__,
             lambda: client_class(url, model_name, model_version, init_timeout_s=init_timeout_s,
                                  inference_timeout_s=inference_timeout_s),
             client_class.close, max_workers=_MAX_WORKERS, max_queue_size=None,

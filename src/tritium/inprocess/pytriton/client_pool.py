@@ -22,13 +22,15 @@ _Job = tuple[Future[Any], Callable[[Any], Any]]
 
 
 class ClientPool(Generic[ClientT]):
-    def __init__(self, make_client: Callable[[], ClientT], close_client: Callable[[ClientT], None],
-                 *, max_workers: int | None, max_queue_size: int | None, non_blocking: bool,
+    def __init__(self, owner: str, make_client: Callable[[], ClientT],
+                 close_client: Callable[[ClientT], None], *, max_workers: int | None,
+                 max_queue_size: int | None, non_blocking: bool,
                  queue_timeout_s: float | None) -> None:
         if max_workers is not None and max_workers <= 0:
             raise ValueError("max_workers must be greater than 0")
         if max_queue_size is not None and max_queue_size <= 0:
             raise ValueError("max_queue_size must be greater than 0")
+        self._owner = owner  # the client class named in errors
         self._make_client = make_client
         self._close_client = close_client
         self._max_workers = max_workers
@@ -46,7 +48,7 @@ class ClientPool(Generic[ClientT]):
         # Under the lock, so that close() cannot slip its stop signals in ahead of this job.
         with self._lock:
             if self._closed:
-                raise PyTritonClientClosedError("FuturesModelClient is already closed")
+                raise PyTritonClientClosedError(f"{self._owner} is closed")
             try:
                 if self._non_blocking:
                     self._jobs.put_nowait((future, job))

@@ -26,6 +26,7 @@ class FuturesModelClient:
                  inference_timeout_s: float | None = None) -> None:
         server_address(url)  # a bad URL fails here, not in every Future
         self._pool: ClientPool[ModelClient] = ClientPool(
+            "FuturesModelClient",
             lambda: ModelClient(url, model_name, model_version, init_timeout_s=init_timeout_s,
                                 inference_timeout_s=inference_timeout_s),
             ModelClient.close, max_workers=max_workers, max_queue_size=max_queue_size,
