@@ -92,32 +92,22 @@ class TritonModelInstance:
             log.exception("instance '%s' failed to finalize", self.name)
 
     def execute(self, requests: Sequence[InferenceRequest]) -> None:
-        limits = self._limits
-        if limits is None:
+        if self._limits is None:
             self._execute(requests)
-            return
-        assert self._rate_limiter is not None
-        self._rate_limiter.acquire(limits)  # queue time goes on until the resources are free
-        try:
-            self._execute(requests)
-        finally:
-            self._rate_limiter.release(limits)
+        else:  # queue time goes on until the resources are free
+            self.execute_when_allowed(lambda: requests)
 
     @property
     def rate_limited(self) -> bool:
         return self._limits is not None
 
-    def execute_when_allowed(self, take: Callable[[], list[InferenceRequest]]) -> None:
-        """With a rate limiter: wait for the resources first, then execute what `take` gives
-        (nothing: hand them back unused). Triton's dynamic batcher keeps adding requests to a
-        batch until the rate limiter lets an instance run it; a batch taken only once the
+    def execute_when_allowed(self, take: Callable[[], Sequence[InferenceRequest]]) -> None:
+        """A rate-limited instance: wait for the resources first, then execute what `take`
+        gives (nothing: hand them back unused). Triton's dynamic batcher keeps adding requests
+        to a batch until the rate limiter lets an instance run it; a batch taken only once the
         resources are held is that batch."""
         limits = self._limits
-        if limits is None:
-            if batch := take():
-                self._execute(batch)
-            return
-        assert self._rate_limiter is not None
+        assert limits is not None and self._rate_limiter is not None
         self._rate_limiter.acquire(limits)
         ran = False
         try:

@@ -36,8 +36,8 @@ class ExecutionInstance(Protocol):
         """Whether the rate limiter decides when this instance executes."""
 
     def execute_when_allowed(self, take: Callable[[], list[InferenceRequest]]) -> None:
-        """Wait until the rate limiter lets this instance execute, then run the batch `take`
-        gives then (none: nothing runs)."""
+        """(A `rate_limited` instance.) Wait until the rate limiter lets it execute, then run
+        the batch `take` gives then (none: nothing runs)."""
 
 
 def drop_cancelled(requests: list[InferenceRequest]) -> list[InferenceRequest]:

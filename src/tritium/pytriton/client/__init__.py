@@ -1,39 +1,10 @@
 """`pytriton.client`: ModelClient and DecoupledModelClient (synchronous), FuturesModelClient
 (concurrent.futures), AsyncioModelClient and AsyncioDecoupledModelClient (asyncio); the errors
-are in `.exceptions` (also re-exported here, as before this was a package)."""
+are in `.exceptions` (also re-exported here, as before this was a package). The names are those
+the two modules list."""
 
-from tritium.pytriton.client.client import (
-    AsyncioDecoupledModelClient,
-    AsyncioModelClient,
-    DecoupledModelClient,
-    FuturesModelClient,
-    ModelClient,
-)
-from tritium.pytriton.client.exceptions import (
-    PyTritonClientClosedError,
-    PyTritonClientError,
-    PyTritonClientInferenceServerError,
-    PyTritonClientInvalidUrlError,
-    PyTritonClientModelDoesntSupportBatchingError,
-    PyTritonClientModelUnavailableError,
-    PyTritonClientQueueFullError,
-    PyTritonClientTimeoutError,
-    PyTritonClientValueError,
-)
+from tritium.pytriton.client import client, exceptions
+from tritium.pytriton.client.client import *  # noqa: F403
+from tritium.pytriton.client.exceptions import *  # noqa: F403
 
-__all__ = [
-    "AsyncioDecoupledModelClient",
-    "AsyncioModelClient",
-    "DecoupledModelClient",
-    "FuturesModelClient",
-    "ModelClient",
-    "PyTritonClientClosedError",
-    "PyTritonClientError",
-    "PyTritonClientInferenceServerError",
-    "PyTritonClientInvalidUrlError",
-    "PyTritonClientModelDoesntSupportBatchingError",
-    "PyTritonClientModelUnavailableError",
-    "PyTritonClientQueueFullError",
-    "PyTritonClientTimeoutError",
-    "PyTritonClientValueError",
-]
+__all__ = [*client.__all__, *exceptions.__all__]
