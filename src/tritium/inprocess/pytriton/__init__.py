@@ -12,7 +12,7 @@ or module for module, from `tritium.pytriton` (`tritium.pytriton.triton`, `.deco
 """
 
 from .asyncio_client import AsyncioDecoupledModelClient, AsyncioModelClient
-from .client import DecoupledModelClient, ModelClient
+from .client import ModelClient
 from .client_errors import (
     PyTritonClientClosedError,
     PyTritonClientError,
@@ -38,6 +38,7 @@ from .decorators import (
     sample,
     triton_context,
 )
+from .decoupled_client import DecoupledModelClient
 from .exceptions import (
     PyTritonBadParameterError,
     PyTritonError,

@@ -3,8 +3,11 @@ gRPC) and AsyncioDecoupledModelClient (`async for response in client.infer_sampl
 for a decoupled model).
 
 Both run the synchronous clients on worker threads (client_pool) and await their results, so
-requests, errors and timeouts behave exactly as ModelClient's and DecoupledModelClient's do,
-and concurrent requests go out side by side, one client per thread. Both are async context
+requests, errors and timeouts behave as ModelClient's and DecoupledModelClient's do, and
+concurrent requests go out side by side, one client per thread. As PyTriton's, they answer
+`await client.model_config` (read once, after waiting up to init_timeout_s for the model), take
+a configuration (`model_config=`, `ensure_model_is_ready=`, `from_existing_client`) so as not
+to read it again, and check a call's arguments before anything is sent. Both are async context
 managers; with lazy_init=False entering waits for the model.
 """
 
@@ -13,43 +16,93 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from operator import methodcaller
+from operator import attrgetter, methodcaller
 from typing import Any
 
 import numpy as np
 
-from .client import DecoupledModelClient, ModelClient, server_address
-from .client_errors import PyTritonClientValueError
+from .client import ModelClient, check_inputs, check_parameters
+from .client_errors import (
+    PyTritonClientInferenceServerError,
+    PyTritonClientModelDoesntSupportBatchingError,
+    PyTritonClientTimeoutError,
+    PyTritonClientValueError,
+)
 from .client_pool import ClientPool
+from .client_utils import (
+    _DEFAULT_WAIT_FOR_MODEL_TIMEOUT_S,
+    DEFAULT_INFERENCE_TIMEOUT_S,
+    TritonUrl,
+    extract_access_token_from_headers,
+)
+from .decoupled_client import DecoupledModelClient
+from .model_config import TritonModelConfig
 
 # Requests in flight at once per asyncio client; each holds a thread and a connection.
 _MAX_WORKERS = 64
 
 
 class _AsyncioClient:
-    """What both asyncio clients share: the pool of synchronous clients, waiting, closing."""
+    """What both asyncio clients share: the pool of synchronous clients, the model's
+    configuration, waiting, closing."""
 
     _client_class: type[ModelClient] = ModelClient
 
     def __init__(self, url: str, model_name: str, model_version: str | None = None, *,
                  lazy_init: bool = True, init_timeout_s: float | None = None,
-                 inference_timeout_s: float | None = None) -> None:
-        self._scheme, _ = server_address(url)  # a bad URL fails here, not in every request
+                 inference_timeout_s: float | None = None,
+                 model_config: TritonModelConfig | None = None,
+                 ensure_model_is_ready: bool = True,
+                 access_token: str | None = None) -> None:
+        self._triton_url = TritonUrl.from_url(url)  # a bad URL fails here, not in requests
+        self._url = self._triton_url.without_scheme
+        self._model_name = model_name
+        self._model_version = model_version
         self._lazy_init = lazy_init
-        self._init_timeout_s = init_timeout_s if init_timeout_s is not None else 300.0
+        self._init_timeout_s = (_DEFAULT_WAIT_FOR_MODEL_TIMEOUT_S if init_timeout_s is None
+                                else init_timeout_s)
+        self._inference_timeout_s = (DEFAULT_INFERENCE_TIMEOUT_S if inference_timeout_s is None
+                                     else inference_timeout_s)
+        self._model_config = model_config
+        self._model_ready = model_config is not None and not ensure_model_is_ready
+        self._access_token = access_token
         client_class = self._client_class
+
+        def make_client() -> ModelClient:
+            # Once this client has waited for the model, its workers need not wait again.
+            return client_class(url, model_name, model_version, init_timeout_s=init_timeout_s,
+                                inference_timeout_s=inference_timeout_s,
+                                model_config=self._model_config,
+                                ensure_model_is_ready=not self._model_ready,
+                                access_token=access_token)
+
         # An unbounded queue: a full one would block the event loop in submit().
         self._pool: ClientPool[ModelClient] = ClientPool(
-            type(self).__name__,
-            lambda: client_class(url, model_name, model_version, init_timeout_s=init_timeout_s,
-                                 inference_timeout_s=inference_timeout_s),
-            client_class.close, max_workers=_MAX_WORKERS, max_queue_size=None,
-            non_blocking=True, queue_timeout_s=None)
+            type(self).__name__, make_client, client_class.close, max_workers=_MAX_WORKERS,
+            max_queue_size=None, non_blocking=True, queue_timeout_s=None)
+
+    @classmethod
+    def from_existing_client(cls, existing_client: Any) -> Any:
+        """A client of the same model, server, timeouts and token that reuses the existing
+        client's configuration instead of waiting and reading it again."""
+        kwargs: dict[str, Any] = {}
+        if getattr(existing_client, "_model_config", None) is not None:
+            kwargs = {"model_config": existing_client._model_config,
+                      "ensure_model_is_ready": False}
+        token = getattr(existing_client, "_access_token", None) or \
+            extract_access_token_from_headers(getattr(existing_client, "_headers", None))
+        if token is not None:
+            kwargs["access_token"] = token
+        return cls(existing_client._triton_url.with_scheme, existing_client._model_name,
+                   existing_client._model_version,
+                   init_timeout_s=existing_client._init_timeout_s,
+                   inference_timeout_s=existing_client._inference_timeout_s, **kwargs)
 
     async def __aenter__(self) -> Any:
         if not self._lazy_init:
             try:
                 await self.wait_for_model(self._init_timeout_s)
+                await self.model_config
             except BaseException:
                 await self.close()
                 raise
@@ -63,7 +116,48 @@ class _AsyncioClient:
         await asyncio.to_thread(self._pool.close)
 
     async def wait_for_model(self, timeout_s: float) -> None:
-        await self._run(methodcaller("wait_for_model", timeout_s))
+        """Wait until the server and the model are ready (PyTritonClientTimeoutError after
+        timeout_s)."""
+        await self._until_ready(methodcaller("wait_for_model", timeout_s), timeout_s)
+        self._model_ready = True
+
+    @property
+    async def model_config(self) -> TritonModelConfig:
+        """The model's configuration (awaited), read once."""
+        if self._model_config is None:
+            self._model_config = await self._until_ready(attrgetter("model_config"),
+                                                         self._init_timeout_s)
+            self._model_ready = True  # reading it waited for the model
+        return self._model_config
+
+    async def _until_ready(self, call: Callable[[ModelClient], Any], timeout_s: float) -> Any:
+        try:
+            return await self._run(call)
+        except PyTritonClientTimeoutError as exc:
+            raise PyTritonClientTimeoutError(
+                f"Timeout while waiting for model {self._model_name} to be ready "
+                f"(timeout={timeout_s:0.2f})") from exc
+
+    async def _checked_config(self, inputs: tuple[Any, ...], named_inputs: dict[str, Any],
+                              parameters: dict[str, Any] | None,
+                              headers: dict[str, Any] | None, batch: bool,
+                              decoupled: bool) -> TritonModelConfig:
+        """The model's configuration, once the call's arguments are found right for it."""
+        check_inputs(inputs, named_inputs)
+        check_parameters(parameters)
+        check_parameters(headers)
+        config = await self.model_config
+        if batch and config.max_batch_size <= 0:
+            raise PyTritonClientModelDoesntSupportBatchingError(
+                f"Model {config.model_name} doesn't support batching - use infer_sample method "
+                "instead")
+        if config.decoupled and not decoupled:
+            raise PyTritonClientInferenceServerError(
+                "Model config is decoupled. Use AsyncioDecoupledModelClient instead.")
+        if decoupled and not config.decoupled:
+            raise PyTritonClientInferenceServerError(
+                "Model config is coupled. Use AsyncioModelClient instead.")
+        return config
 
     async def _run(self, call: Callable[[ModelClient], Any]) -> Any:
         return await asyncio.wrap_future(self._pool.submit(call))
@@ -71,14 +165,18 @@ class _AsyncioClient:
 
 class AsyncioModelClient(_AsyncioClient):
     async def infer_sample(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
-                           headers: dict[str, str] | None = None,
+                           headers: dict[str, Any] | None = None,
                            **named_inputs: np.ndarray) -> dict[str, np.ndarray]:
+        await self._checked_config(inputs, named_inputs, parameters, headers, batch=False,
+                                   decoupled=False)
         return await self._run(methodcaller("infer_sample", *inputs, parameters=parameters,
                                             headers=headers, **named_inputs))
 
     async def infer_batch(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
-                          headers: dict[str, str] | None = None,
+                          headers: dict[str, Any] | None = None,
                           **named_inputs: np.ndarray) -> dict[str, np.ndarray]:
+        await self._checked_config(inputs, named_inputs, parameters, headers, batch=True,
+                                   decoupled=False)
         return await self._run(methodcaller("infer_batch", *inputs, parameters=parameters,
                                             headers=headers, **named_inputs))
 
@@ -88,24 +186,37 @@ class AsyncioDecoupledModelClient(_AsyncioClient):
 
     def __init__(self, url: str, model_name: str, model_version: str | None = None, *,
                  lazy_init: bool = True, init_timeout_s: float | None = None,
-                 inference_timeout_s: float | None = None) -> None:
+                 inference_timeout_s: float | None = None,
+                 model_config: TritonModelConfig | None = None,
+                 ensure_model_is_ready: bool = True,
+                 access_token: str | None = None) -> None:
         super().__init__(url, model_name, model_version, lazy_init=lazy_init,
-                         init_timeout_s=init_timeout_s, inference_timeout_s=inference_timeout_s)
-        if self._scheme != "grpc":
+                         init_timeout_s=init_timeout_s, inference_timeout_s=inference_timeout_s,
+                         model_config=model_config, ensure_model_is_ready=ensure_model_is_ready,
+                         access_token=access_token)
+        if self._triton_url.scheme != "grpc":
             raise PyTritonClientValueError(
                 "AsyncioDecoupledModelClient is only supported for grpc protocol")
 
-    def infer_sample(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
-                     headers: dict[str, str] | None = None,
-                     **named_inputs: np.ndarray) -> AsyncIterator[dict[str, np.ndarray]]:
-        return self._stream(methodcaller("infer_sample", *inputs, parameters=parameters,
-                                         headers=headers, **named_inputs))
+    async def infer_sample(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
+                           headers: dict[str, Any] | None = None,
+                           **named_inputs: np.ndarray) -> AsyncIterator[dict[str, np.ndarray]]:
+        await self._checked_config(inputs, named_inputs, parameters, headers, batch=False,
+                                   decoupled=True)
+        async for response in self._stream(methodcaller(
+                "infer_sample", *inputs, parameters=parameters, headers=headers,
+                **named_inputs)):
+            yield response
 
-    def infer_batch(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
-                    headers: dict[str, str] | None = None,
-                    **named_inputs: np.ndarray) -> AsyncIterator[dict[str, np.ndarray]]:
-        return self._stream(methodcaller("infer_batch", *inputs, parameters=parameters,
-                                         headers=headers, **named_inputs))
+    async def infer_batch(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
+                          headers: dict[str, Any] | None = None,
+                          **named_inputs: np.ndarray) -> AsyncIterator[dict[str, np.ndarray]]:
+        await self._checked_config(inputs, named_inputs, parameters, headers, batch=True,
+                                   decoupled=True)
+        async for response in self._stream(methodcaller(
+                "infer_batch", *inputs, parameters=parameters, headers=headers,
+                **named_inputs)):
+            yield response
 
     async def _stream(self, call: Callable[[ModelClient], Iterator[dict[str, np.ndarray]]]
                       ) -> AsyncIterator[dict[str, np.ndarray]]:

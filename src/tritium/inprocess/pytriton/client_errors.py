@@ -48,3 +48,13 @@ class PyTritonClientInferenceServerError(PyTritonClientError):
 
 class PyTritonClientQueueFullError(PyTritonClientError):
     """A non-blocking FuturesModelClient's queue of requests is full."""
+
+
+class PyTritonWarning(UserWarning):
+    """PyTriton's base warning (`pytriton.client.warnings`)."""
+
+
+class NotSupportedTimeoutWarning(PyTritonWarning):
+    """PyTriton warns with this where tritonclient cannot apply a timeout. Tritium's clients
+    never warn with it (every gRPC call here carries its own deadline); it exists so that
+    scripts filtering it keep working."""

@@ -79,6 +79,41 @@ class TritonModelConfig:
     outputs: list[Tensor] = dataclasses.field(default_factory=list)
 
 
+def parse_model_config(config: dict[str, Any]) -> TritonModelConfig:
+    """A served model's configuration (its JSON form, as the server returns it) as the
+    TritonModelConfig PyTriton's clients answer `model_config` with."""
+    def tensors(entries: list[dict[str, Any]]) -> list[Tensor]:
+        return [Tensor(name=entry["name"], shape=tuple(int(d) for d in entry.get("dims", [])),
+                       dtype=_numpy_type(entry.get("data_type", "")),
+                       optional=bool(entry.get("optional", False)))
+                for entry in entries]
+
+    max_batch_size = int(config.get("max_batch_size", 0))
+    dynamic = config.get("dynamic_batching")
+    batcher = None
+    if dynamic is not None:
+        batcher = DynamicBatcher(
+            max_queue_delay_microseconds=int(dynamic.get("max_queue_delay_microseconds", 0)),
+            preferred_batch_size=dynamic.get("preferred_batch_size"),
+            preserve_ordering=bool(dynamic.get("preserve_ordering", False)),
+            priority_levels=int(dynamic.get("priority_levels", 0)),
+            default_priority_level=int(dynamic.get("default_priority_level", 0)))
+    return TritonModelConfig(
+        model_name=config["name"], batching=max_batch_size > 0, max_batch_size=max_batch_size,
+        batcher=batcher,
+        decoupled=bool(config.get("model_transaction_policy", {}).get("decoupled", False)),
+        response_cache=bool(config.get("response_cache", {}).get("enable", False)),
+        inputs=tensors(config.get("input", [])), outputs=tensors(config.get("output", [])))
+
+
+def _numpy_type(data_type: str) -> Any:
+    """TYPE_FP32 -> np.float32; TYPE_STRING -> np.bytes_, as PyTriton reads it."""
+    name = data_type.removeprefix("TYPE_")
+    if name == "STRING":
+        return np.bytes_
+    return NUMPY_DTYPES[name].type
+
+
 def named(tensors: Sequence[Tensor], kind: str) -> list[Tensor]:
     """The tensors with PyTriton's names for unnamed ones: INPUT_1, INPUT_2, ... (OUTPUT_n),
     numbered from 1 by position."""
