@@ -196,6 +196,12 @@ def test_valid_configs_pass(tmp_path):
             "instance group m_0 of model m and platform specifies profile field which is only "
             "supported for TensorRT models",
         ),
+        (  # Tritium's own bound, counted over groups and their GPUs
+            "[ { kind: KIND_CPU count: 1000 }, { kind: KIND_GPU count: 13 gpus: [ 0, 1 ] } ]",
+            2,
+            "instance groups of model m ask for 1026 instances; at most 1024 instances per "
+            "model are supported",
+        ),
     ],
 )
 def test_validate_instance_groups(groups_text, gpus, message):

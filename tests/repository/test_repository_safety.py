@@ -128,3 +128,20 @@ def test_override_directory_is_removed_when_the_model_is_unloaded(
     assert oct(directory.stat().st_mode & 0o777) == "0o700"
     grpc.unload_model("fresh")
     assert not directory.exists()
+
+
+@pytest.mark.parametrize("count", [1025, 2**31 - 1])
+def test_a_load_asking_for_too_many_instances_is_refused(server: ServerProcess,
+                                                         count: int) -> None:
+    """Two billion instances made the server list them all first (18 GB, then the kernel
+    killed it); a million ran it out of threads after 26 s with an internal error."""
+    config = json.loads(CONFIG)
+    config["instance_group"] = [{"kind": "KIND_CPU", "count": count}]
+    reply = post(server, "/v2/repository/models/inside/load",
+                 {"parameters": {"config": json.dumps(config)}})
+    assert reply.status == 400
+    assert (f"instance groups of model inside ask for {count} instances; at most 1024 "
+            "instances per model are supported") in reply.error
+    reply = post(server, "/v2/repository/models/inside/load", {"parameters": {"config": CONFIG}})
+    assert reply.status == 200
+    assert "inside" in loaded(server)

@@ -43,6 +43,11 @@ TENSORRT_PLATFORM = "tensorrt_plan"
 _Control = mc.ModelSequenceBatching.Control
 _CORRID_TYPES = (mc.TYPE_UINT64, mc.TYPE_INT64, mc.TYPE_UINT32, mc.TYPE_INT32, mc.TYPE_STRING)
 _FALSE_TRUE = ("int32_false_true", "fp32_false_true", "bool_false_true")
+# Tritium's own bound on one model's instances (Triton has none): each instance is a thread, a
+# process or a native handle, so a load request asking for two billion of them made the server
+# build a list of them first (18 GB before the kernel killed it), and a million ran out of
+# threads after 26 s. Eight GPUs with 128 instances each still fit.
+MAX_MODEL_INSTANCES = 1024
 
 
 def _invalid(message: str) -> TritonError:
@@ -110,6 +115,15 @@ def validate_instance_groups(
         return
     if not config.instance_group:
         raise _invalid(f"must specify one or more 'instance group's for {config.name}")
+    instances = sum(
+        group.count * (len(group.gpus) if group.kind == mc.ModelInstanceGroup.KIND_GPU else 1)
+        for group in config.instance_group
+    )
+    if instances > MAX_MODEL_INSTANCES:
+        raise _invalid(
+            f"instance groups of model {config.name} ask for {instances} instances; at most "
+            f"{MAX_MODEL_INSTANCES} instances per model are supported"
+        )
     for group in config.instance_group:
         where = f"instance group {group.name} of model {config.name}"
         if group.kind == mc.ModelInstanceGroup.KIND_MODEL:
