@@ -103,6 +103,18 @@ def test_what_the_model_cannot_do_is_a_clear_400(client: openai.OpenAI) -> None:
         client.completions.create(model="backwards", prompt="a b", logprobs=1)
     with pytest.raises(openai.NotFoundError):
         client.completions.create(model="identity", prompt="a b")
+    with pytest.raises(openai.BadRequestError, match="takes no prompt options"):
+        client.completions.create(model="backwards", prompt="a b",
+                                  extra_body={"add_special_tokens": False})
+
+
+def test_tokenize_needs_a_model_with_a_tokenizer(server, client: openai.OpenAI) -> None:
+    status, body = _post(server.openai_port, "/tokenize", {"model": "backwards", "prompt": "a"})
+    assert status == 400
+    assert "the model `backwards` has no tokenizer to ask (it has no 'tokenize' input" in \
+        json.loads(body)["error"]["message"]
+    card = client.models.retrieve("backwards")
+    assert (card.root, card.max_model_len) == ("backwards", None)
 
 
 def test_its_config_is_the_vllm_backends(server) -> None:
@@ -145,6 +157,16 @@ def test_a_folder_without_a_tokenizer_stops_the_server_with_one_line(tmp_path) -
 
 def _get(port: int, path: str, method: str = "GET") -> tuple[int, str]:
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def _post(port: int, path: str, document: dict) -> tuple[int, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST",
+                                     data=json.dumps(document).encode())
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return answer.status, answer.read().decode()

@@ -41,7 +41,7 @@ from tritium.backend import (
 )
 
 from ..framework import import_framework
-from .config import complete_config
+from .config import complete_config, publish_max_model_len
 
 log = logging.getLogger("tritium.backend.llm")
 
@@ -60,6 +60,7 @@ class LlmModelState(ModelState):
         with self._loading():
             self.checkpoint = Checkpoint.open(self.settings.model, self.settings.tokenizer,
                                               self.settings.max_model_len)
+        publish_max_model_len(model, self.checkpoint.max_model_len)
         registry = getattr(model.server, "metrics", None)
         self.metrics = (EngineMetrics(registry, model.name, model.version,
                                       self.checkpoint.max_model_len)
@@ -158,14 +159,17 @@ class LlmInstanceState(ModelInstanceState):
         self.engine.start()
 
     def enqueue(self, requests: Sequence[Request]) -> None:
-        """Each request as an InferTask in the model's queue (bad ones answered at once)."""
+        """Each request as an InferTask in the model's queue (bad ones, and questions for the
+        tokenizer, answered at once)."""
+        from .prompt import answer_tokenizer_request
         from .task import InferTask
 
+        checkpoint = self.model_state.checkpoint
         tasks = []
         for request in requests:
             try:
-                tasks.append(InferTask(request, self.model_state.checkpoint,
-                                       self.model_state.done))
+                if not answer_tokenizer_request(checkpoint, request):
+                    tasks.append(InferTask(request, checkpoint, self.model_state.done))
             except TritonError as exc:
                 request.respond_error(exc)
         if tasks:

@@ -14,9 +14,10 @@ Logprobs asked for in the sampling parameters (`logprobs`, `prompt_logprobs`) co
 `logprobs` output (the tokens of this response's text) and `prompt_logprobs` (the first
 response), as JSON in vLLM's shape (logprobs.py).
 
-Two inputs go beyond the vLLM backend, so that a frontend (the OpenAI one) needs no tokenizer of
+Inputs beyond the vLLM backend's, so that a frontend (the OpenAI one) needs no tokenizer of
 its own: `apply_chat_template` (BOOL) says `text_input` holds chat messages as JSON
-([{"role": ..., "content": ...}, ...]) to render with the tokenizer's chat template;
+([{"role": ..., "content": ...}, ...]) to render with the tokenizer's chat template, and
+`prompt_options` how (prompt.py, which also answers `tokenize` and `detokenize` requests);
 `check_max_tokens` (BOOL) makes a `max_tokens` past the room the prompt leaves in
 `max_model_len` an INVALID_ARG with vLLM's OpenAI server's message, where the vLLM backend
 would stop at the limit with finish_reason `length`.
@@ -40,6 +41,8 @@ from tritium.backend import (
 )
 
 from .logprobs import to_json
+from .prompt import prompt_tokens
+from .request_inputs import flag, string
 from .sampling import SamplingParams, parse_sampling_parameters
 
 if TYPE_CHECKING:
@@ -57,22 +60,17 @@ class InferTask:
         self.request = request
         self._on_done = on_done
         self.arrival = time.monotonic()
-        self.stream = _flag(request, "stream", False)
-        exclude = _flag(request, "exclude_input_in_output", None)
+        self.stream = flag(request, "stream", False)
+        exclude = flag(request, "exclude_input_in_output", None)
         if exclude is False and self.stream:
             raise TritonError.invalid_arg(
                 "When streaming, `exclude_input_in_output` = False is not allowed."
             )
         # vLLM's backend: the prompt comes first in the text unless excluded or streaming.
         self.prepend_input = not exclude if exclude is not None else not self.stream
-        self.returns = {name: bool(_flag(request, name, False)) for name in RETURN_SWITCHES}
+        self.returns = {name: bool(flag(request, name, False)) for name in RETURN_SWITCHES}
         self.params: SamplingParams = _sampling_parameters(request)
-        self.prompt_text = _text_input(request)
-        if _flag(request, "apply_chat_template", False):
-            self.prompt_text = _render_chat(checkpoint, self.prompt_text)
-            self.prompt = checkpoint.tokenizer(self.prompt_text, add_special_tokens=False).input_ids
-        else:
-            self.prompt = checkpoint.tokenizer(self.prompt_text).input_ids
+        self.prompt_text, self.prompt = prompt_tokens(checkpoint, request)
         if not self.prompt:
             raise TritonError.invalid_arg("the prompt is empty: text_input holds no tokens")
         if len(self.prompt) >= checkpoint.max_model_len:
@@ -80,7 +78,7 @@ class InferTask:
                 f"the prompt ({len(self.prompt)} tokens) is longer than the maximum model "
                 f"length of {checkpoint.max_model_len} (leaving no room for output)"
             )
-        if _flag(request, "check_max_tokens", False):
+        if flag(request, "check_max_tokens", False):
             _check_max_tokens(self.params, len(self.prompt), checkpoint.max_model_len)
         _check_logit_bias(self.params, checkpoint)
         guided = self.params.guided
@@ -181,71 +179,9 @@ def _uint32(name: str, value: int) -> Tensor:
     return Tensor(name, "UINT32", (1,), np.array([value], dtype=np.uint32))
 
 
-def _first(request: Request, name: str) -> Any:
-    tensor = request.input(name)
-    if tensor is None:
-        return None
-    values = np.asarray(tensor.data).reshape(-1)
-    if values.size != 1:
-        raise TritonError.invalid_arg(
-            f"input '{name}' must hold exactly one element, got {values.size}"
-        )
-    return values[0]
-
-
-def _flag(request: Request, name: str, default: bool | None) -> bool | None:
-    value = _first(request, name)
-    return default if value is None else bool(value)
-
-
-def _string(request: Request, name: str) -> str | None:
-    value = _first(request, name)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    try:
-        return bytes(value).decode("utf-8")
-    except UnicodeDecodeError:
-        raise TritonError.invalid_arg(f"input '{name}' must be UTF-8 text") from None
-
-
-def _text_input(request: Request) -> str:
-    text = _string(request, "text_input")
-    if text is None:
-        raise TritonError.invalid_arg("input 'text_input' is missing")
-    return text
-
-
 def _sampling_parameters(request: Request) -> SamplingParams:
-    text = _string(request, "sampling_parameters")
+    text = string(request, "sampling_parameters")
     if text is not None:
         return parse_sampling_parameters(text)
     # As the vLLM backend: without the input, the request's parameters are the sampling ones.
     return parse_sampling_parameters(dict(request.parameters))
-
-
-def _render_chat(checkpoint: Checkpoint, text: str) -> str:
-    try:
-        messages = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TritonError.invalid_arg(
-            f"with apply_chat_template, text_input must be JSON chat messages: {exc}"
-        ) from None
-    if not isinstance(messages, list) or not all(
-        isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages
-    ):
-        raise TritonError.invalid_arg(
-            "with apply_chat_template, text_input must be a JSON list of "
-            '{"role": ..., "content": ...} objects'
-        )
-    if not getattr(checkpoint.tokenizer, "chat_template", None):
-        raise TritonError.invalid_arg(
-            "the model's tokenizer has no chat template (tokenizer_config.json chat_template)"
-        )
-    try:
-        return checkpoint.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
-        )
-    except Exception as exc:  # jinja errors from the template
-        raise TritonError.invalid_arg(f"the chat template failed: {exc}") from None

@@ -30,6 +30,7 @@ from typing import Any
 from ...errors import TritonError
 from ...request import InferenceResponse
 from ...server import InferenceServer
+from ...version import __version__
 from ..http.server import HttpConnection, HttpEndpoint, Request
 from ..loop_bridge import each_on_loop
 from .chat_template import ChatTemplate
@@ -42,7 +43,15 @@ from .protocol import (
     new_id,
     now,
     parse_body,
+    read_field,
     usage,
+)
+from .tokenization import (
+    TokenizerAnswer,
+    detokenize_request,
+    text_document,
+    tokenize_request,
+    tokens_document,
 )
 
 log = logging.getLogger("tritium.openai")
@@ -85,12 +94,12 @@ class OpenAiApp:
         if path == "/v1/models":
             self._method(request, b"GET")
             return _send_json(conn, 200, {"object": "list",
-                                          "data": [_model(m) for m in self._models()]})
+                                          "data": [self._card(m) for m in self._models()]})
         if path.startswith("/v1/models/"):
             self._method(request, b"GET")
             name = path[len("/v1/models/"):]
             self._check_model(name)
-            return _send_json(conn, 200, _model(name))
+            return _send_json(conn, 200, self._card(name))
         if path in _UTILITIES:
             self._method(request, b"GET")
             return _UTILITIES[path](self, conn)
@@ -102,6 +111,9 @@ class OpenAiApp:
             self._method(request, b"POST")
             document = parse_body(request.body)
             return self._generate(conn, document, chat_request(document))
+        if path in ("/tokenize", "/detokenize"):
+            self._method(request, b"POST")
+            return self._tokenizer(conn, path, parse_body(request.body))
         raise OpenAiError(404, f"no route for {request.method.decode()} {request.path}",
                           "invalid_request_error", code="not_found")
 
@@ -127,6 +139,9 @@ class OpenAiApp:
             raise OpenAiError(503, "the server is not live; it is stopping",
                               "service_unavailable_error", code="not_live")
         conn.respond(200, b"content-length: 0\r\n", b"")
+
+    def _version(self, conn: HttpConnection) -> None:
+        _send_json(conn, 200, {"version": __version__})
 
     @staticmethod
     def _method(request: Request, method: bytes) -> None:
@@ -156,9 +171,62 @@ class OpenAiApp:
                               param="model", code="model_not_found")
         return interface
 
+    def _max_model_len(self, name: str) -> int | None:
+        """The model's `max_model_len` parameter (the llm backend sets it), else None."""
+        parameter = self.server.model_config(name).parameters.get("max_model_len")
+        value = parameter.string_value if parameter is not None else ""
+        return int(value) if value.isdigit() else None
+
+    def _card(self, name: str) -> dict[str, Any]:
+        """vLLM's model card: OpenAI's fields, and root, parent, max_model_len, permission."""
+        permission = {"id": new_id("modelperm"), "object": "model_permission",
+                      "created": now(), "allow_create_engine": False, "allow_sampling": True,
+                      "allow_logprobs": True, "allow_search_indices": False,
+                      "allow_view": True, "allow_fine_tuning": False, "organization": "*",
+                      "group": None, "is_blocking": False}
+        return {"id": name, "object": "model", "created": 0, "owned_by": "tritium",
+                "root": name, "parent": None, "max_model_len": self._max_model_len(name),
+                "permission": [permission]}
+
+    def _tokenizer(self, conn: HttpConnection, path: str, document: dict[str, Any]) -> None:
+        """/tokenize or /detokenize: a question for the model's tokenizer (tokenization.py)."""
+        name = read_field(document, "model", (str,))
+        if name is None:  # as vLLM: the served model
+            served = self._models()
+            if len(served) != 1:
+                raise OpenAiError(400, f"'model' is required: this server serves "
+                                  f"{len(served)} models ({', '.join(served)})", param="model")
+            name = served[0]
+        inputs, _ = self._check_model(name)
+        question = path[1:]
+        if question not in inputs:
+            raise OpenAiError(400, f"the model `{name}` has no tokenizer to ask (it has no "
+                              f"'{question}' input, which models on the llm backend have)",
+                              param="model")
+        render: Callable[[dict[str, Any]], dict[str, Any]]
+        if question == "tokenize":
+            infer, strings = tokenize_request(document, name)
+            length = self._max_model_len(name)
+
+            def render(outputs: dict[str, Any]) -> dict[str, Any]:
+                return tokens_document(outputs, strings, length)
+        else:
+            infer, render = detokenize_request(document, name), text_document
+
+        def send(status: int, answer: Any) -> None:
+            if not conn.closed:
+                _send_json(conn, status, answer)
+
+        each_on_loop(self.server.infer_async, infer, TokenizerAnswer(send, render))
+
     def _generate(self, conn: HttpConnection, document: dict[str, Any],
                   generation: Generation) -> None:
         inputs, outputs = self._check_model(generation.model)
+        if generation.prompt_options and "prompt_options" not in inputs:
+            names = ", ".join(generation.prompt_options)
+            raise OpenAiError(400, f"the model `{generation.model}` takes no prompt options "
+                              f"({names}: it has no 'prompt_options' input)",
+                              param=next(iter(generation.prompt_options)))
         if generation.chat and "apply_chat_template" not in inputs:
             if self.chat_template is None:
                 raise OpenAiError(
@@ -392,7 +460,8 @@ class _StreamAnswer(_Answer):
 
 
 _UTILITIES: dict[str, Callable[[OpenAiApp, HttpConnection], None]] = {
-    "/metrics": OpenAiApp._metrics, "/health/ready": OpenAiApp._ready, "/health": OpenAiApp._live}
+    "/metrics": OpenAiApp._metrics, "/health/ready": OpenAiApp._ready, "/health": OpenAiApp._live,
+    "/version": OpenAiApp._version}
 
 
 class OpenAiFrontend(HttpEndpoint):
@@ -405,6 +474,3 @@ class OpenAiFrontend(HttpEndpoint):
         super().__init__(OpenAiApp(server, chat_template, metrics_text), address, port,
                          "OpenAI-compatible HTTPService")
 
-
-def _model(name: str) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": 0, "owned_by": "tritium"}

@@ -21,7 +21,7 @@ import json
 import time
 import uuid
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,9 @@ _SAMPLING: dict[str, tuple[type, ...]] = {
     "include_stop_str_in_output": (bool,), "skip_special_tokens": (bool,),
 }
 _UNLIMITED = 2**31 - 1
+_PROMPT_OPTIONS: dict[str, tuple[type, ...]] = {
+    "add_special_tokens": (bool,), "add_generation_prompt": (bool,),
+    "continue_final_message": (bool,), "chat_template": (str,), "chat_template_kwargs": (dict,)}
 _UNSUPPORTED = ("suffix", "tools", "tool_choice", "functions", "function_call")
 # OpenAI's bound on a logit_bias value.
 _MAX_BIAS = 100.0
@@ -58,6 +61,7 @@ class Generation:
     echo: bool = False
     top_logprobs: int | None = None  # logprobs asked for: how many top ones per token
     check_max_tokens: bool = False  # max_tokens was given: past max_model_len is an error
+    prompt_options: dict[str, Any] = field(default_factory=dict)  # vLLM's, for the tokenizer
 
     def requests(self, inputs: Collection[str]) -> list[InferenceRequest]:
         """One request per choice, with those of its optional inputs the model declares
@@ -98,7 +102,7 @@ def parse_body(body: bytes) -> dict[str, Any]:
     return document
 
 
-def _field(document: dict[str, Any], name: str, kinds: tuple[type, ...],
+def read_field(document: dict[str, Any], name: str, kinds: tuple[type, ...],
            required: bool = False) -> Any:
     value = document.get(name)
     if value is None:
@@ -117,23 +121,23 @@ def _sampling(document: dict[str, Any], generation: Generation,
     for name in _UNSUPPORTED:
         if document.get(name) not in (None, False, 0, [], {}):
             raise OpenAiError(400, f"'{name}' is not supported by this server", param=name)
-    n = _field(document, "n", (int,))
+    n = read_field(document, "n", (int,))
     if n is not None:
         if n < 1:
             raise OpenAiError(400, f"n must be at least 1, got {n}.", param="n")
         generation.n = n
-    best_of = _field(document, "best_of", (int,))
+    best_of = read_field(document, "best_of", (int,))
     if best_of is not None and best_of != generation.n:
         raise OpenAiError(400, f"best_of ({best_of}) other than n ({generation.n}) is not "
                           "supported by this server (as vLLM's V1 engine): ask for n samples",
                           param="best_of")
     sampling = generation.sampling
     for name, kinds in _SAMPLING.items():
-        value = _field(document, name, kinds)
+        value = read_field(document, name, kinds)
         if value is not None:
             sampling[name] = value
     if max_tokens_field != "max_tokens":
-        value = _field(document, max_tokens_field, (int,))
+        value = read_field(document, max_tokens_field, (int,))
         if value is not None:
             sampling["max_tokens"] = value
     generation.check_max_tokens = "max_tokens" in sampling
@@ -151,12 +155,12 @@ def _sampling(document: dict[str, Any], generation: Generation,
             raise OpenAiError(400, "'stop_token_ids' must be a list of token ids",
                               param="stop_token_ids")
         sampling["stop_token_ids"] = stop_ids
-    bias = _field(document, "logit_bias", (dict,))
+    bias = read_field(document, "logit_bias", (dict,))
     if bias:
         sampling["logit_bias"] = _logit_bias(bias)
-    guided = _response_format(_field(document, "response_format", (dict,)))
+    guided = _response_format(read_field(document, "response_format", (dict,)))
     # vLLM's extra parameter: json, json_object, regex, choice or grammar, passed on as is.
-    extra = _field(document, "structured_outputs", (dict,))
+    extra = read_field(document, "structured_outputs", (dict,))
     if extra is not None:
         if guided is not None:
             raise OpenAiError(400, "give response_format or structured_outputs, not both",
@@ -201,7 +205,7 @@ def _logit_bias(bias: dict[str, Any]) -> dict[str, float]:
 
 
 def _count(document: dict[str, Any], name: str) -> int | None:
-    value = _field(document, name, (int,))
+    value = read_field(document, name, (int,))
     if value is not None and value < 0:
         raise OpenAiError(400, f"'{name}' must be non-negative, got {value}", param=name)
     return value
@@ -209,16 +213,17 @@ def _count(document: dict[str, Any], name: str) -> int | None:
 
 def completion_request(document: dict[str, Any]) -> Generation:
     """/v1/completions."""
-    model = _field(document, "model", (str,), required=True)
+    model = read_field(document, "model", (str,), required=True)
     prompt = document.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if not isinstance(prompt, str):
         raise OpenAiError(400, "'prompt' must be a string (one prompt per request; token id "
                           "prompts are not supported)", param="prompt")
-    generation = Generation(model, prompt, {}, bool(_field(document, "stream", (bool,))),
-                            chat=False, echo=bool(_field(document, "echo", (bool,))))
+    generation = Generation(model, prompt, {}, bool(read_field(document, "stream", (bool,))),
+                            chat=False, echo=bool(read_field(document, "echo", (bool,))))
     _sampling(document, generation)
+    generation.prompt_options = prompt_options(document, chat=False)
     generation.sampling.setdefault("max_tokens", 16)  # OpenAI's default for completions
     generation.top_logprobs = _count(document, "logprobs")
     if generation.top_logprobs is not None:
@@ -228,10 +233,9 @@ def completion_request(document: dict[str, Any]) -> Generation:
     return generation
 
 
-def chat_request(document: dict[str, Any]) -> Generation:
-    """/v1/chat/completions (the messages travel as JSON)."""
-    model = _field(document, "model", (str,), required=True)
-    messages = _field(document, "messages", (list,), required=True)
+def chat_messages(document: dict[str, Any]) -> list[dict[str, str]]:
+    """The body's `messages`, each as {"role", "content"} (text content parts joined)."""
+    messages = read_field(document, "messages", (list,), required=True)
     if not messages:
         raise OpenAiError(400, "'messages' must hold at least one message", param="messages")
     plain = []
@@ -247,15 +251,39 @@ def chat_request(document: dict[str, Any]) -> Generation:
             raise OpenAiError(400, "a message's 'content' must be a string or content parts",
                               param="messages")
         plain.append({"role": message["role"], "content": content or ""})
+    return plain
+
+
+def prompt_options(document: dict[str, Any], chat: bool, tools: bool = False
+                   ) -> dict[str, Any]:
+    """vLLM's fields saying how the prompt becomes tokens, those given (the llm backend's
+    `prompt_options`): add_special_tokens; for chat also add_generation_prompt,
+    continue_final_message, chat_template, chat_template_kwargs (and tools, to /tokenize)."""
+    names = _PROMPT_OPTIONS if chat else {"add_special_tokens": (bool,)}
+    if tools:
+        names = {**names, "tools": (list,)}
+    options = {}
+    for name, kinds in names.items():
+        value = read_field(document, name, kinds)
+        if value is not None:
+            options[name] = value
+    return options
+
+
+def chat_request(document: dict[str, Any]) -> Generation:
+    """/v1/chat/completions (the messages travel as JSON)."""
+    model = read_field(document, "model", (str,), required=True)
+    plain = chat_messages(document)
     generation = Generation(model, json.dumps(plain), {},
-                            bool(_field(document, "stream", (bool,))), chat=True)
+                            bool(read_field(document, "stream", (bool,))), chat=True)
     _sampling(document, generation, "max_completion_tokens")
+    generation.prompt_options = prompt_options(document, chat=True)
     if "max_tokens" not in generation.sampling:
         # Chat has no small default: until EOS or the model's length limit (the engine caps
         # max_tokens there).
         generation.sampling["max_tokens"] = _UNLIMITED
     top = _count(document, "top_logprobs")
-    if _field(document, "logprobs", (bool,)):
+    if read_field(document, "logprobs", (bool,)):
         generation.top_logprobs = top or 0
         generation.sampling["logprobs"] = generation.top_logprobs
     elif top:
@@ -272,10 +300,8 @@ def infer_request(generation: Generation, sampling: dict[str, Any],
     request = InferenceRequest(generation.model)
 
     def add(name: str, datatype: str, value: Any) -> None:
-        if name not in inputs and name != "text_input":
-            return
-        data = np.array([value], dtype=np.object_ if datatype == "BYTES" else np.bool_)
-        request.inputs[name] = Tensor(name, datatype, (1,), data)
+        if name in inputs or name == "text_input":
+            request.inputs[name] = scalar_input(name, datatype, value)
 
     add("text_input", "BYTES", generation.text.encode("utf-8"))
     add("stream", "BOOL", generation.stream)
@@ -289,7 +315,15 @@ def infer_request(generation: Generation, sampling: dict[str, Any],
         add("apply_chat_template", "BOOL", True)
     if generation.check_max_tokens:
         add("check_max_tokens", "BOOL", True)
+    if generation.prompt_options:
+        add("prompt_options", "BYTES", json.dumps(generation.prompt_options).encode())
     return request
+
+
+def scalar_input(name: str, datatype: str, value: Any) -> Tensor:
+    """A one-element BYTES or BOOL input, as the vLLM backend's inputs are."""
+    data = np.array([value], dtype=np.object_ if datatype == "BYTES" else np.bool_)
+    return Tensor(name, datatype, (1,), data)
 
 
 def new_id(prefix: str) -> str:
