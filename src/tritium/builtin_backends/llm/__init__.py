@@ -172,6 +172,9 @@ class LlmInstanceState(ModelInstanceState):
                     tasks.append(InferTask(request, checkpoint, self.model_state.done))
             except TritonError as exc:
                 request.respond_error(exc)
+            except Exception as exc:  # noqa: BLE001 - a bug fails this request, not the batch
+                log.exception("%s: reading a request failed", self.model_state.model.name)
+                request.respond_error(TritonError.internal(f"llm backend: {exc}"))
         if tasks:
             self.model_state.submit(tasks)
 

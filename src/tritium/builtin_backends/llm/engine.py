@@ -139,6 +139,7 @@ class Engine:
             try:
                 self._admit()
                 if not self.running:
+                    self._report()  # the queue may have emptied of cancelled requests
                     continue
                 self._retire_cancelled()
                 self._step()
@@ -163,9 +164,17 @@ class Engine:
             if request.cancelled:
                 request.on_error(TritonError.cancelled("Request was cancelled"))
                 continue
-            self.running.append(
-                Sequence(request, len(self.running), self.settings, self.runner, self.seeds)
-            )
+            try:
+                sequence = Sequence(request, len(self.running), self.settings, self.runner,
+                                    self.seeds)
+            except Exception as exc:  # noqa: BLE001 - this request fails, not the others
+                # Taken from the queue, it is answered here or never; the running sequences
+                # and the rest of what was taken are not its business.
+                log.exception("%s: admitting a request failed", self.name)
+                request.on_error(TritonError.internal(f"llm engine: admitting the request "
+                                                      f"failed: {exc}"))
+                continue
+            self.running.append(sequence)
 
     def _retire_cancelled(self) -> None:
         for sequence in [s for s in self.running if s.request.cancelled]:

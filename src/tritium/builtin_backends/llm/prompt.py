@@ -88,17 +88,49 @@ def read_options(request: Request) -> PromptOptions:
     return options
 
 
-def prompt_tokens(checkpoint: Checkpoint, request: Request) -> tuple[str, list[int]]:
-    """The request's prompt text (rendered, for chat messages) and its token ids."""
+def prompt_tokens(checkpoint: Checkpoint, request: Request,
+                  limit: int | None = None) -> tuple[str, list[int]]:
+    """The request's prompt text (rendered, for chat messages) and its token ids. With a
+    `limit`, a prompt that cannot have fewer tokens is refused before it is tokenized whole
+    (`_refuse_past`)."""
     options = read_options(request)
     text = text_input(request)
     chat = bool(flag(request, "apply_chat_template", False))
     if chat:
         text = _render_chat(checkpoint, text, options)
     special = options.add_special_tokens
-    ids = checkpoint.tokenizer(text, add_special_tokens=not chat if special is None
-                               else special).input_ids
-    return text, list(ids)
+    special = not chat if special is None else special
+    if limit is not None:
+        _refuse_past(checkpoint, text, special, limit)
+    return text, _tokenize(checkpoint, text, special)
+
+
+def _tokenize(checkpoint: Checkpoint, text: str, special: bool) -> list[int]:
+    try:
+        return list(checkpoint.tokenizer(text, add_special_tokens=special).input_ids)
+    except (TypeError, ValueError) as exc:  # text the tokenizer takes no (lone surrogates)
+        raise TritonError.invalid_arg(f"the prompt cannot be tokenized: {exc}") from None
+
+
+def _refuse_past(checkpoint: Checkpoint, text: str, special: bool, limit: int) -> None:
+    """Refuse a prompt of `limit` tokens or more from its beginning alone.
+
+    Tokenizing megabytes of text takes the model's thread (every request to the model waits)
+    for seconds per megabyte and ~150 bytes per token. No token of the vocabulary is longer
+    than the longest token string, so twice `limit` times that many characters are at least
+    2 x `limit` tokens (however the cut splits a word): if they are, the whole prompt is too
+    long. A tokenizer whose normalizer drops characters (collapsing spaces) can make fewer
+    tokens of them; then the whole prompt is tokenized as before.
+    """
+    head = 2 * limit * checkpoint.longest_token
+    if len(text) <= head:
+        return
+    count = len(_tokenize(checkpoint, text[:head], special))
+    if count >= limit:
+        raise TritonError.invalid_arg(
+            f"the prompt (at least {count} tokens in its first {head} of {len(text)} "
+            f"characters) is longer than the maximum model length of {limit}"
+        )
 
 
 def answer_tokenizer_request(checkpoint: Checkpoint, request: Request) -> bool:

@@ -69,6 +69,9 @@ class Checkpoint:
         self.config = config
         self.tokenizer = tokenizer
         self.max_model_len = max_model_len
+        # The most characters one token stands for: its string (with markers such as byte-level
+        # BPE's) is at least as long as its text. Bounds the text a prompt can fit (prompt.py).
+        self.longest_token = max((len(token) for token in tokenizer.get_vocab()), default=1)
         self.grammars = Grammars(tokenizer, config.get_text_config(decoder=True).vocab_size)
 
     @classmethod

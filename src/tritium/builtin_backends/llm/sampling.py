@@ -17,6 +17,7 @@ refused by name rather than silently ignored.
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,11 @@ from .guided_decoding import GuidedSpec, parse_guided
 _GREEDY_BELOW = 1e-5
 # The most top logprobs a request may ask for per token (vLLM's default max_logprobs).
 MAX_LOGPROBS = 20
+# A seed is a 64-bit signed integer (vLLM's OpenAI protocol bounds it to torch.long's range;
+# torch.Generator.manual_seed takes no other).
+SEED_RANGE = (-2**63, 2**63 - 1)
+_FLOATS = ("temperature", "top_p", "min_p", "presence_penalty", "frequency_penalty",
+           "repetition_penalty")
 
 
 @dataclass
@@ -71,6 +77,18 @@ class SamplingParams:
             or self.guided is not None
 
     def validate(self) -> None:
+        # NaN passes every comparison below and an infinity divides the logits into NaN:
+        # either would fail the engine's whole step (every sequence in it), not one request.
+        for name in _FLOATS:
+            if not math.isfinite(getattr(self, name)):
+                raise TritonError.invalid_arg(
+                    f"{name} must be a finite number, got {getattr(self, name)}")
+        if any(not math.isfinite(bias) for bias in self.logit_bias.values()):
+            raise TritonError.invalid_arg("logit_bias values must be finite numbers")
+        if self.seed is not None and not SEED_RANGE[0] <= self.seed <= SEED_RANGE[1]:
+            raise TritonError.invalid_arg(
+                f"seed must be between {SEED_RANGE[0]} and {SEED_RANGE[1]} (a 64-bit "
+                f"integer), got {self.seed}")
         if self.n != 1:
             raise TritonError.invalid_arg(
                 f"n must be 1, got {self.n}: the llm backend returns one sequence per request"
@@ -273,7 +291,10 @@ def _draw(logits: torch.Tensor, params: SamplingParams,
           generator: torch.Generator | None) -> torch.Tensor:
     """A token drawn from one row of logits [vocab] (temperature, min-p, top-k, top-p), as a
     tensor of one element on the logits' device."""
-    logits = logits / params.temperature
+    # A small temperature or an extreme repetition_penalty can scale logits past float range:
+    # infinities become the largest finite values (and NaN the smallest), so softmax stays a
+    # distribution and multinomial never fails the step.
+    logits = torch.nan_to_num(logits / params.temperature, nan=torch.finfo(logits.dtype).min)
     if params.min_p > 0:
         probabilities = torch.softmax(logits, dim=-1)
         # Drop the tokens less likely than min_p times the likeliest one.

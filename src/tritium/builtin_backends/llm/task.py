@@ -70,7 +70,8 @@ class InferTask:
         self.prepend_input = not exclude if exclude is not None else not self.stream
         self.returns = {name: bool(flag(request, name, False)) for name in RETURN_SWITCHES}
         self.params: SamplingParams = _sampling_parameters(request)
-        self.prompt_text, self.prompt = prompt_tokens(checkpoint, request)
+        self.prompt_text, self.prompt = prompt_tokens(checkpoint, request,
+                                                      limit=checkpoint.max_model_len)
         if not self.prompt:
             raise TritonError.invalid_arg("the prompt is empty: text_input holds no tokens")
         if len(self.prompt) >= checkpoint.max_model_len:

@@ -18,6 +18,7 @@ ignored.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Collection
@@ -46,6 +47,10 @@ _PROMPT_OPTIONS: dict[str, tuple[type, ...]] = {
 _UNSUPPORTED = ("suffix", "tools", "tool_choice", "functions", "function_call")
 # OpenAI's bound on a logit_bias value.
 _MAX_BIAS = 100.0
+# OpenAI's bound on n: each choice is a request of its own, queued with everyone else's.
+MAX_N = 128
+# A \uD800-\uDFFF escape: what could make a lone surrogate, checked only then.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass
@@ -91,14 +96,21 @@ class OpenAiError(Exception):
 
 def parse_body(body: bytes) -> dict[str, Any]:
     try:
+        # ValueError: JSONDecodeError, and an integer of more than 4300 digits.
         document = json.loads(body or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError) as exc:
         raise OpenAiError(400, f"the request body is not valid JSON: {exc}") from None
     except RecursionError:
         raise OpenAiError(400, "the request body is not valid JSON: it is nested too deeply"
                           ) from None
     if not isinstance(document, dict):
         raise OpenAiError(400, "the request body must be a JSON object")
+    if _SURROGATE_ESCAPE.search(body):  # a lone one is text no tokenizer or encoder takes
+        try:
+            json.dumps(document, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise OpenAiError(400, f"the request body is not valid JSON: a string holds a "
+                              f"lone surrogate ({exc.reason})") from None
     return document
 
 
@@ -119,12 +131,16 @@ def _sampling(document: dict[str, Any], generation: Generation,
               max_tokens_field: str = "max_tokens") -> None:
     """The sampling parameters, n and the check of max_tokens, into `generation`."""
     for name in _UNSUPPORTED:
-        if document.get(name) not in (None, False, 0, [], {}):
+        if document.get(name) not in (None, False, 0, [], {}) and not (
+                name == "tool_choice" and document[name] == "none"):  # vLLM's default
             raise OpenAiError(400, f"'{name}' is not supported by this server", param=name)
+    if document.get("stream_options") is not None and not generation.stream:
+        raise OpenAiError(400, "Stream options can only be defined when `stream=True`.",
+                          param="stream_options")
     n = read_field(document, "n", (int,))
     if n is not None:
-        if n < 1:
-            raise OpenAiError(400, f"n must be at least 1, got {n}.", param="n")
+        if not 1 <= n <= MAX_N:
+            raise OpenAiError(400, f"n must be between 1 and {MAX_N}, got {n}.", param="n")
         generation.n = n
     best_of = read_field(document, "best_of", (int,))
     if best_of is not None and best_of != generation.n:
@@ -172,9 +188,9 @@ def _sampling(document: dict[str, Any], generation: Generation,
 
 def _response_format(value: dict[str, Any] | None) -> dict[str, Any] | None:
     """response_format as vLLM's structured outputs: json_object, or json_schema's schema."""
-    if value is None or value.get("type") in (None, "text"):
+    if value is None or value.get("type") == "text":
         return None
-    kind = value["type"]
+    kind = value.get("type")
     if kind == "json_object":
         return {"json_object": True}
     if kind == "json_schema":
@@ -244,14 +260,29 @@ def chat_messages(document: dict[str, Any]) -> list[dict[str, str]]:
             raise OpenAiError(400, "each message must be an object with a 'role'",
                               param="messages")
         content = message.get("content")
-        if isinstance(content, list):  # content parts: the text ones, joined
-            content = "".join(p.get("text", "") for p in content
-                              if isinstance(p, dict) and p.get("type") == "text")
+        if isinstance(content, list):  # content parts: text only, joined
+            content = "".join(_text_part(part) for part in content)
         if content is not None and not isinstance(content, str):
             raise OpenAiError(400, "a message's 'content' must be a string or content parts",
                               param="messages")
         plain.append({"role": message["role"], "content": content or ""})
     return plain
+
+
+def _text_part(part: Any) -> str:
+    """A content part's text: the models served here read text only, so an image, audio or
+    unknown part is refused rather than dropped (the answer would ignore it)."""
+    if isinstance(part, str):
+        return part
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind != "text":
+        raise OpenAiError(400, f"content part type {kind!r} is not supported: the models "
+                          "served here take text parts only", param="messages")
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise OpenAiError(400, "a text content part's 'text' must be a string",
+                          param="messages")
+    return text
 
 
 def prompt_options(document: dict[str, Any], chat: bool, tools: bool = False
