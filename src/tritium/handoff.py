@@ -17,6 +17,19 @@ gain nothing): the loop bridge counts the requests awaiting their answers (`awai
 frontend's input handling defers; anything else on the loop thread, and every other thread,
 hands off at once, so that nothing which then blocks on the answer can wait on its own
 deferred hand-off.
+
+The other way, answers: a model's thread wakes a frontend's event loop for each final answer
+(`wake`, used by the loop bridge). The python backend answers as its execute ends; the woken
+loop takes the GIL at the model's thread's next system call (its own wake-up write, often) and
+encodes and writes the answer while that thread is still on its way to the instance's next
+execution, which waits behind it. So a default scheduler's thread, which runs one execution
+after another (`releases_wakeups`), holds the wake-ups of an execution's closing answers
+(`hold_wakeups`, called by the backend before them) until the next execution is under way
+(the python backend releases them once the stub has it) or until it waits for anything: for
+work, a rate limiter, a restarting stub (`release_wakeups`). The answer itself goes at once to
+the request's statistics and the frontend's delivery chain; only the loop's wake-up waits, for
+tens of microseconds. (In Triton an instance is free as soon as execute returns; sending the
+responses is the frontends' threads' business.) Any other thread wakes the loop at once.
 """
 
 from __future__ import annotations
@@ -30,6 +43,9 @@ class _Local(threading.local):
     # A class default, so that a thread that never deferred finds None without the
     # AttributeError a missing attribute raises (and getattr's default swallows) each time.
     deferral: Deferral | None = None
+    # A thread that releases held wake-ups itself (a default scheduler's), and those it holds.
+    releases: bool = False
+    held: list[tuple[Callable[..., Any], tuple[Any, ...]]] | None = None
 
 
 _local = _Local()
@@ -79,3 +95,35 @@ def hand_off(put: Callable[[Any], None], item: Any) -> None:
         put(item)
     else:
         deferral.add(put, item)
+
+
+def wake(call: Callable[..., Any], *args: Any) -> None:
+    """`call(*args)` (a loop's `call_soon_threadsafe`, which must not raise) now, or, while
+    this thread holds its wake-ups, when it releases them (in order)."""
+    held = _local.held
+    if held is None:
+        call(*args)
+    else:
+        held.append((call, args))
+
+
+def releases_wakeups() -> None:
+    """This thread releases held wake-ups (`release_wakeups`) before it starts an execution,
+    waits for work or ends: only such a thread holds them."""
+    _local.releases = True
+
+
+def hold_wakeups() -> None:
+    """Hold this thread's wake-ups until it releases them; nothing on a thread that does not
+    (see `releases_wakeups`)."""
+    if _local.releases and _local.held is None:
+        _local.held = []
+
+
+def release_wakeups() -> None:
+    """Make the wake-ups this thread holds, and hold no more."""
+    held = _local.held
+    if held is not None:
+        _local.held = None
+        for call, args in held:
+            call(*args)

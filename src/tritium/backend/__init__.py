@@ -7,11 +7,15 @@ include only `tritonbackend.h`. Backend authors keep Triton's names: `Model`, `M
 
 `api` (the entry points, found by name), `handles`, `state`, `server_api` (ServerApi: what a
 backend may ask of the server) and `manager` (BackendManager: finds, loads and shares
-backends; the server's side, not for backends).
+backends; the server's side, not for backends). `hold_wakeups`, `release_wakeups`: a backend
+whose execute ends with its answers holds the frontends' wake-ups for them, and one whose
+execution runs elsewhere (the python backend's stub) releases them once it has handed the
+next execution over, or before it waits for anything else (`tritium.handoff`).
 """
 
 from ..custom_metrics import MetricKind
 from ..errors import Code, TritonError
+from ..handoff import hold_wakeups, release_wakeups
 from ..request import (
     REQUEST_RELEASE_ALL,
     REQUEST_RELEASE_RESCHEDULE,
@@ -54,4 +58,6 @@ __all__ = [
     "ServerApi",
     "Tensor",
     "TritonError",
+    "hold_wakeups",
+    "release_wakeups",
 ]

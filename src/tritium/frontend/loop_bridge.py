@@ -52,10 +52,7 @@ async def answer(submit: Submit, request: InferenceRequest) -> InferenceResponse
         if response is not None:
             kept.append(response)
         if flags & RESPONSE_COMPLETE_FINAL:
-            try:
-                loop.call_soon_threadsafe(_resolve, done, _last(kept))
-            except RuntimeError:
-                pass  # the loop has closed
+            handoff.wake(_call_soon, loop, _resolve, done, _last(kept))
 
     submit(request, deliver)
     try:
@@ -131,10 +128,7 @@ def each_on_loop(submit: Submit, request: InferenceRequest,
     def deliver(response: InferenceResponse | None, flags: int) -> None:
         prepared = prepare(response) if prepare is not None and response is not None \
             else response
-        try:
-            loop.call_soon_threadsafe(on_loop, prepared, bool(flags & RESPONSE_COMPLETE_FINAL))
-        except RuntimeError:
-            pass  # the loop has closed
+        handoff.wake(_call_soon, loop, on_loop, prepared, bool(flags & RESPONSE_COMPLETE_FINAL))
 
     try:
         submit(request, deliver)
@@ -211,10 +205,7 @@ class _FinalRelay(_InFlight):
         if response is not None:
             self.last = response
         if flags & RESPONSE_COMPLETE_FINAL:
-            try:
-                self.loop.call_soon_threadsafe(self.on_loop)
-            except RuntimeError:
-                pass  # the loop has closed
+            handoff.wake(_call_soon, self.loop, self.on_loop)
 
     def on_loop(self) -> None:
         self.answering()
@@ -223,6 +214,16 @@ class _FinalRelay(_InFlight):
             self.on_final(last if last is not None else _no_response())
         finally:
             self.answered()
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., None],
+               *args: Any) -> None:
+    """`callback(*args)` on `loop`, from a backend's thread: made through `handoff.wake`, which
+    may hold it a little (an execution's closing answers)."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:
+        pass  # the loop has closed
 
 
 def _last(kept: list[InferenceResponse]) -> InferenceResponse:

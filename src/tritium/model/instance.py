@@ -22,6 +22,7 @@ from time import perf_counter_ns
 from ..backend.api import BackendLibrary
 from ..backend.handles import ModelInstance as InstanceHandle
 from ..errors import TritonError, as_triton_error
+from ..handoff import release_wakeups
 from ..request import InferenceRequest
 from ..scheduler.rate_limiter import RateLimiter
 from ..statistics import ModelStatistics
@@ -108,6 +109,7 @@ class TritonModelInstance:
         resources are held is that batch."""
         limits = self._limits
         assert limits is not None and self._rate_limiter is not None
+        release_wakeups()  # the answers this thread holds go before it waits for resources
         self._rate_limiter.acquire(limits)
         ran = False
         try:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from ..backend.handles import ExecutionPolicy
-from ..handoff import hand_off
+from ..handoff import hand_off, release_wakeups, releases_wakeups
 from ..request import InferenceRequest
 from .base import (
     ExecutionInstance,
@@ -111,13 +111,26 @@ class DefaultScheduler(RefusesWhenStopping):
                 cast(InferenceRequest, request).respond_error(stopping)
 
     def _run(self, worker: SlotWorker) -> None:
+        # The wake-ups of an execution's closing answers may wait until this thread's next
+        # execution is under way; never while it waits for work (see handoff).
+        releases_wakeups()
+        try:
+            self._serve(worker)
+        finally:
+            release_wakeups()
+
+    def _serve(self, worker: SlotWorker) -> None:
         turns = itertools.cycle(worker.slot)
         usual_ns = 0  # how long one execution of this slot's usually takes (moving average)
-        get = self._queue.get
+        get, get_nowait = self._queue.get, self._queue.get_nowait
         while not worker.retired:
-            worker.idle = True
-            request = get()
-            worker.idle = False
+            try:
+                request = get_nowait()
+            except queue.Empty:
+                release_wakeups()
+                worker.idle = True
+                request = get()
+                worker.idle = False
             if request is None:
                 return
             if request is _WAKE:

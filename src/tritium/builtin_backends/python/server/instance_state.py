@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tritium.backend import InferenceRequest, ModelInstance
+from tritium.backend import InferenceRequest, ModelInstance, release_wakeups
 
 from .process_requests import process_requests
 from .stub_launcher import StubProcess, not_healthy
@@ -74,6 +74,7 @@ class InstanceState:
         """One execution of `requests`, or with `each` one per request, in order."""
         stub = self.stub
         if stub is None or stub.dead:
+            release_wakeups()  # the previous execution's held answers go before the wait
             self._restart_soon()
             stub = self._wait_for_restart(_hold(requests))
         if stub is None:

@@ -23,6 +23,8 @@ from tritium.backend import (
     InferenceResponse,
     Tensor,
     TritonError,
+    hold_wakeups,
+    release_wakeups,
 )
 
 from ..wire import messages
@@ -111,7 +113,10 @@ def process_requests(stub: StubLink, executions: Sequence[Sequence[InferenceRequ
     finally:
         for fd in fds:
             os.close(fd)
+        # The previous execution's held answers: the stub has this one now (or never will).
+        release_wakeups()
     several = len(executions) > 1
+    last = executions[-1]
     outcomes: list[tuple] = []
     for requests, execution_handles in zip(executions, handles, strict=True):
         if not outcomes:
@@ -131,6 +136,10 @@ def process_requests(stub: StubLink, executions: Sequence[Sequence[InferenceRequ
             mark = time.perf_counter_ns()
             for request in requests:
                 request.compute_output_start_ns = mark
+        if requests is last:
+            # This call's closing answers: the frontends are woken once the instance's thread
+            # has moved on to its next execution, not while it is on its way there.
+            hold_wakeups()
         _answer(stub, requests, execution_handles, outcome, conn.fds)
         if several:
             mark = time.perf_counter_ns()
