@@ -347,3 +347,30 @@ def test_grpc_stream_answers_a_big_bytes_request_in_order(server) -> None:
         client.close()
     assert answers[0].as_numpy("OUTPUT0").reshape(-1).tolist() == strings.tolist()
     assert answers[1].as_numpy("OUTPUT0").reshape(-1).tolist() == [b"00", b"01"]
+
+
+def test_http_json_bytes_are_decoded_and_encoded_off_the_loop_alike(server) -> None:
+    """A JSON body of 20,000 strings (120 KB: decoded on the bulk thread) asking for its answer
+    in JSON (encoded there too) gets the strings back, and a short one Triton's message."""
+    strings = [f"s{i % 1000}" for i in range(20_000)]
+
+    def post(shape: list[int]) -> tuple[int, dict]:
+        body = json.dumps({"inputs": [{"name": "INPUT0", "shape": shape, "datatype": "BYTES",
+                                       "data": strings}]}).encode()
+        host, port = server.http_url.split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=120)
+        try:
+            connection.request("POST", "/v2/models/identity_bytes/infer", body)
+            answer = connection.getresponse()
+            return answer.status, json.loads(answer.read())
+        finally:
+            connection.close()
+
+    status, answer = post([1, len(strings)])
+    assert status == 200, answer
+    assert answer["outputs"][0]["data"] == strings
+    status, answer = post([1, len(strings) + 1])
+    assert status == 400
+    assert answer["error"].endswith(
+        f"expected {len(strings) + 1} string elements for inference input 'INPUT0' for model "
+        f"'identity_bytes', got {len(strings)}"), answer
