@@ -77,9 +77,10 @@ def element_count(shape: Sequence[int]) -> int:
 
 
 _U32 = struct.Struct("<I")  # a BYTES element's little-endian length prefix
-# Elements serialised per join: b"".join holds an 80-byte buffer view for each part it joins, so
-# one join over millions of short elements cost many times their own size (a 60 MB tensor of
-# 2-byte strings peaked at 2.1 GB); joined a run at a time, that overhead stays a few megabytes.
+# Elements serialised per join (and put into a decoded array per assignment): b"".join holds an
+# 80-byte buffer view for each part it joins, so one join over millions of short elements cost
+# many times their own size (a 60 MB tensor of 2-byte strings peaked at 2.1 GB); joined a run
+# at a time, that overhead stays a few megabytes.
 _SERIALIZE_RUN = 32768
 
 
@@ -95,6 +96,10 @@ def _element_bytes(item: Any) -> bytes:
 def serialize_bytes(array: np.ndarray) -> bytes:
     """BYTES tensor -> Triton's length-prefixed wire form (row-major order)."""
     flat = array.reshape(-1)
+    if flat.dtype.kind == "S":
+        packed = _full_width(flat)
+        if packed is not None:
+            return packed
     pack = _U32.pack
     out = bytearray()
     for start in range(0, len(flat), _SERIALIZE_RUN):
@@ -106,6 +111,20 @@ def serialize_bytes(array: np.ndarray) -> bytes:
             parts.append(item)
         out += b"".join(parts)
     return bytes(out)
+
+
+def _full_width(flat: np.ndarray) -> bytes | None:
+    """A fixed-width bytes array (numpy 'S') whose every element fills the width, serialised
+    by numpy in one pass (7 times the loop's speed: 50 ns an element instead of 350); None for
+    any other. numpy reads an element without its trailing NULs, so an element with any is
+    shorter than its bytes in the array, and such arrays are left to the loop."""
+    width = flat.dtype.itemsize
+    if not width or not bool((np.strings.str_len(flat) == width).all()):
+        return None
+    packed = np.empty(len(flat), np.dtype([("length", "<u4"), ("data", f"S{width}")]))
+    packed["length"] = width
+    packed["data"] = flat
+    return packed.tobytes()
 
 
 # Triton's messages for an input whose data does not fill its shape (`input_data_error`).
@@ -214,8 +233,11 @@ def bytes_from_wire(
         )
     if count is not None and len(items) != count:
         raise input_data_error(STRING_COUNT_MISMATCH, name, model, count, len(items), prefix)
+    # Filled a run at a time: one assignment of millions of elements holds the interpreter lock
+    # throughout (0.1-0.2 s for 4 million), which a decode off the event loop must not do.
     out = np.empty(len(items), dtype=np.object_)
-    out[:] = items
+    for start in range(0, len(items), _SERIALIZE_RUN):
+        out[start : start + _SERIALIZE_RUN] = items[start : start + _SERIALIZE_RUN]
     return out
 
 

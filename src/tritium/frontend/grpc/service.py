@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Callable
 from functools import partial
 from time import perf_counter_ns
 from typing import Any
@@ -26,8 +27,9 @@ from tritonclient.grpc import service_pb2 as pb
 
 from ...errors import Code, TritonError
 from ...request import InferenceRequest, InferenceResponse, parse_version
-from ...server import InferenceServer
+from ...server import InferenceServer, ResolvedModel
 from .. import loop_bridge
+from ..bulk_work import Decoding, bulky_bytes, bulky_input, later
 from ..extensions import logging_api, trace_api
 from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.infer_failed import log_infer_failed
@@ -258,7 +260,8 @@ class _InferenceService:
 
     def model_infer(self, parsed: ParsedInferRequest | None, call: ImmediateCall) -> None:
         """ModelInfer as an immediate body: started here, answered from the response's
-        callback on the loop."""
+        callback on the loop. A request with a BYTES input of many elements is decoded on the
+        bulk thread first (`frontend/bulk_work.py`)."""
         if parsed is None:
             return call.abort(grpc.StatusCode.INTERNAL, UNPARSABLE)
         message, raws, key = parsed
@@ -267,13 +270,35 @@ class _InferenceService:
             # Like Triton: the model (and whether ModelInfer may serve it) is settled before the
             # tensors are looked at, so an unknown model wins over anything wrong in the data.
             # It is looked up once: decode, inference and encode see the same version.
-            with self.server.resolve(message.model_name, message.model_version) as model:
+            model = self.server.resolve(message.model_name, message.model_version)
+        except TritonError as err:
+            log_infer_failed(message.id, err)
+            return _fail(call, err)
+        except Exception as exc:
+            return _internal(call, message.model_name, exc)
+        decode = partial(decode_infer_request, message, raws, self.server.shared_memory, key)
+        if model.decoupled or not any(bulky_input(io.datatype, io.shape)
+                                      for io in message.inputs):
+            return self._infer(call, message, model, received, decode)
+        waiting = Decoding()
+        call.on_cancel = waiting.cancel
+        later(decode, call.context.loop, lambda decoded: self._infer(
+            call, message, model, received, decoded.result, waiting))
+
+    def _infer(self, call: ImmediateCall, message: Any, model: ResolvedModel, received: int,
+               decoded: Callable[[], tuple[InferenceRequest, Any]],
+               waiting: Decoding | None = None) -> None:
+        """Run the request `decoded()` gives on `model` (held until submitted), unless the
+        client went away while it was decoded."""
+        try:
+            with model:
+                if waiting is not None and waiting.cancelled:
+                    return
                 if model.decoupled:
                     raise TritonError.unsupported(
                         "ModelInfer RPC doesn't support models with decoupled transaction policy"
                     )
-                request, regions = decode_infer_request(message, raws,
-                                                        self.server.shared_memory, key)
+                request, regions = decoded()
                 context = call.context
                 if self.header_forward is not None:
                     forward_headers(request, self.header_forward, context.invocation_metadata())
@@ -284,27 +309,36 @@ class _InferenceService:
                     self.server.trace_settings.start(request, "GRPC_WAITREAD", received,
                                                      received)
 
-                def reply(response: InferenceResponse) -> None:
+                def reply(response: InferenceResponse, encoded: Callable[[], bytes]) -> None:
                     if response.error is not None:
                         return _fail(call, response.error)
                     try:
-                        data = encode_infer_response(response, request, regions=regions,
-                                                     config=config, labels=labels)
+                        data = encoded()
                     except TritonError as err:
                         return _fail(call, err)
                     except Exception as exc:
                         return _internal(call, message.model_name, exc)
                     call.reply(data)
 
-                def answer(response: InferenceResponse) -> None:
+                def send(response: InferenceResponse, encoded: Callable[[], bytes]) -> None:
                     try:
                         trace = request.trace
                         if trace is None:
-                            return reply(response)
+                            return reply(response, encoded)
                         with trace.sending("GRPC_SEND"):
-                            reply(response)
+                            reply(response, encoded)
                     finally:
                         end_region_use(request)
+
+                def answer(response: InferenceResponse) -> None:
+                    # A response with a BYTES output of many elements is encoded on the bulk
+                    # thread, then sent from the loop.
+                    encode = partial(encode_infer_response, response, request, regions=regions,
+                                     config=config, labels=labels)
+                    if response.error is None and bulky_bytes(response.outputs):
+                        return later(encode, context.loop,
+                                     lambda encoded: send(response, encoded.result))
+                    send(response, encode)
 
                 call.on_cancel = partial(_cancelled, request)
                 loop_bridge.final_on_loop(model.submit, request, answer, context.loop)

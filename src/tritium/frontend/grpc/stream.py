@@ -38,6 +38,7 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from functools import partial
 from time import perf_counter_ns
 from typing import Any, NamedTuple
 
@@ -50,6 +51,7 @@ from ...scheduler.delay_hook import delay_count
 from ...server import InferenceServer, ResolvedModel
 from ...trace import Trace
 from .. import loop_bridge
+from ..bulk_work import bulky_bytes, bulky_input, off_loop
 from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.infer_failed import log_infer_failed
 from ..extensions.shared_memory import OutputRegion, end_region_use
@@ -141,7 +143,7 @@ class _Stream:
                 if parsed is None:
                     # Triton's Read fails on a message that does not parse: reading ends.
                     break
-                self._start(parsed)
+                await self._start(parsed)
         except asyncio.CancelledError:
             raise
         except Exception:  # the transport failed under us; finish what is in flight
@@ -161,8 +163,10 @@ class _Stream:
         for task in list(self._tasks):
             task.cancel()
 
-    def _start(self, parsed: ParsedInferRequest) -> None:
-        """Decode one request (in arrival order) and start the task that runs it."""
+    async def _start(self, parsed: ParsedInferRequest) -> None:
+        """Decode one request (in arrival order) and start the task that runs it. A request
+        with a BYTES input of many elements is decoded on the bulk thread, the stream's next
+        message read once it is (`frontend/bulk_work.py`); other streams go on meanwhile."""
         message, raws, key = parsed
         decoupled = False
         model: ResolvedModel | None = None
@@ -174,8 +178,11 @@ class _Stream:
             # once: decode, inference and encode see the same version.
             model = self.server.resolve(message.model_name, message.model_version)
             decoupled = model.decoupled
-            request, regions = decode_infer_request(message, raws, self.server.shared_memory,
-                                                    key)
+            decode: Callable[[], tuple[InferenceRequest, dict[str, OutputRegion] | None]] = \
+                partial(decode_infer_request, message, raws, self.server.shared_memory, key)
+            if any(bulky_input(io.datatype, io.shape) for io in message.inputs):
+                decode = await off_loop(decode)
+            request, regions = decode()
             forward_headers(request, self.header_forward, self.metadata)
             if self.server.trace_settings.active:
                 # Its message was read whole before it was decoded.
@@ -184,6 +191,10 @@ class _Stream:
         except TritonError as err:
             log_infer_failed(message.id, err)
             error = err
+        except asyncio.CancelledError:
+            if model is not None:
+                model.close()
+            raise
         except Exception as exc:  # a bug, not the client's fault: say INTERNAL, keep serving
             log.exception("ModelStreamInfer: decoding a request for '%s' failed",
                           message.model_name)
@@ -279,7 +290,11 @@ class _Stream:
                             return  # closing the iteration cancels the request
                         emit(encode_stream_head(message, final, response.error.message))
                     else:
-                        emit(_encode(response, request, encoding, final))
+                        encode: Callable[[], bytes] = partial(_encode, response, request,
+                                                              encoding, final)
+                        if bulky_bytes(response.outputs):
+                            encode = await off_loop(encode)  # on the bulk thread
+                        emit(encode())
         except TritonError as err:
             # Raised before any response: the request could not be issued (Triton's
             # ServerInferAsync failing), so the client gets the error and the id only.

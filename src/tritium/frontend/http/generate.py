@@ -17,8 +17,9 @@ error, whatever the error's code, as Triton 2.51 does); a later error arrives as
 `data: {"error": ...}` event. Errors before inference starts are ordinary JSON error
 answers. A client that goes away mid-answer cancels the request (the HTTP connection marks it).
 
-A body of a megabyte or more is decoded off the event loop (bulk_decode.py), as infer bodies are,
-its large numeric arrays read in slices (json_spans.py), so the GIL changes hands while it is.
+A body of a megabyte or more is decoded off the event loop (frontend/bulk_work.py), as infer
+bodies are, its large numeric arrays read in slices (json_spans.py), so the GIL changes hands
+while it is.
 Triton 2.51 does not decompress generate bodies: any Content-Encoding but identity is refused
 with 400, and responses are never compressed. Triton answers 500 for JSON it cannot read into a
 tensor (its JSON helpers always say INTERNAL); those answer 400 here, as for infer.
@@ -37,9 +38,9 @@ from ...errors import TritonError
 from ...request import InferenceRequest, InferenceResponse, log_prefix, parse_version
 from ...server import InferenceServer
 from ...tensor import Tensor, element_count, wire_datatype
+from ..bulk_work import Decoding, later
 from ..extensions.json_codec import NOT_STRING, dumps, nesting_too_deep, parse_error
 from ..loop_bridge import each_on_loop
-from .bulk_decode import Decoding, decode_later
 from .json_data import LARGE_OUTPUT, array_from_json, json_from_array, json_text_in_slices
 from .json_spans import BULK, JsonSpan, load_generate_json
 from .server import HttpConnection, Request
@@ -81,7 +82,7 @@ def handle_generate(server: InferenceServer, conn: HttpConnection, http_request:
         return _decoded(conn, model, streaming, decode)
     waiting = Decoding()
     conn.pending = waiting  # marked cancelled if the client goes away meanwhile
-    decode_later(decode, conn.loop, partial(_after_decode, conn, model, streaming, waiting))
+    later(decode, conn.loop, partial(_after_decode, conn, model, streaming, waiting))
 
 
 def _after_decode(conn: HttpConnection, model: Any, streaming: bool, waiting: Decoding,

@@ -18,13 +18,14 @@ from urllib.parse import unquote_to_bytes
 
 from ...errors import TritonError
 from ...server import InferenceServer
+from ..bulk_work import Decoding, bulky_bytes, later
 from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.infer_failed import log_infer_failed
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
 from ..extensions.shared_memory import end_region_use
 from ..loop_bridge import final_on_loop
-from .bulk_decode import Decoding, decode_later, is_bulky
+from .bulk_decode import is_bulky
 from .compression import accepted_encoding, compress, decompress
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
@@ -294,7 +295,7 @@ class HttpApp:
             return self._decoded(conn, http_request, model, accept_encoding, dialect, decode)
         waiting = Decoding()
         conn.pending = waiting  # marked cancelled if the client goes away meanwhile
-        decode_later(decode, conn.loop, partial(
+        later(decode, conn.loop, partial(
             self._after_decode, conn, http_request, model, accept_encoding, dialect, waiting))
 
     def _decode(self, name: str, model_version: int, body: bytes, content_encoding: str | None,
@@ -387,22 +388,34 @@ def send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> 
 def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: OutputPlan,
             config: Any, accept_encoding: str | None, dialect: InferDialect,
             response: Any) -> None:
-    """The infer request's response, on the event loop: encode it and send it."""
+    """The infer request's response, on the event loop: encode it and send it. A response with
+    a BYTES output of many elements is encoded on the bulk thread, then sent from the loop."""
+    encode = partial(encode_infer_response, response, request, plan, config)
+    if response.error is None and bulky_bytes(response.outputs):
+        return later(encode, conn.loop, lambda encoded: _send_encoded(
+            conn, http_request, request, accept_encoding, dialect, response, encoded.result))
+    _send_encoded(conn, http_request, request, accept_encoding, dialect, response, encode)
+
+
+def _send_encoded(conn: HttpConnection, http_request: Request, request: Any,
+                  accept_encoding: str | None, dialect: InferDialect, response: Any,
+                  encoded: Callable[[], tuple[bytes, list[Any]]]) -> None:
+    """Send the answer `encoded()` gives, on the event loop; the request's shared-memory
+    regions are let go once it has (its outputs are written into them meanwhile)."""
     try:
         trace = request.trace
         if trace is None:
-            return _answer_untraced(conn, http_request, request, plan, config,
-                                    accept_encoding, dialect, response)
+            return _answer_untraced(conn, http_request, accept_encoding, dialect, response,
+                                    encoded)
         with trace.sending("HTTP_SEND"):
-            _answer_untraced(conn, http_request, request, plan, config, accept_encoding,
-                             dialect, response)
+            _answer_untraced(conn, http_request, accept_encoding, dialect, response, encoded)
     finally:
         end_region_use(request)
 
 
-def _answer_untraced(conn: HttpConnection, http_request: Request, request: Any,
-                     plan: OutputPlan, config: Any, accept_encoding: str | None,
-                     dialect: InferDialect, response: Any) -> None:
+def _answer_untraced(conn: HttpConnection, http_request: Request, accept_encoding: str | None,
+                     dialect: InferDialect, response: Any,
+                     encoded: Callable[[], tuple[bytes, list[Any]]]) -> None:
     try:
         error = response.error
         if error is not None:
@@ -410,17 +423,17 @@ def _answer_untraced(conn: HttpConnection, http_request: Request, request: Any,
             if dialect.failure_status is not None:
                 status = dialect.failure_status(error)
             return _reply_error(conn, status, error.message)
-        _send_response(conn, response, request, plan, config, accept_encoding, dialect)
+        _send_response(conn, encoded, accept_encoding, dialect)
     except ConnectionError:
         pass
     except Exception as exc:
         _internal_error(conn, http_request, exc)
 
 
-def _send_response(conn: HttpConnection, response: Any, request: Any, plan: OutputPlan,
-                   config: Any, accept_encoding: str | None, dialect: InferDialect) -> None:
+def _send_response(conn: HttpConnection, encoded: Callable[[], tuple[bytes, list[Any]]],
+                   accept_encoding: str | None, dialect: InferDialect) -> None:
     try:
-        header, blobs = encode_infer_response(response, request, plan, config)
+        header, blobs = encoded()
     except TritonError as exc:
         return _reply_error(conn, exc.http_status, exc.message, _TEXT)
 
