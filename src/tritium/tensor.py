@@ -119,7 +119,7 @@ def _full_width(flat: np.ndarray) -> bytes | None:
     any other. numpy reads an element without its trailing NULs, so an element with any is
     shorter than its bytes in the array, and such arrays are left to the loop."""
     width = flat.dtype.itemsize
-    if not width or not bool((np.strings.str_len(flat) == width).all()):
+    if not width or not bool((np.char.str_len(flat) == width).all()):
         return None
     packed = np.empty(len(flat), np.dtype([("length", "<u4"), ("data", f"S{width}")]))
     packed["length"] = width
