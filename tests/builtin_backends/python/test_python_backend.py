@@ -360,6 +360,9 @@ def test_bls_to_a_decoupled_model(http, use_async: bool) -> None:
         result = bls_decoupled(http, n, use_async)
         assert result.as_numpy("SUM").tolist() == [n * n]
         assert result.as_numpy("COUNT").tolist() == [n]
+        # A second loop over the same response iterator replays every response, as Triton's.
+        assert result.as_numpy("SEEN").tolist() == [n + 1]
+        assert result.as_numpy("REPLAYED").tolist() == [n + 1]
 
 
 def test_bls_to_a_decoupled_model_without_decoupled_fails(http) -> None:

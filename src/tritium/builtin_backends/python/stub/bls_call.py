@@ -70,27 +70,38 @@ def _resolve(future: asyncio.Future, value: Any) -> None:
 
 class ResponseIterator:
     """What `exec(decoupled=True)` returns: each response as it comes; the last one carries
-    the final flag (an empty response when the model sent the flag alone)."""
+    the final flag (an empty response when the model sent the flag alone). As Triton's, it
+    keeps the responses: once the last has come, iterating again replays them all, so a model
+    may loop over the same iterator twice (Triton's BLS test_response_iterator does)."""
 
     def __init__(self, call: BlsCall) -> None:
         self._call = call
         self._done = False
+        self._responses: list[Any] = []
+        self._index = 0  # the next kept response to replay, once done
 
     def __iter__(self) -> ResponseIterator:
+        if self._done and self._index >= len(self._responses):
+            self._index = 0
         return self
 
     def __next__(self) -> Any:
         if self._done:
+            if self._index < len(self._responses):
+                self._index += 1
+                return self._responses[self._index - 1]
             raise StopIteration
         call = self._call
         with call.cond:
             while not call.queue:
                 call.cond.wait()
             response, final = call.queue.popleft()
+        if final and response is None:
+            response = call.pb.InferenceResponse()
+        self._responses.append(response)
         if final:
             self._done = True
-            if response is None:
-                response = call.pb.InferenceResponse()
+            self._index = len(self._responses)  # this loop ends here; the next one replays
         return response
 
     def cancel(self) -> None:

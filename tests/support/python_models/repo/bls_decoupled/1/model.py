@@ -1,6 +1,8 @@
 """Triton's bls_decoupled example: streams IN through the decoupled `square` model
 (exec(decoupled=True), or async_exec when ASYNC) and sums what comes back. With SINGLE, it
-calls `square` without decoupled=True, which must fail."""
+calls `square` without decoupled=True, which must fail. SEEN counts every response the loop
+got (the final empty one too), REPLAYED what a second loop over the same iterator gets (as
+Triton's, it replays them all)."""
 
 import numpy as np
 
@@ -24,8 +26,9 @@ class TritonPythonModel:
                 infer_responses = await infer_request.async_exec(decoupled=True)
             else:
                 infer_responses = infer_request.exec(decoupled=True)
-            total = count = 0
+            total = count = seen = 0
             for infer_response in infer_responses:
+                seen += 1
                 if infer_response.has_error():
                     raise pb_utils.TritonModelException(infer_response.error().message())
                 if len(infer_response.output_tensors()) > 0:
@@ -35,5 +38,7 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse([
                 pb_utils.Tensor("SUM", np.array([total], np.int32)),
                 pb_utils.Tensor("COUNT", np.array([count], np.int32)),
+                pb_utils.Tensor("SEEN", np.array([seen], np.int32)),
+                pb_utils.Tensor("REPLAYED", np.array([sum(1 for _ in infer_responses)], np.int32)),
             ]))
         return responses
