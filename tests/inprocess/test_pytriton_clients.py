@@ -225,7 +225,8 @@ def test_asyncio_decoupled_client_streams_responses(server):
 def test_http_clients_apply_the_inference_timeout(server, gate):
     http_url = urls(server)[0]
     with ModelClient(http_url, "held", inference_timeout_s=0.5) as client, \
-            pytest.raises(PyTritonClientTimeoutError, match="Timeout occurred during inference"):
+            pytest.raises(PyTritonClientTimeoutError,
+                          match=r"during inference request. Timeout: 0.5 s Message: "):
         client.infer_sample(x=np.array([1], np.float32))
     with FuturesModelClient(http_url, "held", inference_timeout_s=0.5) as futures, \
             pytest.raises(PyTritonClientTimeoutError):

@@ -268,13 +268,14 @@ class ModelClient:
             raise PyTritonClientInferenceServerError(
                 f"Error occurred during inference request. Message: {exc.message()}") from exc
         except OSError as exc:  # tritonclient.http: a timeout, or the connection lost
-            raise self._timeout(exc) from exc
+            raise self._timeout(exc, after="") from exc
         return outputs_of(result)
 
-    def _timeout(self, message: object) -> PyTritonClientTimeoutError:
+    def _timeout(self, message: object, after: str = ".") -> PyTritonClientTimeoutError:
+        """PyTriton's words: "s. Message" for a gRPC deadline, "s Message" for a socket's."""
         return PyTritonClientTimeoutError(
             "Timeout occurred during inference request. Timeout: "
-            f"{self._inference_timeout_s} s. Message: {message}")
+            f"{self._inference_timeout_s} s{after} Message: {message}")
 
     def _debatched(self, result: Any) -> Any:
         return {name: array[0] for name, array in result.items()}
