@@ -2,7 +2,8 @@
 
 `scanner` (RepositoryScanner: the repositories' model directories, configurations and
 versions), `ready_state` (ModelReadyState, VersionStatus), `lifecycle` (ModelLifeCycle:
-loading and unloading versions and their states; it picks TritonModel or EnsembleModel),
+loading and unloading versions) with `version_states` (VersionStates: each version's state)
+and `model_factory` (ModelFactory: it makes a TritonModel or an EnsembleModel),
 `model_repository_manager` (ModelRepositoryManager, as Triton's: control modes, load/unload
 requests, polling, the index) with `model_info` (PolledModel: a model read for a load),
 `load_by_dependency` (DependencyLoader: composing models first), `dependency_graph`,
