@@ -2,9 +2,12 @@
 
 `scanner` (RepositoryScanner: the repositories' model directories, configurations and
 versions), `ready_state` (ModelReadyState, VersionStatus), `lifecycle` (ModelLifeCycle:
-loading and unloading versions and their states; it picks TritonModel or EnsembleModel),
+loading and unloading versions) with `version_states` (VersionStates: each version's state)
+and `model_factory` (ModelFactory: it makes a TritonModel or an EnsembleModel),
 `model_repository_manager` (ModelRepositoryManager, as Triton's: control modes, load/unload
-requests, polling, the index) with `dependency_graph`, `load_overrides` and `poller`;
+requests, polling, the index) with `model_info` (PolledModel: a model read for a load),
+`load_by_dependency` (DependencyLoader: composing models first), `dependency_graph`,
+`load_overrides` and `poller`;
 `control_queue` (ModelControlQueue: load/unload requests run one at a time per model);
 `repo_agents` (the repository agents a model's configuration names); `cloud` (repositories
 on S3, GCS and Azure storage, localized).

@@ -77,6 +77,19 @@ class DependencyGraph:
                         frontier.append(user)
             return found
 
+    def composing_closure(self, name: str) -> list[str]:
+        """Every model `name` uses, directly or through its composing ensembles, nearest
+        first (empty unless it is an ensemble)."""
+        with self._lock:
+            found: list[str] = []
+            frontier = list(self._uses.get(name, ()))
+            while frontier:
+                child = frontier.pop(0)
+                if child not in found and child != name:
+                    found.append(child)
+                    frontier += self._uses.get(child, ())
+            return found
+
     def load_order(self, names: list[str]) -> list[str]:
         """`names` with every composing model before the ensembles that use it."""
         ordered: list[str] = []

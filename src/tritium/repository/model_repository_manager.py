@@ -4,8 +4,9 @@ repository extension's load/unload/index.
 NONE loads every model once at start-up and refuses load/unload requests; POLL does the same,
 then picks up new, changed and removed models (repository/poller.py calls `poll`); EXPLICIT
 loads only `--load-model` names at start-up and what load requests ask for. In every mode an
-ensemble's composing models load before it (the dependency graph), and an ensemble whose
-composing model is missing or failed is refused with Triton's reason.
+ensemble's composing models load before it, and an ensemble whose composing model is missing
+or failed is refused with Triton's reason (load_by_dependency, on the dependency graph). How a
+model is read from its repository for a load is model_info's.
 
 At start-up and when polling, a model whose configuration does not parse or validate stays
 unknown, as in Triton's Poll: the log says why, and the model takes no part in readiness (a
@@ -16,7 +17,7 @@ With --model-namespacing each repository is a namespace: models are known by the
 (scanner.model_identifier), a load or unload request for a name acts on every model of that
 name, a request for a name served by several models is refused as ambiguous (`identify`), and
 an ensemble's steps go to the model in its own namespace, else to the only one of that name
-(`_link`); a poll that changes which model that is reloads the ensemble (`_relinked`).
+(model_info links them); a poll that changes which model that is reloads the ensemble (`_relinked`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,14 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ..config import model_config_from_json
 from ..errors import TritonError
-from .dependency_graph import DependencyGraph, composing_models
+from .dependency_graph import DependencyGraph
 from .lifecycle import ModelLifeCycle
+from .load_by_dependency import DependencyLoader
 from .load_overrides import FILE_PREFIX, OverrideDirectory, check_model_name, inside
+from .model_info import ModelInfoReader
 from .model_timestamp import fingerprint
 from .ready_state import ModelReadyState
-from .repo_agents import DEFAULT_REPOAGENT_DIRECTORY, RepoAgentModels
+from .repo_agents import DEFAULT_REPOAGENT_DIRECTORY
 from .scanner import (
     IDENTIFIER_SEPARATOR,
     ModelSource,
@@ -53,26 +54,6 @@ NOT_ALLOWED = "explicit model load / unload is not allowed if polling is enabled
 _LIVE = (ModelReadyState.READY, ModelReadyState.LOADING)
 
 
-@dataclass
-class PolledModel:
-    """What one load of a model starts from (Triton's ModelInfo): its completed
-    configuration, where its files are (the last repository agent's location, if it has
-    agents) and its agents, which the load takes over."""
-
-    config: mc.ModelConfig
-    source: ModelSource
-    agents: RepoAgentModels | None = None
-    # Whether a configuration file (or a load request's) gave the configuration.
-    config_provided: bool = True
-    # The identifiers its ensemble steps' models are linked to (DependencyGraph.set).
-    links: list[str] = field(default_factory=list)
-
-    def abandon(self) -> None:
-        """The load never started: the agents hear that it failed."""
-        if self.agents is not None:
-            self.agents.load_failed()
-
-
 class ModelRepositoryManager:
     def __init__(
         self,
@@ -84,11 +65,11 @@ class ModelRepositoryManager:
         repoagent_directory: Path = DEFAULT_REPOAGENT_DIRECTORY,
     ) -> None:
         self.repository = repository
-        self.repoagent_directory = repoagent_directory
         self.lifecycle = lifecycle
         self.mode = mode
         self.graph = DependencyGraph()
-        self._thread_count = max(thread_count, 1)
+        self._reader = ModelInfoReader(repository, lifecycle, self.graph, repoagent_directory)
+        self._loader = DependencyLoader(lifecycle, self.graph, self._reader, thread_count)
         # Models loaded from override files: their private directory, removed when replaced.
         self._overrides: dict[str, OverrideDirectory] = {}
         # Models serving a load request's `config`, with their repository folder's fingerprint
@@ -123,41 +104,14 @@ class ModelRepositoryManager:
                 self.lifecycle.mark_unavailable(name, reason)
                 errors.append(reason)
                 continue
-            polled = self._poll_config(scan, scan.models[name])
+            polled = self._reader.for_poll(scan, scan.models[name])
             if polled is not None:
                 configs[name] = polled
             else:
                 errors.append(f"failed to load '{name}'")
         if self.mode == "poll":
             self._fingerprints = {n: fingerprint(s.path) for n, s in scan.models.items()}
-        errors += self._load_many(scan, configs, set(wanted))
-        return errors
-
-    def _load_many(
-        self, scan: RepositoryScan, configs: dict[str, PolledModel], settled: set[str]
-    ) -> list[str]:
-        """Load models in parallel, each ensemble after its composing models; the errors.
-        Models in `settled` were tried by the caller: an ensemble does not try them again."""
-        errors: list[str] = []
-        order = self.graph.load_order(sorted(configs))
-        remaining = list(order)
-        with ThreadPoolExecutor(self._thread_count, thread_name_prefix="model-control") as pool:
-            while remaining:
-                # Every model whose composing models are settled can load now.
-                ready = [n for n in remaining if not set(self.graph.uses(n)) & set(remaining)]
-                ready = ready or remaining[:1]  # a cycle: let the ensemble check report it
-                for name in ready:
-                    remaining.remove(name)
-                futures = [
-                    pool.submit(self._load_tree, scan, name, configs[name], set(), settled)
-                    for name in ready
-                ]
-                for future in futures:
-                    try:
-                        future.result()
-                    except TritonError as exc:
-                        log.error("%s", exc.message.rstrip())
-                        errors.append(exc.message)
+        errors += self._loader.load_many(scan, configs, set(wanted))
         return errors
 
     # -- load and unload requests -------------------------------------------------------------
@@ -229,11 +183,11 @@ class ModelRepositoryManager:
         if override_config is not None:
             override_config = mc.ModelConfig.FromString(override_config.SerializeToString())
         try:
-            polled = self._config(scan, source, override_config)
+            polled = self._reader.read(scan, source, override_config)
         except TritonError as exc:
-            self._record_config_error(source, exc.message)
+            self._reader.record_error(source, exc.message)
             raise _poll_failed(source.name, exc.message) from None
-        self._load_tree(scan, key, polled, set(), set())
+        self._loader.load_tree(scan, key, polled, set(), set())
         with self._lock:
             if override_config is None:
                 self._config_overridden.pop(key, None)
@@ -298,7 +252,7 @@ class ModelRepositoryManager:
         loaded = self._loaded_names()
         targets = [u for u in self.graph.users(name) if u in loaded] + [name]
         if unload_dependents:
-            for dependency in self._composing_closure(name):
+            for dependency in self.graph.composing_closure(name):
                 if dependency in targets:
                     continue
                 users = self.graph.users(dependency)
@@ -309,16 +263,6 @@ class ModelRepositoryManager:
             self._keep_override(target, None)
             with self._lock:
                 self._config_overridden.pop(target, None)
-
-    def _composing_closure(self, name: str) -> list[str]:
-        found: list[str] = []
-        frontier = self.graph.uses(name)
-        while frontier:
-            child = frontier.pop(0)
-            if child not in found and child != name:
-                found.append(child)
-                frontier += self.graph.uses(child)
-        return found
 
     # -- repository index ----------------------------------------------------------------------
 
@@ -366,7 +310,7 @@ class ModelRepositoryManager:
         relinked = [n for n in self._relinked(scan) if n not in changed]
         for name in relinked:
             log.info("ensemble '%s' now links other composing models: reloading it", name)
-            polled = self._poll_config(scan, scan.models[name])
+            polled = self._reader.for_poll(scan, scan.models[name])
             if polled is not None:
                 configs[name] = polled
         for name in sorted(set(known) - set(seen)):
@@ -378,10 +322,10 @@ class ModelRepositoryManager:
             self.graph.remove(name)
         for name in changed:
             log.info("model '%s' is new or changed: loading it", name)
-            polled = self._poll_config(scan, scan.models[name])
+            polled = self._reader.for_poll(scan, scan.models[name])
             if polled is not None:
                 configs[name] = polled
-        self._load_many(scan, configs, set(changed) | set(relinked))
+        self._loader.load_many(scan, configs, set(changed) | set(relinked))
 
     def _relinked(self, scan: RepositoryScan) -> list[str]:
         """With namespacing, the ensembles whose steps would now link other models than they
@@ -392,151 +336,11 @@ class ModelRepositoryManager:
         found = []
         for key in self.graph.ensembles():
             source = scan.models.get(key)
-            if source is not None and \
-                    self._link_steps(scan, source, self.graph.steps(key)) != self.graph.uses(key):
+            if source is None:
+                continue
+            if self._reader.link_steps(scan, source, self.graph.steps(key)) != self.graph.uses(key):
                 found.append(key)
         return found
-
-    # -- helpers ---------------------------------------------------------------------------------
-
-    def _load_tree(
-        self,
-        scan: RepositoryScan,
-        name: str,
-        polled: PolledModel,
-        visiting: set[str],
-        settled: set[str],
-    ) -> None:
-        """Load `name` after its composing models (those not already READY); raise on failure
-        with Triton's "load failed for model ..." text. Composing models in `settled` were
-        already tried by the caller and are not tried again."""
-        self.graph.set(name, polled.config, polled.links)
-        dependencies = self.graph.uses(name)
-        cycle = self.graph.cycle(name)
-        if cycle is not None:
-            polled.abandon()
-            self.lifecycle.mark_unavailable(name, cycle, model_name=polled.source.name)
-            raise TritonError.invalid_arg(f"load failed for model '{name}': {cycle}\n")
-        if dependencies:
-            try:
-                self._check_dependencies(scan, name, dependencies, visiting | {name}, settled)
-            except BaseException:
-                polled.abandon()
-                raise
-        try:
-            self.lifecycle.load(polled.source, polled.config, polled.agents,
-                                config_provided=polled.config_provided)
-        except TritonError as exc:
-            raise TritonError.invalid_arg(
-                f"load failed for model '{name}': {exc.message}\n"
-            ) from None
-
-    def _check_dependencies(
-        self,
-        scan: RepositoryScan,
-        name: str,
-        dependencies: list[str],
-        visiting: set[str],
-        settled: set[str],
-    ) -> None:
-        """Load what an ensemble needs; refuse it, as Triton does, if something is missing."""
-        missing = [
-            d
-            for d in dependencies
-            if d in visiting or (d not in scan.models and not self._is_ready(d))
-        ]
-        if missing:
-            raise TritonError.invalid_arg(
-                f"load failed for model '{name}': ensemble {name} contains models that are not "
-                f"available or ambiguous: {', '.join(missing)}\n"
-            )
-        for dependency in dependencies:
-            if self._is_ready(dependency):
-                continue
-            polled = None if dependency in settled else \
-                self._read_config(scan, scan.models[dependency])
-            error = ""
-            if polled is not None:
-                try:
-                    self._load_tree(scan, dependency, polled, visiting, settled)
-                except TritonError as exc:
-                    error = exc.message
-            if not self._is_ready(dependency):
-                reason = error.split(": ", 1)[-1] if error else self._reason(dependency)
-                raise TritonError.invalid_arg(
-                    f"load failed for model '{name}': ensemble '{name}' depends on "
-                    f"'{dependency}' which has no loaded version. Model '{dependency}' loading "
-                    f"failed with error: {reason.rstrip()}\n"
-                )
-
-    def _read_config(self, scan: RepositoryScan, source: ModelSource) -> PolledModel | None:
-        """The configuration a load request's model needs, or None after recording why it
-        cannot load (the model shows UNAVAILABLE with the reason)."""
-        try:
-            return self._config(scan, source)
-        except TritonError as exc:
-            self._record_config_error(source, exc.message)
-            return None
-
-    def _poll_config(self, scan: RepositoryScan, source: ModelSource) -> PolledModel | None:
-        """The configuration of a model found at start-up or by a poll, or None: the model
-        stays as it was (unknown if new) and only the log says why, in Triton's words."""
-        try:
-            return self._config(scan, source)
-        except TritonError as exc:
-            log.error("Poll failed for model directory '%s': %s", source.name, exc.message)
-            return None
-
-    def _config(self, scan: RepositoryScan, source: ModelSource,
-                override: mc.ModelConfig | None = None) -> PolledModel:
-        """The model's configuration (its file's, or a load request's `override`), noted in
-        the dependency graph, after its repository agents' LOAD (they may move the files),
-        completed for where the files are; TritonError if it cannot be read, an agent
-        refuses, or it does not normalise or validate."""
-        agents = None
-        provided = override is not None or self.repository.has_config_file(source)
-        try:
-            config = self.repository.read_config(source) if override is None else override
-            if config.HasField("model_repository_agents"):
-                agents = RepoAgentModels.start(config, source.path,
-                                               self.repoagent_directory,
-                                               self.repository.config_name)
-                source = replace(source, path=agents.location)
-            config = self.repository.complete_config(config, source)
-        except BaseException as exc:
-            if agents is not None:
-                agents.load_failed()
-            if isinstance(exc, Exception) and not isinstance(exc, TritonError):
-                raise TritonError.invalid_arg(f"{type(exc).__name__}: {exc}") from exc
-            raise
-        links = self._link(scan, source, config)
-        self.graph.set(source.key, config, links)
-        return PolledModel(config, source, agents, provided, links)
-
-    def _link(self, scan: RepositoryScan, source: ModelSource, config: mc.ModelConfig
-              ) -> list[str]:
-        """Triton's ConnectDependencyGraph for the model at `source`: the identifier each model
-        its ensemble steps name (composing_models) is linked to. With namespacing each step's
-        `model_namespace` is set to the linked model's, which its requests then go to."""
-        if self.repository.namespacing:
-            for step in config.ensemble_scheduling.step:
-                found = scan.composing_source(source.namespace, step.model_name)
-                step.model_namespace = found.namespace if found is not None else ""
-        return self._link_steps(scan, source, composing_models(config))
-
-    def _link_steps(self, scan: RepositoryScan, source: ModelSource, steps: list[str]
-                    ) -> list[str]:
-        """The identifier each step model name links to (the bare name when none does)."""
-        if not self.repository.namespacing:
-            return list(steps)
-        found = [scan.composing_source(source.namespace, name) for name in steps]
-        return [name if f is None else f.key for name, f in zip(steps, found, strict=True)]
-
-    def _record_config_error(self, source: ModelSource, reason: str) -> None:
-        log.error("Poll failed for model directory '%s': %s", source.name, reason)
-        versions = self.repository.available_versions(source) if source.path.is_dir() else []
-        self.lifecycle.mark_unavailable(source.key, reason, versions,
-                                        model_name=source.name)
 
     def _identifiers(self, scan: RepositoryScan, name: str) -> list[str]:
         """What loading `name` loads: the model of that name, or with namespacing every one
@@ -594,17 +398,6 @@ class ModelRepositoryManager:
             overrides, self._overrides = list(self._overrides.values()), {}
         for override in overrides:
             override.remove()
-
-    def _is_ready(self, name: str) -> bool:
-        versions = self.lifecycle.status().get(name, {})
-        return any(s.state is ModelReadyState.READY for s in versions.values())
-
-    def _reason(self, name: str) -> str:
-        versions = self.lifecycle.status().get(name, {})
-        return "".join(
-            f"version {v} is at {s.state.value} state: {s.reason};"
-            for v, s in sorted(versions.items())
-        )
 
     def _loaded_names(self) -> set[str]:
         return {

@@ -7,6 +7,10 @@ the stub's own calls (BLS, metrics, readiness of other models, cancellation; see
 `runtime.py`), readiness queries (`is_ready()`), and the server going away (EOF: the stub
 exits at once).
 
+How model.py is imported (`model_import`), what execute returned (`returned_responses`), the
+loop async code runs on (`model_event_loop`) and how errors are worded (`stub_errors`) are
+modules of their own; this one runs the model's calls in order and answers the server.
+
 Runs in the stub process: standard library, numpy, `triton_python_backend_utils` and the
 transport only; it may run under another interpreter (an execution environment).
 """
@@ -15,99 +19,30 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib.util
 import json
 import os
 import sys
 import threading
 import time
 import traceback
-import types
-import weakref
 from typing import Any
 
 from ..wire import messages
 from ..wire.shm_ring import Ring
 from ..wire.shm_tensors import TensorWriter, open_block
 from .cuda_device import make_current
-from .pb_wire import WIRE_OF_CODE, wire_response
+from .model_event_loop import ModelEventLoop
+from .model_import import import_model_file
+from .returned_responses import RELEASE_RESCHEDULE, held_senders, returned_responses
 from .runtime import StubRuntime
+from .stub_errors import describe_exception, hide_frames_of
 
-_RELEASE_RESCHEDULE = 2
 # How long an execution's answer may wait for those of the executions after it in the same
 # EXECUTE message (which run one after the other), judged by how long executions usually take.
 ANSWER_HOLD_NS = 1_000_000
 # Container objects allocated (net) between two young-generation collections once initialized
 # (the server's tritium.heap.YOUNG_THRESHOLD; Python's default is 700).
 _YOUNG_THRESHOLD = 10_000
-# Frames of files in these directories (the stub side and the wire, and pb_utils once imported)
-# stay out of tracebacks sent to clients: in Triton they are C++.
-_HIDDEN_DIRS = {os.path.dirname(__file__),
-                os.path.join(os.path.dirname(os.path.dirname(__file__)), "wire")}
-
-
-def _held_senders(requests: list) -> list[int]:
-    """Indexes of the unanswered requests whose response sender the model still holds after
-    execute returned (None, or None in their place): it answers them later (Triton waits for
-    that). A sender nothing refers to any more can never answer: that request fails at once
-    instead of waiting."""
-    open_senders = [(index, weakref.ref(request._response_sender))
-                    for index, request in enumerate(requests)
-                    if not request._response_sender._is_closed()]
-    if not open_senders:
-        return []
-    requests.clear()  # the stub's own references: only the model's remain
-    if any(ref() is not None for _, ref in open_senders):
-        gc.collect()  # requests and senders may refer to each other
-    return [index for index, ref in open_senders
-            if (sender := ref()) is not None and not sender._is_closed()]
-
-
-def _import_as_package_module(path: str) -> Any:
-    """Import the model file as Triton's stub does: as module `<stem>` of the package its
-    folder makes (`1.model`), so that `from .helpers import x` finds the version folder's own
-    modules. It is also known as `model`, as before."""
-    folder, filename = os.path.split(path)
-    package_name = os.path.basename(folder)
-    package = sys.modules.get(package_name)
-    if package is None or list(getattr(package, "__path__", [])) != [folder]:
-        package = types.ModuleType(package_name)
-        package.__path__ = [folder]
-        package.__package__ = package_name
-        sys.modules[package_name] = package
-    return _import_file(path, f"{package_name}.{os.path.splitext(filename)[0]}", "model")
-
-
-def _import_file(path: str, name: str, *aliases: str) -> Any:
-    """Run the file `path` as module `name` (also registered as each of `aliases`)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import model file {path}")
-    module = importlib.util.module_from_spec(spec)
-    for key in (name, *aliases):
-        sys.modules[key] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-class StubError(Exception):
-    """An error the stub itself finds (Triton's stub raises these from C++: the message goes
-    out bare, without an exception type or a traceback)."""
-
-
-def describe_exception(exc: BaseException) -> str:
-    """An exception as Triton's stub words it (pybind11's error_already_set::what()): the
-    type, the message, and the model's frames, innermost first."""
-    if isinstance(exc, StubError):
-        return str(exc)
-    text = f"{type(exc).__name__}: {exc}"
-    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
-              if os.path.dirname(frame.filename) not in _HIDDEN_DIRS]
-    if frames:
-        text += "\n\nAt:\n" + "".join(
-            f"  {frame.filename}({frame.lineno}): {frame.name}\n" for frame in reversed(frames)
-        )
-    return text
 
 
 class Stub:
@@ -126,9 +61,8 @@ class Stub:
         self.initialized = False
         self.finalizing = False
         self.runtime = StubRuntime(self)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_lock = threading.Lock()
-        self._background: set = set()
+        # Where `async def execute` and `is_ready` run.
+        self.loop = ModelEventLoop(self._on_loop_start, self._log_background_error)
         self._from_server: Any = None
         # The GPU of a KIND_GPU instance (None on the CPU): current on the threads that run the
         # model's code.
@@ -166,17 +100,12 @@ class Stub:
 
         self.pb = pb
         self._from_server = pb.InferenceRequest._from_server
-        _HIDDEN_DIRS.add(os.path.dirname(pb.__file__))
+        hide_frames_of(os.path.dirname(pb.__file__))
         path = settings["model_path"]
         for entry in settings.get("sys_path", []):
             if entry not in sys.path:
                 sys.path.append(entry)
-        if settings.get("backend_model"):
-            # A Python-based backend's model.py: the top-level module `model`, its folder on
-            # sys.path (as Triton's stub imports it).
-            module = _import_file(path, "model")
-        else:
-            module = _import_as_package_module(path)
+        module = import_model_file(path, bool(settings.get("backend_model")))
         if not hasattr(module, "TritonPythonModel"):
             raise AttributeError("module 'model' has no attribute 'TritonPythonModel'")
         pb._set_runtime(self.runtime, settings.get("model_dir"))
@@ -244,8 +173,7 @@ class Stub:
     def finalize(self) -> None:
         self.finalizing = True
         error = None
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        self.loop.stop()
         if self.initialized and hasattr(self.model, "finalize"):
             try:
                 self.model.finalize()
@@ -338,13 +266,13 @@ class Stub:
             returned = self.model.execute(requests)
             if type(returned) is not list and asyncio.iscoroutine(returned):
                 if decoupled:
-                    self._run_in_background(returned)
+                    self.loop.run_in_background(returned)
                     returned = None
                 else:
-                    returned = asyncio.run_coroutine_threadsafe(
-                        returned, self._event_loop()).result()
+                    returned = self.loop.run(returned)
             if returned is not None:
-                responses, out_block, fds = self._returned_responses(requests, returned)
+                responses, out_block, fds = returned_responses(
+                    self.pb, self.writer, self.name, decoupled, requests, returned)
         except BaseException as exc:
             error = (f"Failed to process the request(s) for model '{self.name}', message: "
                      + describe_exception(exc))
@@ -355,12 +283,12 @@ class Stub:
         # server asks their scheduler to run them again.
         rescheduled = [] if error is not None else [
             index for index, request in enumerate(requests)
-            if request._release_flags & _RELEASE_RESCHEDULE
+            if request._release_flags & RELEASE_RESCHEDULE
         ]
         # A request left unanswered (execute returned None, or None in its place) whose
         # sender the model keeps is answered later through it.
         if not decoupled and error is None and (responses is None or None in responses):
-            held = [index for index in _held_senders(requests) if index not in rescheduled]
+            held = [index for index in held_senders(requests) if index not in rescheduled]
         return self._outcome(error, responses, out_block, held, rescheduled, start), fds
 
     def _device_inputs(self, on_device: list) -> list:
@@ -385,99 +313,15 @@ class Stub:
         return (error, responses, self.async_conn.sent, block, list(held), list(rescheduled),
                 start, time.perf_counter_ns())
 
-    def _returned_responses(self, requests: list, returned: Any) -> tuple:
-        """Triton's ProcessReturnedResponses: check what execute returned, count each response
-        as its request's final one, prune the outputs nobody asked for, and pack them all in
-        one block. -> (wire responses, block, fds)."""
-        pb = self.pb
-        if self.decoupled:
-            raise StubError(
-                f"Python model '{self.name}' is using the decoupled mode and the execute "
-                "function must return None."
-            )
-        if not isinstance(returned, list):
-            raise StubError(
-                f"Expected a list in the execute return, found type '{type(returned)}'."
-            )
-        if len(returned) != len(requests):
-            raise StubError(
-                "Number of InferenceResponse objects do not match the number of "
-                f"InferenceRequest objects. InferenceRequest(s) size is:{len(requests)}, and "
-                f"InferenceResponse(s) size is:{len(returned)}\n"
-            )
-        Response = pb.InferenceResponse
-        for request, response in zip(requests, returned, strict=True):
-            if response is None:
-                continue
-            if request._release_flags == _RELEASE_RESCHEDULE:
-                raise StubError(
-                    "Expected a None object in the execute function return list for "
-                    f"reschduled request, found type '{type(response)}'."
-                )
-            if not isinstance(response, Response):
-                raise StubError(
-                    "Expected an 'InferenceResponse' object in the execute function return "
-                    f"list, found type '{type(response)}'."
-                )
-            try:
-                request._response_sender._update_state(response, messages.FINAL)
-            except pb.TritonModelException as exc:
-                raise StubError(str(exc)) from None
-        tensors: list = []
-        counts: list[int] = []
-        wire_of = WIRE_OF_CODE
-        for request, response in zip(requests, returned, strict=True):
-            if response is None:
-                counts.append(-1)
-                continue
-            count = 0
-            if response._error is None:
-                # Triton's PruneOutputTensors: only what the request asked for goes back.
-                wanted = request._requested_output_names
-                for tensor in response._output_tensors:
-                    if tensor._name in wanted:
-                        array = tensor._array
-                        if array is None:  # GPU memory: copied to the host once, for the wire
-                            array = tensor._host_array()
-                        tensors.append((tensor._name, wire_of[tensor._dtype], array))
-                        count += 1
-            counts.append(count)
-        descriptors, block, fds = self.writer.pack(tensors)
-        wire: list = []
-        at = 0
-        for response, count in zip(returned, counts, strict=True):
-            if count < 0:
-                wire.append(None)
-                continue
-            wire.append(wire_response(response, descriptors[at : at + count]))
-            at += count
-        return wire, block, fds
-
     # -- the async event loop (async def execute) ------------------------------------------
 
-    def _event_loop(self) -> asyncio.AbstractEventLoop:
-        with self._loop_lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                if self.device_id is not None:  # async execute runs on the loop's thread
-                    loop.call_soon(self._use_device)
-                threading.Thread(target=loop.run_forever, name="stub-asyncio",
-                                 daemon=True).start()
-                self._loop = loop
-            return self._loop
+    def _on_loop_start(self) -> None:
+        """On the event loop's thread, before the model's coroutines: the instance's GPU."""
+        if self.device_id is not None:  # async execute runs on the loop's thread
+            self._use_device()
 
-    def _run_in_background(self, coroutine: Any) -> None:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
-        self._background.add(future)
-        future.add_done_callback(self._background_done)
-
-    def _background_done(self, future: Any) -> None:
-        self._background.discard(future)
-        if future.cancelled():
-            return
-        exc = future.exception()
-        if exc is not None:
-            self.runtime.log(2, "".join(traceback.format_exception(exc)), __file__, 0)
+    def _log_background_error(self, text: str) -> None:
+        self.runtime.log(2, text, __file__, 0)
 
     # -- the reader thread: the async socket ---------------------------------------------
 
@@ -508,7 +352,7 @@ class Stub:
         try:
             result = self.model.is_ready()
             if asyncio.iscoroutine(result):
-                result = asyncio.run_coroutine_threadsafe(result, self._event_loop()).result()
+                result = self.loop.run(result)
             ready = result is True or (isinstance(result, (bool,)) and bool(result))
         except BaseException as exc:
             self.runtime.log(2, f"is_ready() raised: {describe_exception(exc)}", __file__, 0)
