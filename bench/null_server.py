@@ -19,7 +19,7 @@ import numpy as np
 from tritonclient.grpc import service_pb2 as pb
 
 from tritium.frontend.grpc.server import GrpcServer
-from tritium.frontend.http.server import HttpEndpoint
+from tritium.frontend.http.endpoint import HttpEndpoint
 
 OUTPUT = np.zeros((1, 16), dtype=np.float32)
 HTTP_BODY = json.dumps({

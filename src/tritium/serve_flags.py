@@ -22,9 +22,9 @@ from .frontend.http.limits import (
     DEFAULT_HEADER_TIMEOUT_S,
     DEFAULT_KEEPALIVE_TIMEOUT_S,
     DEFAULT_MAX_HEADER_SIZE,
+    DEFAULT_MAX_INPUT_SIZE,
     DEFAULT_MAX_URL_SIZE,
 )
-from .frontend.http.server import DEFAULT_MAX_INPUT_SIZE
 from .logging_settings import LogSettings
 from .scheduler.rate_limiter import parse_resource
 from .trace_settings import BadOption, parse_trace_config

@@ -5,7 +5,7 @@ are built from the server's per model-version statistics at scrape time, and wri
 `prometheus_text` under Triton's exact names and `# TYPE`s (counters, gauges, custom
 `pb_utils.MetricFamily` kinds as declared). GPU and CPU figures are the last ones their pollers
 (`gpu_metrics`, `cpu_metrics`) read, every --metrics-interval-ms. The endpoint is the HTTP/REST
-frontend's own httptools server (`http.server`), answering GET /metrics.
+frontend's own httptools endpoint (`http.endpoint`), answering GET /metrics.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from ..statistics import InferenceCounts, StatisticsSnapshot
 from .cpu_metrics import CpuMetrics
 from .gpu_metrics import FAMILIES as GPU_FAMILIES
 from .gpu_metrics import GpuMetrics
-from .http.server import HttpConnection, HttpEndpoint, Request
+from .http.connection import HttpConnection, Request
+from .http.endpoint import HttpEndpoint
 from .prometheus_text import Family, format_value, histogram_samples, render
 
 _NS_PER_US = 1000

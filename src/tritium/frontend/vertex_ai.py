@@ -27,9 +27,10 @@ from collections.abc import Callable
 from ..errors import TritonError
 from ..server import InferenceServer
 from .extensions.restricted_api import Restriction
+from .http.connection import HttpConnection, Request
+from .http.endpoint import HttpEndpoint
 from .http.infer_dialect import content_type_dialect
 from .http.routes import HttpApp
-from .http.server import HttpConnection, HttpEndpoint, Request
 
 log = logging.getLogger("tritium.http")
 

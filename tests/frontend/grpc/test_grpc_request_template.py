@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tritonclient.grpc import service_pb2 as pb
 
-from tritium.frontend.grpc import codec
-from tritium.frontend.grpc.codec import decode_infer_request, parse_infer_request
+from tritium.frontend.grpc import request_template
+from tritium.frontend.grpc.infer_request import decode_infer_request, parse_infer_request
 
 _NAMES = st.text(min_size=1, max_size=6)
 _KINDS = st.sampled_from([("FP32", "<f4"), ("INT64", "<i8"), ("BOOL", "?"), ("BYTES", None)])
@@ -57,8 +57,8 @@ def _messages(draw: Any) -> pb.ModelInferRequest:
 
 
 def _forget_templates() -> None:
-    codec._TEMPLATES.clear()
-    codec._BY_SIZE.clear()
+    request_template.TEMPLATES.clear()
+    request_template.BY_SIZE.clear()
 
 
 def _decode(data: bytes, keyed: bool = True) -> tuple[Any, Any]:
@@ -84,7 +84,7 @@ def test_a_request_from_its_template_is_the_decoded_one(message: pb.ModelInferRe
     _forget_templates()
     full = _described(_decode(data, keyed=False))
     assert _described(_decode(data)) == full
-    assert len(codec._TEMPLATES) == (0 if message.id else 1)  # a message with an id: none
+    assert len(request_template.TEMPLATES) == (0 if message.id else 1)  # a message with an id: none
     assert _described(_decode(data)) == full  # from the template when there is one
     request, _ = _decode(data)
     request.parameters["changed"] = 1
@@ -93,7 +93,7 @@ def test_a_request_from_its_template_is_the_decoded_one(message: pb.ModelInferRe
     for output in request.requested_outputs:
         output.parameters["changed"] = 1
     assert _described(_decode(data)) == full  # the template's requests own their containers
-    if codec._TEMPLATES:  # and the requests of one template share their form
+    if request_template.TEMPLATES:  # and the requests of one template share their form
         assert _decode(data)[0].form is _decode(data)[0].form is not None
 
 
@@ -118,7 +118,7 @@ def test_a_message_of_a_kept_templates_size_decodes_as_itself(
     expected = _outcome(changed)
     _forget_templates()
     _decode(kept)
-    assert len(codec._BY_SIZE) == (0 if message.id else 1)
+    assert len(request_template.BY_SIZE) == (0 if message.id else 1)
     assert _outcome(changed) == expected
 
 
@@ -139,7 +139,7 @@ def test_raw_contents_not_last_leave_no_template() -> None:
     assert parse_infer_request(data)[2] is None
     request, _ = _decode(data)
     assert [o.name for o in request.requested_outputs] == ["OUTPUT0"]
-    assert codec._TEMPLATES == {}
+    assert request_template.TEMPLATES == {}
 
 
 def test_raw_contents_that_look_like_the_layout_leave_no_template() -> None:
@@ -160,4 +160,4 @@ def test_raw_contents_that_look_like_the_layout_leave_no_template() -> None:
     request, _ = _decode(data)
     assert [o.name for o in request.requested_outputs] == ["OUTPUT0"]
     assert bytes(request.inputs["INPUT0"].data.tobytes()) == bytes(raw)
-    assert codec._TEMPLATES == {}
+    assert request_template.TEMPLATES == {}

@@ -177,7 +177,7 @@ def test_a_fault_in_the_parsers_callbacks_is_a_500_not_the_clients_400(monkeypat
     """A bug of ours while a request is parsed answers 500 and is logged with its traceback
     (it used to read as the client's "Invalid HTTP request received."); a malformed request
     is still the client's 400."""
-    from tritium.frontend.http.server import HttpConnection
+    from tritium.frontend.http.connection import HttpConnection
 
     def broken(self, name: bytes, value: bytes) -> None:
         raise KeyError("a bug")

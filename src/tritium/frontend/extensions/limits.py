@@ -1,6 +1,6 @@
 """Bounds on what one request may ask for, shared by the HTTP and gRPC decoders.
 
-Triton bounds the body (`--http-max-input-size`, in `http/server.py`) and JSON nesting (its
+Triton bounds the body (`--http-max-input-size`, in `http/connection.py`) and JSON nesting (its
 parser's stack; ours stops at Python's recursion limit with a 400, `json_codec`). The number of
 requested outputs is bounded here so that a request naming one output a million times is
 refused before any work is done per entry.

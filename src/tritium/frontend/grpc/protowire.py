@@ -6,6 +6,11 @@ message objects for speed (raw tensor contents, the small fixed parts of respons
 
 from __future__ import annotations
 
+# ModelInferRequests at least this big are scanned by hand so raw tensors stay views of the
+# message; below it protobuf's C parser is faster than the Python scan and the copies are
+# negligible.
+SCAN_THRESHOLD = 48 * 1024
+
 
 def varint(value: int) -> bytes:
     if value < 0x80:

@@ -4,7 +4,7 @@ The RPC bodies are grpcio method handlers run by Tritium's own HTTP/2 transport
 (`server`, `http2`) in the server's event loop: grpcio's server would cost more CPU per call
 than the rest of a request. Messages are Triton's own protobuf stubs from `tritonclient.grpc`, so
 the real `tritonclient` talks to it unmodified. A ModelInfer request's model is resolved once
-(`InferenceServer.resolve`), the request decoded into an `InferenceRequest` (`codec`), run
+(`InferenceServer.resolve`), the request decoded into an `InferenceRequest` (`infer_request`), run
 on that model through the loop bridge (`frontend/loop_bridge.py`), and the response encoded
 back the way Triton does. ModelStreamInfer (bidirectional streaming, the one way to decoupled
 models) lives in `stream`.
@@ -37,8 +37,8 @@ from ..extensions.restricted_api import Restriction, restrict_grpc
 from ..extensions.shared_memory import end_region_use
 from ..extensions.statistics_api import statistics_proto
 from .call import UNPARSABLE
-from .codec import ParsedInferRequest, decode_infer_request, parse_infer_request
 from .immediate import ImmediateCall, ImmediateUnary, MethodHandler
+from .infer_request import ParsedInferRequest, decode_infer_request, parse_infer_request
 from .infer_response import encode_infer_response
 from .options import GrpcOptions
 from .repository import RepositoryService

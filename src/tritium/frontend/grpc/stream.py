@@ -55,7 +55,8 @@ from ..bulk_work import bulky_bytes, bulky_input, off_loop
 from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.infer_failed import log_infer_failed
 from ..extensions.shared_memory import OutputRegion, end_region_use
-from .codec import ParsedInferRequest, decode_infer_request, enable_empty_final_response
+from .infer_parameters import enable_empty_final_response
+from .infer_request import ParsedInferRequest, decode_infer_request
 from .infer_response import encode_infer_response, encode_stream_head, encode_stream_response
 
 log = logging.getLogger("tritium.frontend.grpc")

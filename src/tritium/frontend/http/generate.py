@@ -41,9 +41,9 @@ from ...tensor import Tensor, element_count, wire_datatype
 from ..bulk_work import Decoding, later
 from ..extensions.json_codec import NOT_STRING, dumps, nesting_too_deep, parse_error
 from ..loop_bridge import each_on_loop
+from .connection import HttpConnection, Request
 from .json_data import LARGE_OUTPUT, array_from_json, json_from_array, json_text_in_slices
 from .json_spans import BULK, JsonSpan, load_generate_json
-from .server import HttpConnection, Request
 
 log = logging.getLogger("tritium.http")
 

@@ -7,13 +7,16 @@ are Tritium's own bounds in the same spirit, set with `--http-max-header-size`,
 has no such flags). An oversized request line or header section is answered 414 or 431 and the
 connection closed before more of it is read, and a header section still incomplete after the
 timeout is answered 408 and closed, so slow or endless headers cost a bounded amount of memory
-and time per connection. The body's bound is `--http-max-input-size` (server.py).
+and time per connection. The body's bound is `--http-max-input-size` (`DEFAULT_MAX_INPUT_SIZE`
+here, held by connection.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Triton's HTTP_DEFAULT_MAX_INPUT_SIZE.
+DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024
 # The gRPC side's header list bound (frontend/grpc), and what common proxies allow.
 DEFAULT_MAX_HEADER_SIZE = 64 * 1024
 DEFAULT_MAX_URL_SIZE = 16 * 1024

@@ -2,7 +2,7 @@
 
 A small explicit router (the routes and answers of Triton's http_server.cc: the same paths, the
 same status codes, `{"error": "..."}` bodies, empty 200/400 for health and readiness) over the
-lean HTTP/1.1 server of `server`. Infer bodies are decoded in `request` and encoded in
+lean HTTP/1.1 `endpoint` and its `connection`s. Infer bodies are decoded in `request` and encoded in
 `response`; the generate extension lives in `generate`.
 """
 
@@ -27,13 +27,15 @@ from ..extensions.shared_memory import end_region_use
 from ..loop_bridge import final_on_loop
 from .bulk_decode import is_bulky
 from .compression import accepted_encoding, compress, decompress
+from .connection import HttpConnection, Request
+from .endpoint import HttpEndpoint
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
 from .infer_dialect import KSERVE, InferDialect
+from .limits import DEFAULT_MAX_INPUT_SIZE
 from .repository import Answer, repository_handler, run_later
 from .request import OutputPlan, decode_infer_request
 from .response import encode_infer_response
-from .server import DEFAULT_MAX_INPUT_SIZE, HttpConnection, HttpEndpoint, Request
 from .shared_memory import PREFIXES as _SHM_PREFIXES
 from .shared_memory import handle as _shared_memory_call
 from .shared_memory import parse_path as _shared_memory_path

@@ -31,7 +31,8 @@ from ...errors import TritonError
 from ...request import InferenceResponse
 from ...server import InferenceServer
 from ...version import __version__
-from ..http.server import HttpConnection, HttpEndpoint, Request
+from ..http.connection import HttpConnection, Request
+from ..http.endpoint import HttpEndpoint
 from ..loop_bridge import each_on_loop
 from .chat_template import ChatTemplate
 from .logprobs import CompletionLogprobs, chat_logprobs

@@ -21,10 +21,11 @@ import re
 from functools import partial
 
 from ...server import InferenceServer
+from ..http.connection import HttpConnection, Request
+from ..http.endpoint import HttpEndpoint
 from ..http.infer_dialect import content_type_dialect
 from ..http.repository import Answer, run_later
 from ..http.routes import HttpApp, send_answer
-from ..http.server import HttpConnection, HttpEndpoint, Request
 from .multi_model import TARGET_MODEL_HEADER, MultiModels, failure_status
 
 log = logging.getLogger("tritium.http")

@@ -1,6 +1,7 @@
 """ModelInferRequest bytes -> InferenceRequest, with Triton's checks (src/grpc/infer_handler.cc
 and the core's input validation) and messages. ModelStreamInfer reuses it. The answers' side is
-`infer_response`.
+`infer_response`; the parameters' checks are `infer_parameters`, and a message decoded before is
+decoded from its template (`request_template`).
 
 Speed: the big parts of ModelInfer messages never go through protobuf objects. Large requests are
 scanned by hand so each `raw_input_contents` entry becomes a zero-copy view of the received
@@ -10,7 +11,6 @@ message (`np.frombuffer` on it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,6 @@ from ...tensor import (
     STRING_COUNT_MISMATCH,
     HeldDataError,
     Tensor,
-    WireInput,
     dims_string,
     element_count,
     empty_input,
@@ -42,16 +41,17 @@ from ..extensions.limits import check_requested_outputs
 from ..extensions.shared_memory import (
     OutputRegion,
     SharedMemoryManager,
-    Window,
     end_region_use,
     output_query,
-    region_window,
 )
-from .protowire import read_varint, varint
-
-# Requests at least this big are scanned by hand so raw tensors stay views of the message; below
-# it protobuf's C parser is faster than the Python scan and the copies are negligible.
-_SCAN_THRESHOLD = 48 * 1024
+from .infer_parameters import (
+    SHM_PARAMETERS,
+    checked_request_parameters,
+    plain_parameters,
+    tensor_region,
+)
+from .protowire import SCAN_THRESHOLD, read_varint
+from .request_template import BY_SIZE, TEMPLATES, keep_template, template_key
 
 # -- ModelInferRequest: parsing -----------------------------------------------------------------
 
@@ -67,7 +67,7 @@ def parse_infer_request(data: bytes) -> ParsedInferRequest:
     a kept template's fields followed by raw contents of the sizes the template was made with
     is not parsed at all: its message is the template's.
     """
-    template = _BY_SIZE.get(len(data))
+    template = BY_SIZE.get(len(data))
     if template is not None:
         kept = template.raws(data)
         if kept is not None:
@@ -77,7 +77,7 @@ def parse_infer_request(data: bytes) -> ParsedInferRequest:
 
 
 def _parse(data: bytes) -> tuple[pb.ModelInferRequest, Sequence[bytes | memoryview]]:
-    if len(data) < _SCAN_THRESHOLD:
+    if len(data) < SCAN_THRESHOLD:
         message = pb.ModelInferRequest.FromString(data)
         # Slices, not iteration: protobuf's repeated fields iterate by index until an
         # IndexError (its message formatted, then dropped), at three times the cost.
@@ -112,7 +112,6 @@ def _parse(data: bytes) -> tuple[pb.ModelInferRequest, Sequence[bytes | memoryvi
             raise ValueError(f"unsupported protobuf wire type {wire_type} in ModelInferRequest")
     return pb.ModelInferRequest.FromString(b"".join(rest)), raws
 
-
 # -- ModelInferRequest: decoding ----------------------------------------------------------------
 
 
@@ -126,7 +125,7 @@ def decode_infer_request(
     outputs to write into client shared memory (`regions` are the registered ones). With the
     message's template `key`, a message decoded before is decoded from its template."""
     if key is not None:
-        template = _TEMPLATES.get(key)
+        template = TEMPLATES.get(key)
         if template is not None and len(raws) == len(template.inputs):
             return template.request(raws), None
     request = InferenceRequest(message.model_name, parse_version(message.model_version),
@@ -149,7 +148,7 @@ def _decode(
     rid = message.id
     request_parameters: dict[str, Any] = {}
     if message.parameters:
-        request_parameters = _request_parameters(message.parameters)
+        request_parameters = checked_request_parameters(message.parameters)
         apply_parameters(request, request_parameters)
 
     prefix = log_prefix(rid)
@@ -162,10 +161,10 @@ def _decode(
         name = io.name
         if name in inputs:
             raise TritonError.invalid_arg(f"{prefix}input '{name}' already exists in request")
-        parameters = _plain(io.parameters) if io.parameters else {}
+        parameters = plain_parameters(io.parameters) if io.parameters else {}
         view = None
-        if parameters and _SHM_PARAMETERS.intersection(parameters):
-            window = _tensor_region(io.parameters, name, regions)
+        if parameters and SHM_PARAMETERS.intersection(parameters):
+            window = tensor_region(io.parameters, name, regions)
             request.region_windows += (window,)
             view = window.read()
         datatype = io.datatype
@@ -221,7 +220,7 @@ def _decode(
     check_requested_outputs(len(message.outputs), model)
     targets: dict[str, OutputRegion] | None = None
     for out in message.outputs[:]:
-        out_parameters = _plain(out.parameters) if out.parameters else {}
+        out_parameters = plain_parameters(out.parameters) if out.parameters else {}
         if out_parameters and "classification" in out_parameters:
             if "shared_memory_region" in out_parameters:
                 raise TritonError.invalid_arg(
@@ -236,170 +235,17 @@ def _decode(
                 raise TritonError.invalid_arg(
                     "invalid value for 'classification' parameter, expected >= 0"
                 )
-        if out_parameters and _SHM_PARAMETERS.intersection(out_parameters):
+        if out_parameters and SHM_PARAMETERS.intersection(out_parameters):
             if targets is None:
                 targets = {}
-            targets[out.name] = window = _tensor_region(out.parameters, out.name, regions)
+            targets[out.name] = window = tensor_region(out.parameters, out.name, regions)
             request.region_windows += (window,)
         request.requested_outputs.append(RequestedOutput(out.name, out_parameters))
     if targets is not None:
         request.output_query = output_query(targets)
     if key is not None and all_raw and targets is None and not rid:
-        _keep_template(key, raws, request, request_parameters)
+        keep_template(key, raws, request, request_parameters)
     return request, targets
-
-
-# -- ModelInferRequest: templates ----------------------------------------------------------------
-
-# Decoded requests by the message's bytes before its raw_input_contents: clients send the same
-# fields with every request of a kind, and the same fields decode to the same request but for
-# its tensors' bytes (as HTTP's header templates, http/request.py). Kept for messages whose
-# inputs are all raw contents, that name no shared memory and carry no id. Bounded.
-_TEMPLATE_LIMIT = 256
-_TEMPLATE_KEY_LIMIT = 4096
-_RAW_INPUT_TAG = b"\x3a"  # field 7 (raw_input_contents), wire type 2
-
-
-def template_key(data: bytes, raws: Sequence[bytes | memoryview]) -> bytes | None:
-    """`data` before its raw_input_contents when those are its last fields, each whole and in
-    order (protobuf writes a message's fields in number order, raw_input_contents last); None
-    for any other layout and for long keys."""
-    end = len(data)
-    for raw in reversed(raws):
-        size = len(raw)
-        head = _RAW_INPUT_TAG + varint(size)
-        end -= len(head) + size
-        if end < 0 or data[end : end + len(head)] != head:
-            return None
-    return bytes(data[:end]) if end <= _TEMPLATE_KEY_LIMIT else None
-
-
-def _key_message(key: bytes) -> pb.ModelInferRequest | None:
-    """`key` parsed, if it is whole fields holding no raw contents: then it ends where the
-    message's raw_input_contents begin (its parse follows the message's own up to there), and
-    every message starting with it and ending in raw contents only has the fields it has.
-    Checked once, before a template is kept: without it, a message whose raw contents merely
-    look like that layout could keep its own fields under another client's key."""
-    try:
-        message = pb.ModelInferRequest.FromString(key)
-    except Exception:  # not whole fields (protobuf's DecodeError)
-        return None
-    return None if message.raw_input_contents else message
-
-
-def _keep_template(key: bytes, raws: Sequence[bytes | memoryview], request: InferenceRequest,
-                   parameters: dict[str, Any]) -> None:
-    message = _key_message(key)
-    if message is None:
-        return
-    if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
-        _TEMPLATES.clear()
-        _BY_SIZE.clear()
-    layout = []
-    at = len(key)
-    for raw in raws:
-        head = _RAW_INPUT_TAG + varint(len(raw))
-        start = at + len(head)
-        layout.append((at, head, start, start + len(raw)))
-        at = start + len(raw)
-    template = _Template(key, message, tuple(layout), request.model_name, request.model_version,
-                         dict(parameters),
-                         tuple((WireInput(t.name, t.datatype, t.shape), dict(t.parameters))
-                               for t in request.inputs.values()),
-                         tuple((o.name, dict(o.parameters)) for o in request.requested_outputs))
-    _TEMPLATES[key] = template
-    # One template per message size (the last kept): the size picks the template to try
-    # before parsing.
-    _BY_SIZE[at] = template
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _Template:
-    """What a message decodes to, less its tensors' bytes; the `form` of its requests (compared
-    by identity). `layout`: where each raw_input_contents entry's field head (tag and length)
-    and bytes were in the message it was made from."""
-
-    key: bytes
-    message: pb.ModelInferRequest  # the key's fields; read, never changed
-    layout: tuple[tuple[int, bytes, int, int], ...]  # head at, head, bytes start, bytes stop
-    model: str
-    version: int
-    parameters: dict[str, Any]  # as apply_parameters takes them
-    inputs: tuple[tuple[WireInput, dict[str, Any]], ...]
-    outputs: tuple[tuple[str, dict[str, Any]], ...]
-
-    def raws(self, data: bytes) -> list[bytes | memoryview] | None:
-        """The raw contents of `data` if it is this template's fields followed by raw contents
-        laid out as those it was made from (None otherwise: it is parsed)."""
-        if not data.startswith(self.key):
-            return None
-        source: bytes | memoryview = memoryview(data) if len(data) >= _SCAN_THRESHOLD else data
-        raws: list[bytes | memoryview] = []
-        for at, head, start, stop in self.layout:
-            if data[at:start] != head:
-                return None
-            raws.append(source[start:stop])
-        return raws
-
-    def request(self, raws: Sequence[bytes | memoryview]) -> InferenceRequest:
-        """A request of this template, its tensors from `raws` (each conversion checked)."""
-        request = InferenceRequest(self.model, self.version)
-        request.form = self
-        if self.parameters:
-            apply_parameters(request, self.parameters)
-        model = self.model
-        prefix = log_prefix("")
-        inputs = request.inputs
-        held = HeldDataError()
-        for (wire, parameters), raw in zip(self.inputs, raws, strict=True):
-            data = held.convert(wire.array, raw, model, prefix)
-            if data is not None:
-                inputs[wire.name] = Tensor(wire.name, wire.datatype, wire.shape, data,
-                                           dict(parameters))
-        held.check()
-        requested = request.requested_outputs
-        for name, parameters in self.outputs:
-            requested.append(RequestedOutput(name, dict(parameters)))
-        return request
-
-
-_TEMPLATES: dict[bytes, _Template] = {}
-_BY_SIZE: dict[int, _Template] = {}
-
-
-_SHM_PARAMETERS = frozenset(("shared_memory_region", "shared_memory_offset",
-                             "shared_memory_byte_size"))
-
-
-def _tensor_region(params: Any, name: str, regions: SharedMemoryManager) -> Window:
-    """The window a tensor's shared-memory parameters name, checked as Triton's gRPC frontend
-    checks them (kinds, a size with every region, no offset or size without one)."""
-    values: dict[str, Any] = {}
-    for key, kind in (("shared_memory_region", "string_param"),
-                      ("shared_memory_offset", "int64_param"),
-                      ("shared_memory_byte_size", "int64_param")):
-        if key in params:
-            if params[key].WhichOneof("parameter_choice") != kind:
-                raise TritonError.invalid_arg(
-                    f"invalid value type for '{key}' parameter for tensor '{name}', expected "
-                    f"{kind}."
-                )
-            values[key] = getattr(params[key], kind)
-    region = values.get("shared_memory_region")
-    if region is None:
-        extra = "shared_memory_byte_size" if "shared_memory_byte_size" in values \
-            else "shared_memory_offset"
-        raise TritonError.invalid_arg(
-            f"'{extra}' can not be specified without 'shared_memory_region' parameter for "
-            f"tensor '{name}'"
-        )
-    if "shared_memory_byte_size" not in values:
-        raise TritonError.invalid_arg(
-            "'shared_memory_byte_size' must be specified along with 'shared_memory_region' "
-            f"parameter for tensor '{name}'"
-        )
-    return region_window(regions, region, values.get("shared_memory_offset", 0),
-                       values["shared_memory_byte_size"])
 
 
 # InferTensorContents field -> (the datatype it carries, datatypes it may fill). int_contents
@@ -454,68 +300,3 @@ def _contents_array(
     if data is None:
         return empty_input(datatype, shape)
     return data.reshape(shape)
-
-
-# The request parameters Triton's gRPC frontend reads itself: the InferParameter kinds it accepts
-# for each, and how its error message names them. Any other key is the model's (_MODEL_KINDS).
-_READ_KINDS: dict[str, tuple[frozenset[str], str]] = {
-    "sequence_id": (frozenset(("int64_param", "string_param")), "int64_param or string_param"),
-    "sequence_start": (frozenset(("bool_param",)), "bool_param"),
-    "sequence_end": (frozenset(("bool_param",)), "bool_param"),
-    "priority": (frozenset(("int64_param", "uint64_param")), "int64_param or uint64_param"),
-    "timeout": (frozenset(("int64_param",)), "int64_param"),
-    # The one reserved key a client may send: a ModelStreamInfer option, not for the model.
-    "triton_enable_empty_final_response": (frozenset(("bool_param",)), "bool_param"),
-}
-_STREAM_OPTION = "triton_enable_empty_final_response"
-# Triton 2.51 takes double_param too (its message does not say so), but not uint64_param.
-_MODEL_KINDS = (
-    frozenset(("int64_param", "bool_param", "string_param", "double_param")),
-    "int64_param, bool_param, or string_param",
-)
-
-
-def _request_parameters(params: Any) -> dict[str, Any]:
-    """Request parameters checked against their InferParameter kinds, as Triton's gRPC frontend
-    checks them, as plain values for `apply_parameters`."""
-    values: dict[str, Any] = {}
-    for key, param in params.items():
-        rule = _READ_KINDS.get(key)
-        if rule is None:
-            if key.startswith("triton_"):
-                raise TritonError.invalid_arg(
-                    "parameter keys starting with 'triton_' are reserved for Triton usage. "
-                    "Only the following keys starting with 'triton_' are allowed: "
-                    f"{_STREAM_OPTION}"
-                )
-            rule = _MODEL_KINDS
-        kinds, expected = rule
-        kind = param.WhichOneof("parameter_choice")
-        if kind not in kinds:
-            raise TritonError.invalid_arg(
-                f"invalid value type for '{key}' parameter, expected {expected}."
-            )
-        value = getattr(param, kind)
-        if key == "sequence_id" and kind == "int64_param":
-            value &= 0xFFFF_FFFF_FFFF_FFFF  # Triton keeps integer sequence ids as uint64
-        elif key == "priority" and value < 0:
-            raise TritonError.invalid_arg("invalid value for 'priority', expected value >= 0.")
-        if key != _STREAM_OPTION:
-            values[key] = value
-    return values
-
-
-def _plain(params: Any) -> dict[str, Any]:
-    """Input and output parameters as plain values (Triton does not check their kinds)."""
-    out: dict[str, Any] = {}
-    for key, param in params.items():
-        kind = param.WhichOneof("parameter_choice")
-        if kind is not None:
-            out[key] = getattr(param, kind)
-    return out
-
-
-def enable_empty_final_response(message: pb.ModelInferRequest) -> bool:
-    """The request's `triton_enable_empty_final_response` (its kind was checked by decoding)."""
-    param = message.parameters.get(_STREAM_OPTION)
-    return param is not None and param.bool_param

@@ -1,4 +1,5 @@
-"""HTTP/1.1 for the HTTP/REST frontend: a lean asyncio Protocol on httptools, in the server's loop.
+"""One HTTP/1.1 client connection of the HTTP/REST frontend: a lean asyncio Protocol on
+httptools, in the server's loop. Its endpoint (`endpoint.py`) listens, sweeps and stops.
 
 The frontend's routes are few and its bodies are read whole before they are answered, so an ASGI
 server's generality (scope dicts, receive/send messages, a task per request, per-request timers)
@@ -8,10 +9,8 @@ parser uvicorn uses), hands each complete request to the handler, and writes its
 transfer encoding instead). What clients see is what uvicorn gave them: the same status lines and
 lowercase headers, keep-alive by default (`Connection: close` and HTTP/1.0 close after the
 answer), pipelined requests answered in order, `100 Continue` for `Expect: 100-continue`, a 400
-for a request that does not parse, a request whose client goes away before its answer is
-complete marked cancelled, and on stop: refuse new connections (the HTTP port first serves
-its open ones until their clients close them, as Triton's does), close idle ones, let
-requests in flight finish within the grace period, then cancel what is left.
+for a request that does not parse, and a request whose client goes away before its answer is
+complete marked cancelled.
 
 A request body (Content-Length or chunked, of any size) is kept only up to the endpoint's
 `max_input_size` (Triton's `--http-max-input-size`, 64 MB by default); past it the rest is
@@ -25,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import http
 import logging
-import math
 from collections import deque
 from time import perf_counter_ns
 from typing import Any, Protocol, cast
@@ -34,13 +32,9 @@ from urllib.parse import unquote
 import httptools
 
 from ...handoff import Deferral, deferring
-from .limits import HEADER_TIMEOUT, HEADERS_TOO_LARGE, URL_TOO_LONG, HttpLimits, Refused
-from .listen import bind
+from .limits import HEADERS_TOO_LARGE, URL_TOO_LONG, HttpLimits, Refused
 
 log = logging.getLogger("tritium.http")
-
-# Triton's HTTP_DEFAULT_MAX_INPUT_SIZE.
-DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024
 
 
 def _status_line(code: int) -> bytes:
@@ -112,10 +106,24 @@ class Handler(Protocol):
         """Answer `request` through `connection.respond`, now or later (from the loop)."""
 
 
+class ConnectionHost(Protocol):
+    """What a connection needs of its endpoint (`endpoint.HttpEndpoint`): a protocol, so that
+    the endpoint imports the connection and not the other way round."""
+
+    handler: Handler
+    loop: asyncio.AbstractEventLoop
+    deferral: Deferral  # the loop's hand-offs of one turn
+    limits: HttpLimits
+    max_input_size: int
+    keep_header_names: bool
+    stopping: bool
+    connections: set[HttpConnection]
+
+
 class HttpConnection(asyncio.Protocol):
     """One client connection: parse requests, hand them to the handler one at a time."""
 
-    def __init__(self, endpoint: HttpEndpoint) -> None:
+    def __init__(self, endpoint: ConnectionHost) -> None:
         self._endpoint = endpoint
         self._handler = endpoint.handler
         self.loop = endpoint.loop
@@ -148,8 +156,9 @@ class HttpConnection(asyncio.Protocol):
         self._in_message = False
         self._recv_start_ns = 0
         self._parsing_head = False  # the request being parsed is a HEAD (its refusals too)
-        # The request being answered, and those pipelined behind it.
-        self._busy = False
+        # The request being answered (the endpoint's sweep leaves a busy connection alone), and
+        # those pipelined behind it.
+        self.busy = False
         self._head = False  # the request being answered is a HEAD: no body in the answer
         self._keep_alive = True
         self._streaming = False  # the answer being sent is a chunked stream (start_stream)
@@ -176,7 +185,7 @@ class HttpConnection(asyncio.Protocol):
         # The client went away before its answer was complete: as Triton's request-fini hook
         # does, the request is cancelled (a model may stop early; its answers are dropped).
         pending, self.pending = self.pending, None
-        if pending is not None and self._busy:
+        if pending is not None and self.busy:
             pending.cancelled = True
 
     def data_received(self, data: bytes) -> None:
@@ -268,7 +277,7 @@ class HttpConnection(asyncio.Protocol):
             if [v.strip().lower() for v in self._transfer_encodings] != [b"chunked"]:
                 raise ValueError("Transfer-Encoding other than one plain 'chunked'")
             self._close_after = self._content_length
-        if self._expect_continue and not self._busy and self.transport is not None:
+        if self._expect_continue and not self.busy and self.transport is not None:
             self.transport.write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
@@ -306,7 +315,7 @@ class HttpConnection(asyncio.Protocol):
         keep_alive = (parser.get_http_version() != "1.0" and parser.should_keep_alive()
                       and not self._close_after)
         self._close_after = False
-        if self._busy:
+        if self.busy:
             # Pipelined behind a request still being answered: answers go out in order.
             self._pipeline.append((request, keep_alive))
             self._pause_reading()
@@ -316,7 +325,7 @@ class HttpConnection(asyncio.Protocol):
     # -- answering -----------------------------------------------------------------------------
 
     def _start(self, request: Request, keep_alive: bool) -> None:
-        self._busy = True
+        self.busy = True
         self._keep_alive = keep_alive and not self._endpoint.stopping
         self._head = request.method == b"HEAD"
         if request.too_large:
@@ -340,9 +349,9 @@ class HttpConnection(asyncio.Protocol):
         """Send the answer to the current request: `headers` are whole header lines
         (b"name: value\r\n" each, content-length included), then `body`, or the buffers in
         `parts` written after one another without being joined."""
-        if not self._busy:
+        if not self.busy:
             return
-        self._busy = False
+        self.busy = False
         self.pending = None
         transport = self.transport
         if self._closed or transport is None or transport.is_closing():
@@ -363,7 +372,7 @@ class HttpConnection(asyncio.Protocol):
         `headers` as for `respond`, without content-length; then `send_chunk` any number of
         times and `end_stream` once."""
         transport = self.transport
-        if not self._busy or self._closed or transport is None or transport.is_closing():
+        if not self.busy or self._closed or transport is None or transport.is_closing():
             return
         self._streaming = True
         if not self._keep_alive:
@@ -382,7 +391,7 @@ class HttpConnection(asyncio.Protocol):
         if not self._streaming:
             return
         self._streaming = False
-        self._busy = False
+        self.busy = False
         self.pending = None
         transport = self.transport
         if self._closed or transport is None or transport.is_closing():
@@ -411,7 +420,7 @@ class HttpConnection(asyncio.Protocol):
 
     def _close_with(self, answer: bytes) -> None:
         """Write a final answer and close the connection."""
-        self._busy = False
+        self.busy = False
         self._pipeline.clear()
         transport = self.transport
         if transport is not None and not transport.is_closing():
@@ -437,7 +446,7 @@ class HttpConnection(asyncio.Protocol):
 
     def shutdown(self) -> None:
         """The endpoint is stopping: close now if idle, else after the current answer."""
-        if self._busy:
+        if self.busy:
             self._keep_alive = False
             self._pipeline.clear()
         else:
@@ -446,119 +455,17 @@ class HttpConnection(asyncio.Protocol):
     def cancel(self) -> None:
         """The endpoint gives up on the answer being waited for: mark its request cancelled
         and answer 500, as an ASGI server cancelling the request's task would."""
-        if not self._busy:
+        if not self.busy:
             return
         pending, self.pending = self.pending, None
         if pending is not None:
             pending.cancelled = True
         if self._streaming:
             # Mid-stream, a status line can no longer be sent: the stream just ends.
-            self._busy = False
+            self.busy = False
             self.close()
             return
         self._abort(_INTERNAL_ERROR)
 
 
-class HttpEndpoint:
-    """Serves `handler` on address:port inside the running event loop."""
-
-    def __init__(self, handler: Handler, address: str, port: int, service: str,
-                 max_input_size: int = DEFAULT_MAX_INPUT_SIZE) -> None:
-        self.handler = handler
-        self.limits = HttpLimits()  # set before start()
-        # --reuse-http-port; header names kept as sent (for header forwarding).
-        self.reuse_port = False
-        self.keep_header_names = False
-        self.max_input_size = max_input_size
-        self.address = address
-        self.port = port
-        self.service = service
-        self.description = f"{service} at {address}:{port}"
-        self.connections: set[HttpConnection] = set()
-        self.stopping = False
-        self.loop: asyncio.AbstractEventLoop  # set by start()
-        self.deferral: Deferral  # set by start(): the loop's hand-offs of one turn
-        self._server: asyncio.AbstractServer | None = None
-        self._sweeper: asyncio.TimerHandle | None = None
-
-    async def start(self) -> None:
-        """Bind and listen; returns once connections are accepted. OSError if the port is taken."""
-        self.loop = asyncio.get_running_loop()
-        self.deferral = Deferral(self.loop.call_soon)
-        sock = bind(self.address, self.port, self.reuse_port)
-        self.port = sock.getsockname()[1]
-        self.description = f"{self.service} at {self.address}:{self.port}"
-        try:
-            self._server = await self.loop.create_server(
-                lambda: HttpConnection(self), sock=sock, backlog=1024
-            )
-        except BaseException:
-            sock.close()
-            raise
-        self._sweeper = self.loop.call_later(self.limits.sweep_interval_s, self._sweep)
-
-    def _sweep(self) -> None:
-        """Close connections whose head is late (408) and keep-alive connections idle for
-        longer than their timeout."""
-        now = self.loop.time()
-        idle_limit = now - self.limits.keepalive_timeout_s
-        head_limit = now - self.limits.header_timeout_s
-        for connection in list(self.connections):
-            if connection._busy:
-                continue
-            started = connection.head_started
-            if started is not None:
-                if started < head_limit:
-                    connection.refuse(HEADER_TIMEOUT)
-            elif connection.idle_since < idle_limit:
-                connection.close()
-        self._sweeper = self.loop.call_later(self.limits.sweep_interval_s, self._sweep)
-
-    async def serve_open_connections(self, timeout: float, service_name: str) -> None:
-        """The first step of Triton's exit: no new connections, while the open ones (idle
-        keep-alive ones too) are served as before until their clients close them, for up to
-        `timeout` seconds; each second the log says how many are left, in Triton's words
-        ("Timeout 30: Found 1 HTTP service connections"). A client that keeps its connection
-        open can so finish its work before the server stops taking requests."""
-        server = self._server
-        if server is None:
-            return
-        server.close()  # stop() finishes the job
-        deadline = self.loop.time() + timeout
-        report_at = 0.0
-        while self.connections and (now := self.loop.time()) < deadline:
-            if now >= report_at:
-                log.info("Timeout %d: Found %d %s service connections",
-                         math.ceil(deadline - now), len(self.connections), service_name)
-                report_at = now + 1.0
-            await asyncio.sleep(0.05)
-
-    async def stop(self, grace: float) -> None:
-        """Stop accepting; let in-flight requests finish for up to `grace` seconds."""
-        server = self._server
-        if server is None:
-            return
-        self._server = None
-        self.stopping = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-        server.close()
-        for connection in list(self.connections):
-            connection.shutdown()
-        try:
-            await asyncio.wait_for(self._drained(), timeout=max(grace, 0.0))
-        except asyncio.TimeoutError:
-            for connection in list(self.connections):
-                connection.cancel()
-        for connection in list(self.connections):
-            connection.close()
-        await server.wait_closed()
-
-    async def _drained(self) -> None:
-        while self.connections:
-            await asyncio.sleep(0.05)
-
-
-__all__ = [
-    "DEFAULT_MAX_INPUT_SIZE", "HttpConnection", "HttpEndpoint", "Request", "STATUS_LINES", "bind"
-]
+__all__ = ["STATUS_LINES", "ConnectionHost", "Handler", "HttpConnection", "Request"]
