@@ -32,7 +32,7 @@ from urllib.parse import unquote
 import httptools
 
 from ...handoff import Deferral, deferring
-from .limits import HEADERS_TOO_LARGE, URL_TOO_LONG, HttpLimits, Refused
+from .limits import HEADERS_TOO_LARGE, URL_TOO_LONG, HttpLimits, Refused, closing_answer
 
 log = logging.getLogger("tritium.http")
 
@@ -47,18 +47,8 @@ def _status_line(code: int) -> bytes:
 
 STATUS_LINES = {code: _status_line(code) for code in range(100, 600)}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_BAD_REQUEST_TEXT = b"Invalid HTTP request received."
-_BAD_REQUEST = (
-    STATUS_LINES[400]
-    + b"content-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
-    % len(_BAD_REQUEST_TEXT)
-    + _BAD_REQUEST_TEXT
-)
-_INTERNAL_ERROR = (
-    STATUS_LINES[500]
-    + b"content-type: text/plain; charset=utf-8\r\ncontent-length: 21\r\nconnection: close\r\n\r\n"
-    b"Internal Server Error"
-)
+_BAD_REQUEST = closing_answer(b"400 Bad Request", b"Invalid HTTP request received.")
+_INTERNAL_ERROR = closing_answer(b"500 Internal Server Error", b"Internal Server Error")
 
 
 def _without_body(answer: bytes) -> bytes:

@@ -50,17 +50,18 @@ class Refused(Exception):
         self.answer = answer
 
 
-def _closing_answer(status: bytes, text: bytes) -> bytes:
+def closing_answer(status: bytes, text: bytes) -> bytes:
+    """A whole plain-text answer after which the connection closes."""
     return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
             b"content-length: %d\r\nconnection: close\r\n\r\n" % len(text) + text)
 
 
-URL_TOO_LONG = _closing_answer(
+URL_TOO_LONG = closing_answer(
     b"414 URI Too Long",
     b"The request URL is too long (see --http-max-url-size).")
-HEADERS_TOO_LARGE = _closing_answer(
+HEADERS_TOO_LARGE = closing_answer(
     b"431 Request Header Fields Too Large",
     b"The request's header section is too large (see --http-max-header-size).")
-HEADER_TIMEOUT = _closing_answer(
+HEADER_TIMEOUT = closing_answer(
     b"408 Request Timeout",
     b"The request's header section took too long (see --http-header-timeout-secs).")
