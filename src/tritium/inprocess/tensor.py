@@ -245,6 +245,9 @@ def _as_bytes(item: Any) -> bytes:
     return str(item).encode("utf-8")
 
 
+_READONLY_UNEXPORTABLE = int(np.__version__.split(".")[0]) < 2
+
+
 class _Keeper:
     """A host array's memory, exported with the tensor it came from held: an array made from
     a DLPack capsule of this keeps the Tensor alive (as Triton's capsule does), so the memory a
@@ -255,4 +258,10 @@ class _Keeper:
     def __init__(self, array: np.ndarray, tensor: Tensor) -> None:
         self._array = array
         self._tensor = tensor
-        self.__array_interface__ = array.__array_interface__
+        interface = array.__array_interface__
+        if _READONLY_UNEXPORTABLE and interface["data"][1]:
+            # numpy 1.x refuses to export a read-only array over DLPack (2.x flags it) and
+            # gives read-only arrays from np.from_dlpack: exported as Triton's capsule is,
+            # without the flag, a tensor made from torch could not be read back at all.
+            interface = {**interface, "data": (interface["data"][0], False)}
+        self.__array_interface__ = interface
