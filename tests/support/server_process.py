@@ -221,3 +221,11 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def openai_server(repository: Path, *args: str) -> ServerProcess:
+    """A (not yet started) server of `repository` with its OpenAI port on, at `openai_port`."""
+    (port,) = free_ports(1)
+    process = ServerProcess([repository], f"--openai-port={port}", *args)
+    process.openai_port = port  # type: ignore[attr-defined]
+    return process

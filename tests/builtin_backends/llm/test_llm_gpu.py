@@ -18,7 +18,7 @@ import pytest
 from support.gpu import gpu, gpu_memory
 from support.llm_fixtures import PROMPTS, Reference, generate, llm_weights  # noqa: F401
 from support.llm_models import build_model, llm_repository
-from support.server_process import ServerProcess, free_ports
+from support.server_process import ServerProcess, openai_server
 
 pytestmark = [*gpu]
 
@@ -44,9 +44,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path
                  "config": ON_GPU},
         "kv": {"family": "kv", "engine": {"max_num_seqs": KV_ROWS}, "config": ON_GPU},
     }, {**llm_weights, "kv": kv_weights})
-    (port,) = free_ports(1)
-    with ServerProcess([repo], f"--openai-port={port}") as process:
-        process.openai_port = port
+    with openai_server(repo) as process:
         yield process
 
 

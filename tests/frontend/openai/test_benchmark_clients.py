@@ -18,7 +18,7 @@ import tritonclient.grpc as grpcclient
 from support.grpc_stream_fixtures import Collector, is_final
 from support.llm_fixtures import llm_weights  # noqa: F401
 from support.llm_models import llm_repository
-from support.server_process import ServerProcess, free_ports
+from support.server_process import ServerProcess, openai_server
 
 TOKENS = 24
 
@@ -27,9 +27,7 @@ TOKENS = 24
 def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path]):  # noqa: F811
     repo = llm_repository(tmp_path_factory.mktemp("bench_clients_repo"),
                           {"tiny_llama": {"family": "llama"}}, llm_weights)
-    (port,) = free_ports(1)
-    with ServerProcess([repo], f"--openai-port={port}") as process:
-        process.openai_port = port
+    with openai_server(repo) as process:
         yield process
 
 

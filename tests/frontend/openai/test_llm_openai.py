@@ -13,7 +13,7 @@ import pytest
 from support.llm_fixtures import PROMPTS, Reference, llm_weights  # noqa: F401
 from support.llm_models import llm_repository
 from support.models import identity_config, write_model
-from support.server_process import ServerProcess, free_ports
+from support.server_process import openai_server
 
 MESSAGES = [{"role": "system", "content": "You are tiny."},
             {"role": "user", "content": "Héllo, who are you?"}]
@@ -25,9 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path
                           {"tiny": {"family": "llama"}}, llm_weights)
     # A model on another backend: not offered as an OpenAI model.
     write_model(repo, "identity", identity_config("identity", "TYPE_INT32", max_batch_size=0))
-    (port,) = free_ports(1)
-    with ServerProcess([repo], f"--openai-port={port}") as process:
-        process.openai_port = port
+    with openai_server(repo) as process:
         yield process
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from support.llm_fixtures import PROMPTS, Reference, generate, llm_weights  # noqa: F401
 from support.llm_models import llm_repository
-from support.server_process import ServerProcess, free_ports
+from support.server_process import openai_server
 
 MAX_MODEL_LEN = 96
 MESSAGES = [{"role": "user", "content": "Héllo, who are you?"}]
@@ -28,9 +28,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path
     repo = llm_repository(tmp_path_factory.mktemp("openai_params_repo"),
                           {"tiny": {"family": "llama",
                                     "engine": {"max_model_len": MAX_MODEL_LEN}}}, llm_weights)
-    (port,) = free_ports(1)
-    process = ServerProcess([repo], f"--openai-port={port}")
-    process.openai_port = port
+    process = openai_server(repo)
     # Importing torch and transformers on a loaded two-core machine can take a minute or two.
     process.start(timeout=300)
     try:

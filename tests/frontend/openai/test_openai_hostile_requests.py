@@ -25,7 +25,7 @@ import requests
 from support.h2_frames import rss_bytes
 from support.llm_fixtures import llm_weights  # noqa: F401
 from support.llm_models import llm_repository
-from support.server_process import ServerProcess, free_ports
+from support.server_process import ServerProcess, openai_server
 
 MiB = 1024 * 1024
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -36,9 +36,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path
     repo = llm_repository(tmp_path_factory.mktemp("hostile_repo"),
                           {"tiny": {"family": "llama", "engine": {"max_model_len": 512}}},
                           llm_weights)
-    (port,) = free_ports(1)
-    with ServerProcess([repo], f"--openai-port={port}") as process:
-        process.openai_port = port
+    with openai_server(repo) as process:
         yield process
 
 

@@ -13,7 +13,7 @@ import requests
 
 from support.llm_fixtures import PROMPTS, llm_weights  # noqa: F401
 from support.llm_models import llm_repository
-from support.server_process import ServerProcess, free_ports
+from support.server_process import ServerProcess, openai_server
 
 MESSAGES = [{"role": "system", "content": "You are tiny."},
             {"role": "user", "content": "Héllo, who are you?"}]
@@ -24,9 +24,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, llm_weights: dict[str, Path
     repo = llm_repository(tmp_path_factory.mktemp("tokenize_repo"),
                           {"tiny": {"family": "llama", "engine": {"max_model_len": 256}}},
                           llm_weights)
-    (port,) = free_ports(1)
-    with ServerProcess([repo], f"--openai-port={port}") as process:
-        process.openai_port = port
+    with openai_server(repo) as process:
         yield process
 
 

@@ -16,7 +16,7 @@ import tritonclient.http as httpclient
 
 from support.llm_models import train_tokenizer
 from support.models import identity_config, write_model
-from support.server_process import ServerProcess, free_ports
+from support.server_process import ServerProcess, free_ports, openai_server
 
 # Triton's vLLM backend's tensors (its auto_complete_config) over a toy engine: the prompt's
 # words backwards, `max_tokens` of them, one per response when streaming.
@@ -74,10 +74,7 @@ def _repository(root) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     backends, repo = _repository(tmp_path_factory.mktemp("vllm_like"))
-    (port,) = free_ports(1)
-    with ServerProcess([repo], f"--openai-port={port}",
-                       f"--backend-directory={backends}") as process:
-        process.openai_port = port
+    with openai_server(repo, f"--backend-directory={backends}") as process:
         yield process
 
 
