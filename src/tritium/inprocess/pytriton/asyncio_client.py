@@ -201,21 +201,26 @@ class AsyncioDecoupledModelClient(_AsyncioClient):
     async def infer_sample(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
                            headers: dict[str, Any] | None = None,
                            **named_inputs: np.ndarray) -> AsyncIterator[dict[str, np.ndarray]]:
-        await self._checked_config(inputs, named_inputs, parameters, headers, batch=False,
-                                   decoupled=True)
-        async for response in self._stream(methodcaller(
-                "infer_sample", *inputs, parameters=parameters, headers=headers,
-                **named_inputs)):
+        async for response in self._streamed(False, inputs, parameters, headers,
+                                             named_inputs):
             yield response
 
     async def infer_batch(self, *inputs: np.ndarray, parameters: dict[str, Any] | None = None,
                           headers: dict[str, Any] | None = None,
                           **named_inputs: np.ndarray) -> AsyncIterator[dict[str, np.ndarray]]:
-        await self._checked_config(inputs, named_inputs, parameters, headers, batch=True,
+        async for response in self._streamed(True, inputs, parameters, headers, named_inputs):
+            yield response
+
+    async def _streamed(self, batch: bool, inputs: tuple[np.ndarray, ...],
+                        parameters: dict[str, Any] | None, headers: dict[str, Any] | None,
+                        named_inputs: dict[str, np.ndarray]
+                        ) -> AsyncIterator[dict[str, np.ndarray]]:
+        """infer_batch's (`batch`) or infer_sample's responses, the call checked first."""
+        await self._checked_config(inputs, named_inputs, parameters, headers, batch=batch,
                                    decoupled=True)
         async for response in self._stream(methodcaller(
-                "infer_batch", *inputs, parameters=parameters, headers=headers,
-                **named_inputs)):
+                "infer_batch" if batch else "infer_sample", *inputs, parameters=parameters,
+                headers=headers, **named_inputs)):
             yield response
 
     async def _stream(self, call: Callable[[ModelClient], Iterator[dict[str, np.ndarray]]]
