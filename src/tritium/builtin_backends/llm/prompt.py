@@ -142,7 +142,7 @@ def answer_tokenizer_request(checkpoint: Checkpoint, request: Request) -> bool:
         strings = checkpoint.tokenizer.convert_ids_to_tokens(ids)
         outputs = [Tensor("token_ids", "INT64", (len(ids),), np.array(ids, dtype=np.int64)),
                    Tensor("token_strs", "BYTES", (len(ids),),
-                          np.array([s.encode("utf-8") for s in strings] or [], dtype=np.object_))]
+                          np.array([s.encode("utf-8") for s in strings], dtype=np.object_))]
     else:
         return False
     wanted = set(request.requested_output_names)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ...errors import TritonError
@@ -207,10 +208,8 @@ class OpenAiApp:
         render: Callable[[dict[str, Any]], dict[str, Any]]
         if question == "tokenize":
             infer, strings = tokenize_request(document, name)
-            length = self._max_model_len(name)
-
-            def render(outputs: dict[str, Any]) -> dict[str, Any]:
-                return tokens_document(outputs, strings, length)
+            render = partial(tokens_document, strings=strings,
+                             max_model_len=self._max_model_len(name))
         else:
             infer, render = detokenize_request(document, name), text_document
 

@@ -115,7 +115,7 @@ def parse_body(body: bytes) -> dict[str, Any]:
 
 
 def read_field(document: dict[str, Any], name: str, kinds: tuple[type, ...],
-           required: bool = False) -> Any:
+               required: bool = False) -> Any:
     value = document.get(name)
     if value is None:
         if required:

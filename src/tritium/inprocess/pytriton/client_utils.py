@@ -14,6 +14,7 @@ import enum
 import socket
 import time
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -25,7 +26,6 @@ from .client_errors import PyTritonClientInvalidUrlError, PyTritonClientTimeoutE
 from .model_config import TritonModelConfig, parse_model_config
 from .server_config import TRITON_ACCESS_HEADER
 
-_DEFAULT_NETWORK_TIMEOUT_S = 60.0
 _DEFAULT_WAIT_FOR_SERVER_READY_TIMEOUT_S = 60.0
 _DEFAULT_WAIT_FOR_MODEL_TIMEOUT_S = 300.0
 DEFAULT_INFERENCE_TIMEOUT_S = 60.0
@@ -95,12 +95,9 @@ def wait_for_server_ready(client: Any, timeout_s: float | None = None,
     """Return once the server is live and ready; PyTritonClientTimeoutError after timeout_s
     (60 s by default). An unreachable server counts as not ready yet."""
     timeout_s = _DEFAULT_WAIT_FOR_SERVER_READY_TIMEOUT_S if timeout_s is None else timeout_s
-    deadline = time.monotonic() + timeout_s
-    while not _answers(lambda: client.is_server_ready(headers=headers)
-                       and client.is_server_live(headers=headers)):
-        if time.monotonic() >= deadline:
-            raise PyTritonClientTimeoutError("Waiting for server to be ready timed out.")
-        time.sleep(min(_POLL_S, timeout_s))
+    _wait_until(lambda: client.is_server_ready(headers=headers)
+                and client.is_server_live(headers=headers),
+                time.monotonic() + timeout_s, "Waiting for server to be ready timed out.")
 
 
 def wait_for_model_ready(client: Any, model_name: str, model_version: str | None = None,
@@ -113,19 +110,24 @@ def wait_for_model_ready(client: Any, model_name: str, model_version: str | None
     deadline = time.monotonic() + timeout_s
     wait_for_server_ready(client, timeout_s=timeout_s, headers=headers)
     version = model_version or ""
-    while not _answers(lambda: client.is_model_ready(model_name, version, headers=headers)):
-        if time.monotonic() >= deadline:
-            raise PyTritonClientTimeoutError(
+    _wait_until(lambda: client.is_model_ready(model_name, version, headers=headers), deadline,
                 f"Waiting for model {model_name}/{version or LATEST_MODEL_VERSION} to be ready "
                 "timed out.")
-        time.sleep(min(_POLL_S, timeout_s))
 
 
-def _answers(check: Any) -> bool:
-    try:
-        return bool(check())
-    except _NOT_UP:
-        return False
+def _wait_until(check: Callable[[], Any], deadline: float, timeout_message: str) -> None:
+    """Check every _POLL_S (an unreachable server answers no) until `check()` is true, or
+    raise PyTritonClientTimeoutError(timeout_message) once `deadline` has passed."""
+    while True:
+        try:
+            if check():
+                return
+        except _NOT_UP:
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise PyTritonClientTimeoutError(timeout_message)
+        time.sleep(min(_POLL_S, left))
 
 
 def get_model_config(client: Any, model_name: str, model_version: str | None = None,
