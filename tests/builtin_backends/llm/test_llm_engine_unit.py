@@ -10,8 +10,8 @@ import pytest
 
 from support.llm_fixtures import llm_weights  # noqa: F401
 from tritium.backend import TritonError
-from tritium.builtin_backends.llm.detokenizer import IncrementalDetokenizer
-from tritium.builtin_backends.llm.sampling import parse_sampling_parameters
+from tritium.builtin_backends.llm.detokenizer import IncrementalDetokenizer, StopStrings
+from tritium.builtin_backends.llm.sampling import MAX_STOP_CHARACTERS, parse_sampling_parameters
 
 TEXTS = ["Héllo wörld, ça va? Grüße aus Köln.", "你好，世界。 日本語のテキスト。",
          "🙂🚀✨ emoji 🙂"]
@@ -50,6 +50,43 @@ def test_text_that_may_begin_a_stop_string_is_held_back(tokenizer):
         if stopped:
             break
     assert stopped and released == "one two "
+
+
+def test_the_first_stop_string_ending_in_the_new_text_is_found_among_thousands():
+    # Thousands of strings, few distinct lengths: each is looked up, none scanned for.
+    decoys = [f"z{i:05d}" for i in range(20000)]
+    stops = StopStrings([*decoys, "two", "o t", "e t"])
+    # Both "e t" and "o t" end in the new text; "e t" starts first.
+    assert stops.earliest("one two", 4) == (2, "e t")
+    # Only strings ending at or after new_from count: "e t" ended before it.
+    assert stops.earliest("one two", 6) == (4, "two")
+    assert stops.earliest("one two z01234", 14) is None
+    assert stops.earliest("one two z01234", 13) == (8, "z01234")
+    # Two starting at the same place: the smaller string, as before.
+    assert StopStrings(["ab", "abc"]).earliest("xabc", 2) == (1, "ab")
+    assert StopStrings(["ab", "abc"]).earliest("xabc", 3) == (1, "abc")
+    assert StopStrings([]).earliest("anything", 0) is None
+
+
+def test_a_stop_string_among_thousands_cuts_the_stream(tokenizer):
+    text = "one two three four"
+    stops = [f"never{i}" for i in range(5000)] + ["three"]
+    detokenizer = IncrementalDetokenizer(tokenizer, [], stops, False, True)
+    released, stopped = "", False
+    for token in tokenizer(text).input_ids:
+        stopped = detokenizer.add(token)
+        released += detokenizer.release(stopped)
+        if stopped:
+            break
+    assert stopped and released == "one two "
+
+
+def test_stop_strings_are_bounded_in_total_length():
+    at_limit = ["x" * 1024] * (MAX_STOP_CHARACTERS // 1024)
+    assert parse_sampling_parameters({"stop": at_limit}).stop == at_limit
+    with pytest.raises(TritonError, match=f"at most {MAX_STOP_CHARACTERS} characters in all, "
+                                          f"got {MAX_STOP_CHARACTERS + 1}"):
+        parse_sampling_parameters({"stop": [*at_limit, "y"]})
 
 
 def test_sampling_parameters_as_the_vllm_backend_reads_them():

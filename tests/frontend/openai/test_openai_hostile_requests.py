@@ -157,6 +157,26 @@ def test_fields_vllm_refuses_or_takes(server):
                   "'tool_choice' is not supported")
 
 
+def test_thousands_of_stop_strings_still_cut_at_the_right_place(server):
+    plain = {"temperature": 0, "max_tokens": 24, "ignore_eos": True}
+    status, body = _completion(server, **plain)
+    assert status == 200, body
+    text = body["choices"][0]["text"]
+    stop = text[6:9]
+    decoys = [f"\u2603{i}" for i in range(10000)]  # never generated: the snowman is not there
+    assert "\u2603" not in text
+    status, body = _completion(server, **plain, stop=[*decoys, stop])
+    assert status == 200, body
+    assert body["choices"][0]["text"] == text[:text.index(stop)]
+    assert body["choices"][0]["finish_reason"] == "stop"
+
+
+def test_stop_strings_past_64_ki_characters_in_all_are_refused(server):
+    _assert_error(_completion(server, stop=["x" * 1024] * 65), 400,
+                  "stop strings may hold at most 65536 characters in all, got 66560")
+    _assert_serving(server)
+
+
 def test_a_prompt_far_past_max_model_len_is_refused_from_its_head(server):
     before = rss_bytes(server.process.pid)
     _assert_error(_completion(server, prompt="abc " * 5_000_000), 400,

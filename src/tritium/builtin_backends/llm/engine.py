@@ -78,6 +78,7 @@ class Sequence:
         self.prompt_logprobs: list[TokenLogprobs] = []  # one per prompt token, when asked for
         if self.params.prompt_logprobs is not None:
             self.prompt_logprobs.append(TokenLogprobs(self.prompt[0], None, None, []))
+        self.stop_tokens = frozenset(self.params.stop_token_ids)  # looked up at every token
         self.detokenizer = IncrementalDetokenizer(
             runner.tokenizer, self.prompt, self.params.stop,
             self.params.include_stop_str_in_output, self.params.skip_special_tokens,
@@ -270,7 +271,7 @@ class Engine:
         if sequence.adjuster is not None:
             sequence.adjuster.add(token)
         ending = len(sequence.output) >= params.min_tokens
-        stop_token = token in params.stop_token_ids or not params.ignore_eos and token in self.eos
+        stop_token = token in sequence.stop_tokens or not params.ignore_eos and token in self.eos
         if ending and stop_token or sequence.detokenizer.add(token, check_stop=ending):
             sequence.finish_reason = "stop"
         elif len(sequence.output) >= sequence.max_tokens:

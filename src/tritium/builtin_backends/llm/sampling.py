@@ -34,6 +34,9 @@ from .guided_decoding import GuidedSpec, parse_guided
 _GREEDY_BELOW = 1e-5
 # The most top logprobs a request may ask for per token (vLLM's default max_logprobs).
 MAX_LOGPROBS = 20
+# Stop strings are matched against every token's text; vLLM sets no bound, so one request could
+# make every step of the engine slow. 64 Ki characters is far beyond any real use.
+MAX_STOP_CHARACTERS = 65536
 # A seed is a 64-bit signed integer (vLLM's OpenAI protocol bounds it to torch.long's range;
 # torch.Generator.manual_seed takes no other).
 SEED_RANGE = (-2**63, 2**63 - 1)
@@ -113,6 +116,12 @@ class SamplingParams:
             )
         if any(not s for s in self.stop):
             raise TritonError.invalid_arg("stop cannot contain an empty string")
+        characters = sum(len(s) for s in self.stop)
+        if characters > MAX_STOP_CHARACTERS:
+            raise TritonError.invalid_arg(
+                f"stop strings may hold at most {MAX_STOP_CHARACTERS} characters in all, got "
+                f"{characters}: send fewer or shorter stop strings"
+            )
         if not 0 <= self.min_p <= 1:
             raise TritonError.invalid_arg(f"min_p must be in [0, 1], got {self.min_p}.")
         for name in ("presence_penalty", "frequency_penalty"):
