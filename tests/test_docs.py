@@ -45,6 +45,9 @@ EXCLUDED = {
                    "test_pip_commands_name_the_extras_pyproject_defines checks the extras",
     "hf download": "downloads a model from the Hugging Face hub",
     "perf_analyzer": "its wheels need glibc 2.38 (manylinux_2_38); the build machine has 2.36",
+    "aiperf": "NVIDIA's LLM benchmark client, installed in an environment of its own",
+    "genai-perf": "NVIDIA's LLM benchmark client; drives perf_analyzer (above)",
+    "guidellm": "the vLLM project's LLM benchmark client, in an environment of its own",
     "tools/gpu-wheels.sh": "downloads wheels for the GPU machine",
     "tools/gpu-check.sh": "needs a CUDA GPU",
 }

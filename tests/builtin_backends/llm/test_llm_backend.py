@@ -246,7 +246,8 @@ def test_max_tokens_ends_with_length_and_counts_tokens(server):
 def test_prompt_longer_than_max_model_len_is_refused(server):
     status, body = generate(server, "llama", {"text_input": "word " * 600, "max_tokens": 2})
     assert status == 400
-    assert "longer than the maximum model length of 512" in body["error"]
+    assert "This model's maximum context length is 512 tokens. However, your request has" \
+        in body["error"]
 
 
 def test_cancelled_request_frees_its_slot(server, references):

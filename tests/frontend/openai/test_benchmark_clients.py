@@ -1,8 +1,10 @@
-"""The LLM benchmark clients, replayed: the requests `vllm bench serve`, aiperf and genai-perf send
-(recorded from each client run against this server), as they send them, and what their figures
-rest on: one streamed chunk or response per generated token (their inter-token latencies), the
-token count they asked for with ignore_eos or min_tokens, the finish reason on the last token's
-chunk, and usage in the last chunk (and on every chunk with vLLM's continuous_usage_stats)."""
+"""The LLM benchmark clients, replayed: the requests `vllm bench serve`, aiperf, genai-perf and
+guidellm send (recorded from each client run against this server), as they send them, and what
+their figures rest on: one streamed chunk or response per generated token (their inter-token
+latencies), the token count they asked for with ignore_eos or min_tokens, the finish reason on
+the last token's chunk, usage in the last chunk (and on every chunk with vLLM's
+continuous_usage_stats), and a refusal of a prompt past max_model_len in the words the clients
+tell a context overflow by."""
 
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ from support.llm_models import llm_repository
 from support.server_process import ServerProcess, openai_server
 
 TOKENS = 24
+# aiperf 0.13's default AIPERF_AGENTX_CONTEXT_OVERFLOW_SUBSTRINGS: an error whose message holds
+# one (case-insensitively) is a context overflow to it.
+AIPERF_CONTEXT_OVERFLOW_PHRASES = ("context length", "maximum context", "context_length_exceeded",
+                                   "prompt is too long")
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +57,17 @@ def _events(server: ServerProcess, path: str, body: dict[str, Any],
             events.append(payload if payload == "[DONE]" else json.loads(payload))
     connection.close()
     return events
+
+
+def _refusal(server: ServerProcess, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """POST `body` and read the status and JSON body of an answer that is not a stream."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.openai_port, timeout=120)
+    connection.request("POST", path, json.dumps(body).encode(),
+                       {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = response.status, json.loads(response.read())
+    connection.close()
+    return answer
 
 
 def _token_chunks(events: list[Any]) -> list[dict[str, Any]]:
@@ -112,6 +129,40 @@ def test_aiperf_chat_with_per_chunk_usage(server):
     # The role chunk before any token, then one more token per chunk, the last usage chunk.
     assert counts == list(range(TOKENS + 1)) + [TOKENS]
     assert len({e["usage"]["prompt_tokens"] for e in events[:-1]}) == 1
+
+
+def test_aiperf_counts_a_prompt_past_max_model_len_as_a_context_overflow(server):
+    """`aiperf profile --endpoint-type chat --streaming --isl 600` on a model of max_model_len
+    512: each request is a 400, and aiperf 0.13 counts one as a context overflow (its
+    context_overflow_count) when the message holds a phrase of its allowlist, as vLLM's "This
+    model's maximum context length is ..." does. Tritium's own "the prompt (603 tokens) is
+    longer than the maximum model length of 512" counted none."""
+    status, body = _refusal(server, "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "word " * 600}], "model": "tiny_llama",
+        "stream": True, "max_completion_tokens": TOKENS,
+        "stream_options": {"include_usage": True},
+    })
+    assert status == 400
+    message = body["error"]["message"]
+    assert message.startswith("This model's maximum context length is 512 tokens. However, "
+                              "your request has ")
+    assert message.endswith(" input tokens. Please reduce the length of the input messages.")
+    assert any(phrase in message.lower() for phrase in AIPERF_CONTEXT_OVERFLOW_PHRASES)
+
+
+def test_guidellm_completions_with_per_chunk_usage(server):
+    """`guidellm run --backend kind=openai_http,...,request_format=/v1/completions --data
+    kind=synthetic_text,prompt_tokens=..,output_tokens=24`: continuous_usage_stats on
+    completions (aiperf asks it of chat only), httpx's headers."""
+    events = _events(server, "/v1/completions", {
+        "model": "tiny_llama", "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "max_tokens": TOKENS, "ignore_eos": True, "prompt": "1 0 m0 Finish med",
+    }, {"User-Agent": "python-httpx/0.28.1", "Connection": "keep-alive"})
+    _check_stream(events)
+    counts = [e["usage"]["completion_tokens"] for e in events[:-1]]
+    # One more token per chunk, then the last usage chunk.
+    assert counts == list(range(1, TOKENS + 1)) + [TOKENS]
 
 
 def test_genai_perf_kserve_vllm_over_grpc_stream(server):

@@ -116,7 +116,7 @@ def test_errors_have_openais_shape_and_status(client, server):
     assert "top_p must be in (0, 1]" in str(failure.value)
     with pytest.raises(openai.BadRequestError) as failure:
         client.completions.create(model="tiny", prompt="word " * 600)
-    assert "longer than the maximum model length" in str(failure.value)
+    assert "This model's maximum context length is 512 tokens." in str(failure.value)
     request = urllib.request.Request(
         f"http://127.0.0.1:{server.openai_port}/v1/completions", data=b"{not json",
         method="POST")

@@ -180,10 +180,11 @@ def test_stop_strings_past_64_ki_characters_in_all_are_refused(server):
 def test_a_prompt_far_past_max_model_len_is_refused_from_its_head(server):
     before = rss_bytes(server.process.pid)
     _assert_error(_completion(server, prompt="abc " * 5_000_000), 400,
-                  "is longer than the maximum model length of 512")
+                  "This model's maximum context length is 512 tokens. However, your request "
+                  "has at least")
     chat = [{"role": "user", "content": "abc " * 2_000_000}]
     _assert_error(_post(server, "/v1/chat/completions", {"model": "tiny", "messages": chat}),
-                  400, "is longer than the maximum model length of 512")
+                  400, "This model's maximum context length is 512 tokens.")
     # Tokenized whole, the 20 MB prompt grew the server by 2.4 GB.
     assert rss_bytes(server.process.pid) - before < 500 * MiB
     _assert_serving(server)

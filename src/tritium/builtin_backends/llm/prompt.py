@@ -91,7 +91,8 @@ def read_options(request: Request) -> PromptOptions:
 def prompt_tokens(checkpoint: Checkpoint, request: Request,
                   limit: int | None = None) -> tuple[str, list[int]]:
     """The request's prompt text (rendered, for chat messages) and its token ids. With a
-    `limit`, a prompt that cannot have fewer tokens is refused before it is tokenized whole
+    `limit` (max_model_len), a prompt of `limit` tokens or more, which leaves no room for
+    output, is refused; one that cannot have fewer is refused before it is tokenized whole
     (`_refuse_past`)."""
     options = read_options(request)
     text = text_input(request)
@@ -102,7 +103,10 @@ def prompt_tokens(checkpoint: Checkpoint, request: Request,
     special = not chat if special is None else special
     if limit is not None:
         _refuse_past(checkpoint, text, special, limit)
-    return text, _tokenize(checkpoint, text, special)
+    tokens = _tokenize(checkpoint, text, special)
+    if limit is not None and len(tokens) >= limit:
+        raise _too_long(limit, f"{len(tokens)} input tokens")
+    return text, tokens
 
 
 def _tokenize(checkpoint: Checkpoint, text: str, special: bool) -> list[int]:
@@ -127,10 +131,18 @@ def _refuse_past(checkpoint: Checkpoint, text: str, special: bool, limit: int) -
         return
     count = len(_tokenize(checkpoint, text[:head], special))
     if count >= limit:
-        raise TritonError.invalid_arg(
-            f"the prompt (at least {count} tokens in its first {head} of {len(text)} "
-            f"characters) is longer than the maximum model length of {limit}"
-        )
+        raise _too_long(limit, f"at least {count} input tokens (in the first {head} of its "
+                               f"{len(text)} characters)")
+
+
+def _too_long(limit: int, tokens: str) -> TritonError:
+    """A prompt past max_model_len, in the words of vLLM's OpenAI server (its check of the
+    prompt's length; OpenAI's own message starts alike). Clients tell the refusal by them:
+    aiperf counts an error whose message holds "maximum context" or "context length" in its
+    context_overflow_count, where Tritium's own wording counted nothing."""
+    return TritonError.invalid_arg(
+        f"This model's maximum context length is {limit} tokens. However, your request has "
+        f"{tokens}. Please reduce the length of the input messages.")
 
 
 def answer_tokenizer_request(checkpoint: Checkpoint, request: Request) -> bool:

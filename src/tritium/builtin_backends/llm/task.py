@@ -74,11 +74,6 @@ class InferTask:
                                                       limit=checkpoint.max_model_len)
         if not self.prompt:
             raise TritonError.invalid_arg("the prompt is empty: text_input holds no tokens")
-        if len(self.prompt) >= checkpoint.max_model_len:
-            raise TritonError.invalid_arg(
-                f"the prompt ({len(self.prompt)} tokens) is longer than the maximum model "
-                f"length of {checkpoint.max_model_len} (leaving no room for output)"
-            )
         if flag(request, "check_max_tokens", False):
             _check_max_tokens(self.params, len(self.prompt), checkpoint.max_model_len)
         _check_logit_bias(self.params, checkpoint)
