@@ -26,6 +26,7 @@ from .call_headers import CallHeaders
 from .compression import INFER_METHODS, compress, encoding_header, response_algorithm
 from .http2 import H2Connection, H2Stream, encode_headers
 from .immediate import ImmediateUnary
+from .status_message import status_message
 
 log = logging.getLogger("tritium.frontend.grpc")
 
@@ -404,7 +405,7 @@ class Call:
         else:
             fields = [("grpc-status", str(code.value[0]))]
             if details:
-                fields.append(("grpc-message", percent_encode(details)))
+                fields.append(("grpc-message", status_message(details)))
             trailers = encode_headers(fields)
         if stream.headers_sent:
             self.connection.send_trailers(stream, trailers)
@@ -468,13 +469,3 @@ class Call:
             self.deadline.cancel()
             self.deadline = None
 
-
-def percent_encode(text: str) -> str:
-    """grpc-message's encoding: bytes outside printable ASCII, and '%', as %XX."""
-    out = []
-    for byte in text.encode("utf-8"):
-        if 0x20 <= byte <= 0x7E and byte != 0x25:
-            out.append(chr(byte))
-        else:
-            out.append(f"%{byte:02X}")
-    return "".join(out)
