@@ -7,6 +7,7 @@ any nesting of lists whose leaves fill the shape; the checks and messages here a
 
 from __future__ import annotations
 
+import secrets
 import time
 from typing import Any
 
@@ -97,6 +98,7 @@ def array_from_json(
         out[:] = [utf8(s) for s in flat]
         return out.reshape(shape)
 
+
     if len(flat) != count:
         raise TritonError.invalid_arg(_SHAPE_MISMATCH)
     return _narrow(_read(flat, family), datatype, family).reshape(shape)
@@ -147,16 +149,51 @@ def _narrow(array: np.ndarray, datatype: str, family: str) -> np.ndarray:
 
 
 def json_text_in_slices(datatype: str, array: Any) -> bytes:
-    """A numeric output's elements as the JSON text json_from_array's list is written as,
-    made a slice of `LARGE_OUTPUT` elements at a time: each slice holds the GIL for
-    milliseconds (two million elements in one tolist and one dumps held it for half a
-    second), and the GIL changes hands between slices."""
+    """An output's elements as the JSON text json_from_array's list is written as, made a
+    slice of `LARGE_OUTPUT` elements at a time: each slice holds the GIL for milliseconds (two
+    million elements in one tolist and one dumps held it for half a second), and the GIL
+    changes hands between slices."""
     flat = np.asarray(array).reshape(-1)
     parts = []
     for start in range(0, flat.size, LARGE_OUTPUT):
         parts.append(dumps(json_from_array(datatype, flat[start:start + LARGE_OUTPUT]))[1:-1])
         time.sleep(0)
     return b"[" + b",".join(parts) + b"]"
+
+
+class JsonSplice:
+    """A document whose large arrays are written apart (`json_text_in_slices`) and put in
+    place once it is written: each stands in it as a placeholder string holding a token no
+    client can guess (a request id or a parameter may hold any text), and the pieces are
+    joined once."""
+
+    __slots__ = ("_token", "_texts")
+
+    def __init__(self) -> None:
+        self._token = ""  # made with the first placeholder (most documents have none)
+        self._texts: list[bytes] = []
+
+    def placeholder(self, text: bytes) -> str:
+        """Where `text` (JSON) goes in the document."""
+        if not self._token:
+            self._token = f"\x01tritium-{secrets.token_hex(8)}:"
+        self._texts.append(text)
+        return f"{self._token}{len(self._texts) - 1}"
+
+    def dumps(self, document: Any) -> bytes:
+        """The document as `dumps` writes it, each placeholder replaced by its text."""
+        body = dumps(document)
+        if not self._texts:
+            return body
+        markers = [dumps(f"{self._token}{index}") for index in range(len(self._texts))]
+        parts: list[bytes] = []
+        position = 0
+        for at, index in sorted((body.index(marker), index)
+                                for index, marker in enumerate(markers)):
+            parts += (body[position:at], self._texts[index])
+            position = at + len(markers[index])
+        parts.append(body[position:])
+        return b"".join(parts)
 
 
 def json_from_array(datatype: str, array: Any) -> list[Any]:
