@@ -1,12 +1,12 @@
-"""Compressing a large answer and writing a large answer in JSON do not make the server's other
-clients wait.
+"""Compressing a large answer, inflating a large compressed request and writing a large answer in
+JSON do not make the server's other clients wait.
 
 zlib at its default level takes 1-2 s for 40 MB of tensor data, and writing 4 million FP32
 values as JSON 0.25 s; on the event loop, every other client waited that long. Each test holds
 a big request where the server does that work (support/held_requests.py: no timing), has
 another client send a small request, and checks what a user sees: the small one is answered
 while nothing has come back on the big one's connection yet, then the big one gets its whole
-answer.
+answer (or its error in Triton's words).
 """
 
 from __future__ import annotations
@@ -14,12 +14,16 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+from urllib.parse import unquote
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.grpc import service_pb2 as pb
 
-from support.held_requests import http_answer, http_answered, http_post
+from support.h2_frames import grpc_message
+from support.held_requests import GrpcCall, http_answer, http_answered, http_post
 from support.models import standard_repository, write_model
 from support.server_process import ServerProcess
 
@@ -58,7 +62,7 @@ def _noise(count: int) -> np.ndarray:
 def server(tmp_path_factory: pytest.TempPathFactory):
     repo = standard_repository(tmp_path_factory.mktemp("compression_off_loop"))
     write_model(repo, "noise", NOISE_CONFIG, files={"1/model.py": NOISE})
-    with ServerProcess([repo]) as process:
+    with ServerProcess([repo], "--grpc-infer-response-compression-level=high") as process:
         yield process
 
 
@@ -106,3 +110,57 @@ def test_http_other_clients_are_answered_while_a_big_json_answer_is_written(serv
     output = json.loads(body)["outputs"][0]
     assert output["shape"] == [count]
     assert np.array_equal(np.array(output["data"], np.float32), _noise(count))
+
+
+def _count_request(model: str, count: int) -> pb.ModelInferRequest:
+    return pb.ModelInferRequest(model_name=model, inputs=[
+        pb.ModelInferRequest.InferInputTensor(name="COUNT", datatype="INT32", shape=[1])],
+        raw_input_contents=[np.array([count], np.int32).tobytes()])
+
+
+def test_grpc_other_clients_are_answered_while_a_big_answer_is_compressed(server) -> None:
+    call = GrpcCall(server)
+    try:
+        call.send(_count_request("noise", BIG), ("grpc-accept-encoding", "gzip"))
+        server.wait_pending("noise", 1)
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        tensor = grpcclient.InferInput("COUNT", [1], "INT32")
+        tensor.set_data_from_numpy(np.array([3], np.int32))
+        answer = client.infer("noise", [tensor], client_timeout=120).as_numpy("OUTPUT0")
+        assert np.array_equal(answer, _noise(3))
+        client.close()
+        assert not call.answered(), "the big answer was sent before the small one"
+        status, payload = call.answer()
+    finally:
+        call.close()
+    assert (status["grpc-status"], status["grpc-encoding"]) == ("0", "gzip"), status
+    assert payload[0] == 1  # the message's compressed flag
+    response = pb.ModelInferResponse.FromString(gzip.decompress(payload[5:]))
+    assert response.raw_output_contents[0] == _noise(BIG).tobytes()
+
+
+def test_grpc_other_clients_are_answered_while_a_big_request_is_inflated(server) -> None:
+    """100 MB of 4-bit noise, gzip'd (about 50 MB), for a model that does not exist: the
+    answer comes right after the message is inflated and read."""
+    message = pb.ModelInferRequest(model_name="no_such_model", raw_input_contents=[
+        np.random.default_rng(0).integers(0, 16, 100_000_000, np.uint8).tobytes()])
+    body = grpc_message(gzip.compress(message.SerializeToString(), 1), compressed=True)
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    data = np.arange(4, dtype=np.float32).reshape(1, 4)
+    tensor = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+    tensor.set_data_from_numpy(data)
+    client.infer("identity_fp32", [tensor])  # connected, so that its next call is quick
+    call = GrpcCall(server)
+    try:
+        call.send_last(call.send_holding_last_byte(message, ("grpc-encoding", "gzip"),
+                                                   body=body))
+        answer = client.infer("identity_fp32", [tensor], client_timeout=120)
+        assert np.array_equal(answer.as_numpy("OUTPUT0"), data)
+        assert not call.answered(), "the big request was answered before the small one"
+        status, _ = call.answer()
+    finally:
+        call.close()
+        client.close()
+    assert status["grpc-status"] == "5", status
+    assert unquote(status["grpc-message"]) == (
+        "Request for unknown model: 'no_such_model' is not found")

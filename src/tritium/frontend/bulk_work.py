@@ -1,6 +1,6 @@
 """Work too long for the event loop, done on one thread of its own, one piece at a time.
 
-Decoding a large JSON body, inflating a compressed one, deflating a large answer
+Decoding a large JSON body, inflating a compressed body or message, deflating a large answer
 (zlib at its default level: tens of milliseconds a megabyte), writing a large JSON answer, and
 decoding or encoding a BYTES tensor of many elements (about half a microsecond per element, in
 Python: a tensor of 4 million short strings takes 2-4 s) would make every other client of the
@@ -34,6 +34,9 @@ BYTES_BULK_SIZE = 4 * BYTES_BULK_ELEMENTS
 # An answer of this many bytes or more is deflated on the thread (a millisecond or more of
 # zlib); zlib lets go of the interpreter lock while it works.
 DEFLATE_BULK_SIZE = 64 * 1024
+# A compressed message of this many bytes or more is inflated on the thread: deflate packs up to
+# about a thousand bytes into one, so a smaller one makes a megabyte at most (a millisecond).
+INFLATE_BULK_SIZE = 1024
 
 
 def later(work: Callable[[], T], loop: asyncio.AbstractEventLoop,
