@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -81,27 +82,37 @@ def array_from_json(
     if family is None:
         raise TritonError.invalid_arg(f"invalid datatype for input {name}")
     if isinstance(data, JsonSpan):
+        if family == "bytes":
+            return _read_strings(data.slices(), name, count, model_name, prefix).reshape(shape)
         return _read_span(data, family, count, numpy_dtype(datatype)).reshape(shape)
     flat, types = leaves(data)
     _check_types(types, family)
 
     if family == "bytes":
-        if len(flat) > count:
-            raise input_data_error(
-                STRING_COUNT_EXCEEDED, name, model_name, count, count + 1, prefix
-            )
-        if len(flat) < count:
-            raise input_data_error(
-                STRING_COUNT_MISMATCH, name, model_name, count, len(flat), prefix
-            )
-        out = np.empty(count, dtype=np.object_)
-        out[:] = [utf8(s) for s in flat]
-        return out.reshape(shape)
-
+        return _read_strings([flat], name, count, model_name, prefix).reshape(shape)
 
     if len(flat) != count:
         raise TritonError.invalid_arg(_SHAPE_MISMATCH)
     return _narrow(_read(flat, family), datatype, family).reshape(shape)
+
+
+def _read_strings(slices: Iterable[list[Any]], name: str, count: int, model_name: str,
+                  prefix: str) -> np.ndarray:
+    """A BYTES input's strings (its leaves, a slice at a time) as UTF-8 bytes. Every slice is
+    read before a count that does not fill the shape is refused, so that a wrong type
+    anywhere is refused first, as when the leaves are checked together."""
+    out = np.empty(count, dtype=np.object_)
+    filled = 0
+    for flat in slices:
+        _check_types(set(map(type, flat)), "bytes")
+        room = max(0, min(len(flat), count - filled))
+        out[filled:filled + room] = [utf8(s) for s in (flat if room == len(flat) else flat[:room])]
+        filled += len(flat)
+    if filled > count:
+        raise input_data_error(STRING_COUNT_EXCEEDED, name, model_name, count, count + 1, prefix)
+    if filled < count:
+        raise input_data_error(STRING_COUNT_MISMATCH, name, model_name, count, filled, prefix)
+    return out
 
 
 def _check_types(types: set[type], family: str) -> None:
