@@ -85,6 +85,14 @@ _SEVERITY = {logging.DEBUG: "I", logging.INFO: "I", logging.WARNING: "W", loggin
              logging.CRITICAL: "E"}
 
 
+def verbose_level(value: int) -> int:
+    """A verbose level as Triton keeps one: a 32-bit signed int (the value's low 32 bits), a
+    negative one as 0 (its LOG_SET_VERBOSE takes max(0, level)). So 4294967295, or any level
+    past 2147483647, turns verbose logging off, as in Triton."""
+    level = value & 0xFFFFFFFF
+    return 0 if level >= 1 << 31 else level
+
+
 class LogSettings(logging.Filter):
     """The current settings, and the filter that applies them to every record."""
 
@@ -165,4 +173,4 @@ class LogSettings(logging.Filter):
 
 
 __all__ = ["ESCAPE_ENVIRONMENT_VARIABLE", "FORMATS", "LOG_FILE_REFUSED", "LogSettings",
-           "TritonFormatter", "escape_message"]
+           "TritonFormatter", "escape_message", "verbose_level"]

@@ -25,7 +25,7 @@ from .frontend.http.limits import (
     DEFAULT_MAX_INPUT_SIZE,
     DEFAULT_MAX_URL_SIZE,
 )
-from .logging_settings import LogSettings
+from .logging_settings import LogSettings, verbose_level
 from .scheduler.rate_limiter import parse_resource
 from .trace_settings import BadOption, parse_trace_config
 from .tritonserver_flags import add_tritonserver_flags, describe_flags, number_type
@@ -71,14 +71,16 @@ def _backend_setting(text: str) -> tuple[str, str, str]:
 
 def _verbose_level(text: str) -> int:
     """--log-verbose: a level, or true/false (1/0) in any case, as tritonserver reads it
-    (SageMaker's serve script passes --log-verbose=true)."""
+    (SageMaker's serve script passes --log-verbose=true); its bound is checked with the other
+    settings (`check_serve_args`)."""
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
         return int(lowered == "true")
     try:
-        return int(text)
+        level = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
+    return level
 
 
 _positive_int = number_type(int, "a whole number", zero=False)
@@ -254,6 +256,7 @@ def check_serve_args(args: argparse.Namespace) -> None:
     for flag, attribute, action in (
         ("--backend-config", "backend_config",
          lambda: [_backend_setting(text) for text in args.backend_config]),
+        ("--log-verbose", "log_verbose", lambda: _log_verbose(args.log_verbose)),
         ("--log-format", "log_settings", lambda: LogSettings(
             args.log_verbose, args.log_info, args.log_warning, args.log_error,
             args.log_format, args.log_file)),
@@ -272,6 +275,14 @@ def check_serve_args(args: argparse.Namespace) -> None:
         except ValueError as exc:
             raise ValueError(f'Bad option: "{flag}".\n{exc}') from None
     args.metrics_address = _metrics_address(args)
+
+
+def _log_verbose(level: int) -> int:
+    """--log-verbose as tritonserver keeps it: a 32-bit int (refused past that, in its words),
+    a negative one as 0 (`logging_settings.verbose_level`)."""
+    if not -2**31 <= level < 2**31:
+        raise ValueError(f"Provided option value is out of bound. Got {level}")
+    return verbose_level(level)
 
 
 def _metrics_address(args: argparse.Namespace) -> str:

@@ -14,6 +14,7 @@ traces, at the TIMESTAMPS level (TENSORS adds nothing here).
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -234,9 +235,9 @@ def parse_trace_config(values: Iterable[str]) -> TraceSetting:
             else:
                 raise ValueError(f"invalid value for trace level option: {value}")
         elif not mode and key == "rate":
-            setting = replace(setting, trace_rate=_int(text, value, 0))
+            setting = replace(setting, trace_rate=_option(text, key, value) % 2**32)
         elif not mode and key == "count":
-            setting = replace(setting, trace_count=_int(text, value, -1))
+            setting = replace(setting, trace_count=_option(text, key, value))
         elif not mode and key == "mode":
             if value not in MODES:
                 raise ValueError(f"invalid trace mode '{value}' in --trace-config {text}")
@@ -244,7 +245,8 @@ def parse_trace_config(values: Iterable[str]) -> TraceSetting:
         elif mode in ("", "triton") and key == "file":
             setting = replace(setting, trace_file=value)
         elif mode in ("", "triton") and key == "log-frequency":
-            setting = replace(setting, log_frequency=_int(text, value, 0))
+            setting = replace(setting, log_frequency=_option(text, text.rpartition("=")[0],
+                                                             value) % 2**32)
         elif mode:
             extra.append((mode, key, value))
         else:
@@ -284,13 +286,27 @@ def _check_bsp(extra: list[tuple[str, str, str]]) -> None:
             raise BadOption(f'Bad option: "OTEL_{key.upper()}".\nInvalid option value. Got {value}')
 
 
-def _int(text: str, value: str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"invalid integer in --trace-config {text}") from None
-    if number < minimum:
-        raise ValueError(f"value must be >= {minimum} in --trace-config {text}")
+_LEADING_INTEGER = re.compile(r"\s*([+-]?\d+)")
+
+
+def leading_integer(text: str) -> int | None:
+    """The integer C++'s stoi reads at the start of `text` (spaces before it and anything after
+    it ignored), as Triton reads trace settings; None when there is none. Its range is not
+    checked (stoi fails past 32 bits)."""
+    match = _LEADING_INTEGER.match(text)
+    return None if match is None else int(match.group(1))
+
+
+def _option(text: str, name: str, value: str) -> int:
+    """A number of --trace-config as tritonserver reads it: stoi's reading, refused past 32
+    bits (`Bad option: "--trace-config <name>"`); the caller keeps a rate or log frequency
+    as an unsigned 32-bit number (a negative one wraps around), a count as it is."""
+    number = leading_integer(value)
+    if number is None:
+        raise ValueError(f"invalid integer in --trace-config {text}")
+    if not -2**31 <= number < 2**31:
+        raise BadOption(f'Bad option: "--trace-config {name}".\n'
+                        f"Provided option value is out of bound. Got {value}")
     return number
 
 

@@ -202,6 +202,45 @@ def test_trace_level_and_verbosity_spellings_are_tritonservers(capsys) -> None:
     assert len(warnings) == 3
 
 
+def test_trace_numbers_and_verbosity_are_read_as_tritonserver_reads_them() -> None:
+    """tritonserver reads --trace-config's numbers with stoi (a leading number, 32 bits): a
+    negative rate or log frequency wraps around (rate=-1 is 4294967295), a negative count is
+    kept; a negative --log-verbose is 0 (side by side with tritonserver 2.51)."""
+    from tritium.cli import build_parser
+    from tritium.serve_flags import check_serve_args
+
+    args = build_parser().parse_args([
+        "serve", "--model-repository=/tmp", "--trace-config=rate=-1", "--trace-config=count=-5",
+        "--trace-config=triton,log-frequency=-2147483648", "--log-verbose=-1"])
+    check_serve_args(args)
+    setting = args.trace_default
+    assert (setting.trace_rate, setting.trace_count, setting.log_frequency) == (
+        4294967295, -5, 2147483648)
+    assert args.log_verbose == 0 and args.log_settings.log_verbose_level == 0
+    args = build_parser().parse_args(["serve", "--model-repository=/tmp", "--trace-rate=5x"])
+    check_serve_args(args)
+    assert args.trace_default.trace_rate == 5
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--trace-config=rate=2147483648",
+     'Bad option: "--trace-config rate".\nProvided option value is out of bound. Got 2147483648'),
+    ("--trace-config=count=-2147483649",
+     'Bad option: "--trace-config count".\n'
+     "Provided option value is out of bound. Got -2147483649"),
+    ("--trace-config=triton,log-frequency=4294967295",
+     'Bad option: "--trace-config triton,log-frequency".\n'
+     "Provided option value is out of bound. Got 4294967295"),
+    ("--log-verbose=4294967295",
+     'Bad option: "--log-verbose".\nProvided option value is out of bound. Got 4294967295'),
+])
+def test_numbers_past_32_bits_are_refused_in_tritonservers_words(repo: Path, flag: str,
+                                                                  message: str) -> None:
+    result = run_cli("serve", f"--model-repository={repo}", flag)
+    assert result.returncode == 1
+    assert result.stderr.strip() == message
+
+
 @pytest.mark.parametrize(("flags", "env", "message"), [
     (["--trace-config=opentelemetry,bsp_max_queue_size=-1"], {},
      'Bad option: "--trace-config opentelemetry,bsp_max_queue_size".\n'

@@ -7,52 +7,35 @@ client send a small request, and checks what a user sees: the small one is answe
 big one is still unanswered (nothing has come back on the big one's connection yet), then the
 big one gets its full answer, or its error in Triton's words.
 
-The points are reached without timing: a request's last byte is held back until the server has
-read the rest (its socket's receive queue is empty; a gRPC PING is answered after the frames
-before it), so the decoding starts as that byte arrives; an answer is encoded as soon as the
-model sends it, and the small request waits in the same model's queue, so it reaches the loop
-just behind it.
+The points are reached without timing (support/held_requests.py).
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import select
 import socket
-import struct
 import threading
-import time
-from collections.abc import Callable
 from urllib.parse import unquote
 
-import hpack
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2 as pb
 
-from support.h2_frames import (
-    ACK,
-    DATA,
-    END_HEADERS,
-    END_STREAM,
-    HEADERS,
-    PING,
-    SETTINGS,
-    SETTINGS_INITIAL_WINDOW_SIZE,
-    WINDOW_UPDATE,
-    RawClient,
-    frame,
-    grpc_message,
-    request_headers,
+from support.held_requests import (
+    GrpcCall,
+    http_answer,
+    http_answered,
+    http_post,
+    unread_by_server,
+    until,
 )
 from support.models import standard_repository, write_model
 from support.server_process import ServerProcess
 
 COUNT = 4_000_000
-MODEL_INFER = "/inference.GRPCInferenceService/ModelInfer"
 # Triton's words for an input holding fewer strings than its shape: found once every element
 # has been read, so the big request's answer comes right after its decoding.
 SHORT = ("[request id: <id_unknown>] expected {expected} string elements for inference input "
@@ -123,44 +106,6 @@ def _small_grpc_infer(server: ServerProcess, model: str = "identity_fp32") -> No
     client.close()
 
 
-def _unread_by_server(server_port: int, client: socket.socket) -> int:
-    """Bytes the server has not read yet from `client`'s connection (its receive queue)."""
-    client_port = client.getsockname()[1]
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as lines:
-            next(lines)
-            for line in lines:
-                fields = line.split()
-                local, remote = fields[1].rsplit(":", 1)[1], fields[2].rsplit(":", 1)[1]
-                if int(local, 16) == server_port and int(remote, 16) == client_port:
-                    return int(fields[4].split(":")[1], 16)
-    raise AssertionError("the server's end of the connection is not listed")
-
-
-def _until(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.005)
-
-
-def _http_answered(connection: socket.socket) -> bool:
-    """Whether anything of the answer has come back on `connection`."""
-    return bool(select.select([connection], [], [], 0)[0])
-
-
-def _http_answer(connection: socket.socket) -> tuple[int, bytes, http.client.HTTPResponse]:
-    answer = http.client.HTTPResponse(connection)
-    answer.begin()
-    return answer.status, answer.read(), answer
-
-
-def _post(host: str, port: int, path: str, header: bytes, data: bytes = b"") -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream"
-            f"\r\nInference-Header-Content-Length: {len(header)}\r\n"
-            f"Content-Length: {len(header) + len(data)}\r\n\r\n").encode() + header + data
-
-
 def test_http_other_clients_are_answered_while_a_big_bytes_request_is_decoded(server) -> None:
     """4 million strings in a binary body whose shape asks for one more: the server reads every
     element before it can answer 400. Meanwhile another client's request is answered."""
@@ -169,14 +114,14 @@ def test_http_other_clients_are_answered_while_a_big_bytes_request_is_decoded(se
         "name": "INPUT0", "shape": [1, COUNT + 1], "datatype": "BYTES",
         "parameters": {"binary_data_size": len(data)}}]}).encode()
     host, port = server.http_url.split(":")
-    request = _post(host, int(port), "/v2/models/identity_bytes/infer", header, data)
+    request = http_post(host, int(port), "/v2/models/identity_bytes/infer", header, data)
     with socket.create_connection((host, int(port)), timeout=120) as big:
         big.sendall(request[:-1])
-        _until(lambda: _unread_by_server(int(port), big) == 0, "the server never read the body")
+        until(lambda: unread_by_server(int(port), big) == 0, "the server never read the body")
         big.sendall(request[-1:])
         _small_http_infer(server)
-        assert not _http_answered(big), "the big request was answered before the small one"
-        status, body, _ = _http_answer(big)
+        assert not http_answered(big), "the big request was answered before the small one"
+        status, body, _ = http_answer(big)
     assert status == 400, body[:300]
     assert json.loads(body) == {"error": SHORT.format(expected=COUNT + 1, got=COUNT)}
 
@@ -189,7 +134,7 @@ def test_http_other_clients_are_answered_while_a_big_bytes_answer_is_encoded(ser
         "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}]}).encode()
     host, port = server.http_url.split(":")
     with socket.create_connection((host, int(port)), timeout=120) as big:
-        big.sendall(_post(host, int(port), "/v2/models/expand/infer", header))
+        big.sendall(http_post(host, int(port), "/v2/models/expand/infer", header))
         server.wait_pending("expand", 1)
         small = httpclient.InferenceServerClient(server.http_url, network_timeout=120.0)
         tensor = httpclient.InferInput("COUNT", [1], "INT32")
@@ -197,93 +142,11 @@ def test_http_other_clients_are_answered_while_a_big_bytes_answer_is_encoded(ser
         assert small.infer("expand", [tensor]).as_numpy("OUTPUT0").tolist() == [
             b"00", b"01", b"02"]
         small.close()
-        assert not _http_answered(big), "the big answer was sent before the small one"
-        status, body, answer = _http_answer(big)
+        assert not http_answered(big), "the big answer was sent before the small one"
+        status, body, answer = http_answer(big)
     assert status == 200, body[:300]
     header_length = int(answer.getheader("Inference-Header-Content-Length"))
     assert body[header_length:] == _expanded(COUNT)
-
-
-class _GrpcCall:
-    """One ModelInfer call on a raw HTTP/2 connection, its message sent within the server's
-    flow-control windows; its answer's windows opened wide."""
-
-    STREAM = 1
-
-    def __init__(self, server: ServerProcess) -> None:
-        wide = struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, (1 << 31) - 1)
-        self.client = RawClient(server.grpc_url, settings=wide)
-        self._send(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", (1 << 31) - 65536)))
-        self.server_port = int(server.grpc_url.rsplit(":", 1)[1])
-        self._seen = 0
-        self._stream_window = 65535
-        self._connection_window = 65535
-
-    def _send(self, data: bytes) -> None:
-        assert self.client.send(data), "the server closed the connection"
-
-    def _take_frames(self, timeout: float) -> None:
-        """Read what the server sent: its settings (acknowledged) and window updates."""
-        self.client.read_available(timeout)
-        for f in self.client.frames[self._seen:]:
-            if f.kind == SETTINGS and not f.flags & ACK:
-                for at in range(0, len(f.payload), 6):
-                    key, value = struct.unpack(">HI", f.payload[at : at + 6])
-                    if key == SETTINGS_INITIAL_WINDOW_SIZE:
-                        self._stream_window += value - 65535
-                self._send(frame(SETTINGS, ACK, 0))
-            elif f.kind == WINDOW_UPDATE:
-                increment = struct.unpack(">I", f.payload)[0] & 0x7FFFFFFF
-                if f.stream_id == 0:
-                    self._connection_window += increment
-                elif f.stream_id == self.STREAM:
-                    self._stream_window += increment
-        self._seen = len(self.client.frames)
-
-    def send_holding_last_byte(self, message: pb.ModelInferRequest) -> bytes:
-        """Send the call's headers and all of its message but the last byte (once the server
-        has processed all that, as its answer to a PING tells); return the last DATA frame."""
-        block = hpack.Encoder().encode(request_headers(MODEL_INFER))
-        self._send(frame(HEADERS, END_HEADERS, self.STREAM, block))
-        body = grpc_message(message.SerializeToString())
-        sent, end = 0, len(body) - 1
-        self._take_frames(0.5)
-        while sent < end:
-            room = min(self._stream_window, self._connection_window, 16384, end - sent)
-            if room <= 0:
-                self._take_frames(0.2)
-                continue
-            self._send(frame(DATA, 0, self.STREAM, body[sent : sent + room]))
-            sent += room
-            self._stream_window -= room
-            self._connection_window -= room
-        self._send(frame(PING, 0, 0, b"heldback"))
-        _until(self._ping_answered, "the server never answered the PING")
-        return frame(DATA, END_STREAM, self.STREAM, body[end:])
-
-    def _ping_answered(self) -> bool:
-        self._take_frames(0.1)
-        return any(f.kind == PING and f.flags & ACK for f in self.client.frames)
-
-    def send(self, message: pb.ModelInferRequest) -> None:
-        self._send(self.send_holding_last_byte(message))
-
-    def answered(self) -> bool:
-        """Whether any of the call's answer (data or its status) has come back."""
-        self.client.read_available(0)
-        return any(f.stream_id == self.STREAM and (
-            f.kind == DATA or (f.kind == HEADERS and f.flags & END_STREAM))
-            for f in self.client.frames)
-
-    def answer(self) -> tuple[dict[str, str], bytes]:
-        """The call's status fields and its response message."""
-        status = self.client.answer(self.STREAM, timeout=120)
-        payload = b"".join(f.payload for f in self.client.frames
-                           if f.kind == DATA and f.stream_id == self.STREAM)
-        return status, payload[5:]
-
-    def close(self) -> None:
-        self.client.close()
 
 
 def test_grpc_other_clients_are_answered_while_a_big_bytes_request_is_decoded(server) -> None:
@@ -292,7 +155,7 @@ def test_grpc_other_clients_are_answered_while_a_big_bytes_request_is_decoded(se
         pb.ModelInferRequest.InferInputTensor(name="INPUT0", datatype="BYTES",
                                               shape=[1, COUNT + 1])],
         raw_input_contents=[data])
-    call = _GrpcCall(server)
+    call = GrpcCall(server)
     try:
         call.send(message)
         _small_grpc_infer(server)
@@ -308,7 +171,7 @@ def test_grpc_other_clients_are_answered_while_a_big_bytes_answer_is_encoded(ser
     message = pb.ModelInferRequest(model_name="expand", inputs=[
         pb.ModelInferRequest.InferInputTensor(name="COUNT", datatype="INT32", shape=[1])],
         raw_input_contents=[np.array([COUNT], np.int32).tobytes()])
-    call = _GrpcCall(server)
+    call = GrpcCall(server)
     try:
         call.send(message)
         server.wait_pending("expand", 1)
@@ -318,7 +181,7 @@ def test_grpc_other_clients_are_answered_while_a_big_bytes_answer_is_encoded(ser
     finally:
         call.close()
     assert status["grpc-status"] == "0", status
-    response = pb.ModelInferResponse.FromString(payload)
+    response = pb.ModelInferResponse.FromString(payload[5:])
     assert response.raw_output_contents[0] == _expanded(COUNT)
 
 

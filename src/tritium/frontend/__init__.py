@@ -8,7 +8,8 @@
 - `loop_bridge.py`: the one bridge between the core's threads and the event loop (a request's
   final answer as an awaitable, its responses as an async iterator or as callbacks);
 - `bulk_work.py`: the one thread that takes work too long for the event loop (large or
-  compressed bodies, BYTES tensors of many elements, decoded and encoded), one piece at a time;
+  compressed bodies and messages, BYTES tensors of many elements, large JSON answers, large
+  answers to compress), one piece at a time;
 - `metrics.py` (with `prometheus_text.py` and `cpu_metrics.py`): Prometheus text on
   --metrics-port, served by `http/`'s HTTP/1.1 server.
 

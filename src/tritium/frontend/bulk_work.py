@@ -1,8 +1,10 @@
 """Work too long for the event loop, done on one thread of its own, one piece at a time.
 
-Decoding a large JSON body, inflating a compressed one, and decoding or encoding a BYTES tensor
-of many elements (about half a microsecond per element, in Python: a tensor of 4 million short
-strings takes 2-4 s) would make every other client of the server wait if done on the loop. The
+Decoding a large JSON body, inflating a compressed body or message, deflating a large answer
+(zlib at its default level: tens of milliseconds a megabyte), writing a large JSON answer, and
+decoding or encoding a BYTES tensor of many elements (about half a microsecond per element, in
+Python: a tensor of 4 million short strings takes 2-4 s) would make every other client of the
+server wait if done on the loop. The
 HTTP and gRPC frontends hand such work to this thread and carry on with the request on the loop
 once it is done. One thread, so that what several such pieces hold while being worked on is
 bounded by one at a time; the others wait their turn in its queue (their bytes are already
@@ -29,6 +31,12 @@ _WORKER = ThreadPoolExecutor(1, thread_name_prefix="tritium-bulk")
 BYTES_BULK_ELEMENTS = 16384
 # The size from which raw BYTES data may hold that many elements (4 bytes at least each).
 BYTES_BULK_SIZE = 4 * BYTES_BULK_ELEMENTS
+# An answer of this many bytes or more is deflated on the thread (a millisecond or more of
+# zlib); zlib lets go of the interpreter lock while it works.
+DEFLATE_BULK_SIZE = 64 * 1024
+# A compressed message of this many bytes or more is inflated on the thread: deflate packs up to
+# about a thousand bytes into one, so a smaller one makes a megabyte at most (a millisecond).
+INFLATE_BULK_SIZE = 1024
 
 
 def later(work: Callable[[], T], loop: asyncio.AbstractEventLoop,

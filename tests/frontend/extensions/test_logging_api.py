@@ -143,6 +143,8 @@ def test_http_and_grpc_read_and_change_the_same_settings(log_server) -> None:
      "attempt to access JSON non-unsigned-integer as unsigned-integer"),
     (b'{"log_verbose_level":"1"}', 400,
      "attempt to access JSON non-unsigned-integer as unsigned-integer"),
+    (b'{"log_verbose_level":18446744073709551616}', 400,
+     "attempt to access JSON non-unsigned-integer as unsigned-integer"),
     (b"notjson", 400, "failed to parse the request JSON buffer: Invalid value. at 0"),
     (b"", 400, "failed to parse the request JSON buffer: The document is empty. at 0"),
 ])
@@ -152,6 +154,26 @@ def test_http_errors_change_nothing(log_server, body, status, message) -> None:
     assert _post(log_server, body) == (status, {"error": message})
     assert client.get_log_settings() == before
     assert _post(log_server, b"{}")[1]["log_verbose_level"] == 0
+
+
+@pytest.mark.parametrize("given, kept", [
+    (4294967295, 0), (2147483648, 0), (3000000000, 0), (4294967301, 5), (2**64 - 1, 0),
+    (2147483647, 2147483647),
+])
+def test_verbose_levels_are_kept_as_tritons_32_bit_int(log_server, given, kept) -> None:
+    """Triton 2.51 keeps the level as a 32-bit int, a negative one as 0: 4294967295 (or any
+    level past 2147483647) turns verbose logging off, over HTTP (any unsigned 64-bit number,
+    its low 32 bits) and gRPC (uint32) alike (side by side with tritonserver)."""
+    try:
+        status, settings = _post(log_server, b'{"log_verbose_level":%d}' % given)
+        assert (status, settings["log_verbose_level"]) == (200, kept)
+        if given < 2**32:
+            _post(log_server, b'{"log_verbose_level":1}')
+            response = grpcclient.InferenceServerClient(log_server.grpc_url).update_log_settings(
+                {"log_verbose_level": given})
+            assert response.settings["log_verbose_level"].uint32_param == kept
+    finally:
+        _post(log_server, b'{"log_verbose_level":0}')
 
 
 def test_http_ignores_nulls_and_unknown_members(log_server) -> None:

@@ -103,6 +103,19 @@ def test_grpc_reads_and_changes_the_same_settings(trace_server) -> None:
     ("/v2/trace/setting", b'{"trace_count":"99999999999"}', 400,
      "Unable to parse 'trace_count', value is out of range [ -1, 2147483647 ], got: "
      "99999999999"),
+    # Triton reads numbers with stoi: past 32 bits, whatever the range says.
+    ("/v2/trace/setting", b'{"trace_rate":"2147483648"}', 400,
+     "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 2147483648"),
+    ("/v2/trace/setting", b'{"trace_rate":"4294967295"}', 400,
+     "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 4294967295"),
+    ("/v2/trace/setting", b'{"trace_rate":"-2147483649"}', 400,
+     "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: -2147483649"),
+    ("/v2/trace/setting", b'{"log_frequency":"2147483648"}', 400,
+     "Unable to parse 'log_frequency', value is out of range [ 0, 4294967295 ], got: "
+     "2147483648"),
+    ("/v2/trace/setting", b'{"trace_count":"-2147483649"}', 400,
+     "Unable to parse 'trace_count', value is out of range [ -1, 2147483647 ], got: "
+     "-2147483649"),
     # Triton answers these with 500 (its JSON helpers always say INTERNAL).
     ("/v2/trace/setting", b'{"trace_rate":5}', 400, "attempt to access JSON non-string as string"),
     ("/v2/trace/setting", b'{"trace_level":"TIMESTAMPS"}', 400,
@@ -122,6 +135,11 @@ def test_what_triton_reads_leniently(trace_server) -> None:
     assert _call(trace_server, "/v2/trace/setting", b'{"trace_rate":"5x"}')[1]["trace_rate"] == "5"
     assert _call(trace_server, "/v2/trace/setting", b'{"trace_rate":"-3"}')[1]["trace_rate"] \
         == "4294967293"
+    # So a rate of -1 is 4294967295, as in Triton 2.51 (which accepts it the same way).
+    assert _call(trace_server, "/v2/trace/setting", b'{"trace_rate":"-1"}')[1]["trace_rate"] \
+        == "4294967295"
+    assert _call(trace_server, "/v2/trace/setting",
+                 b'{"log_frequency":"-2147483648"}')[1]["log_frequency"] == "2147483648"
     # Unknown levels are ignored (tracing stays off); trace_mode and unknown members too.
     status, body = _call(trace_server, "/v2/trace/setting",
                          b'{"trace_level":["BOGUS"],"trace_mode":"opentelemetry","x":1}')
@@ -136,6 +154,11 @@ def test_what_triton_reads_leniently(trace_server) -> None:
     ("", {"trace_rate": ["x"]}, "INVALID_ARGUMENT", "Unable to parse 'trace_rate', got: x"),
     ("", {"trace_count": ["-5"]}, "INVALID_ARGUMENT",
      "Unable to parse 'trace_count'. Expecting value >= -1, got: -5"),
+    ("", {"trace_rate": ["2147483648"]}, "INVALID_ARGUMENT",
+     "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 2147483648"),
+    ("", {"trace_count": ["-2147483649"]}, "INVALID_ARGUMENT",
+     "Unable to parse 'trace_count', value is out of range [ -1, 2147483647 ], got: "
+     "-2147483649"),
     ("", {"trace_file": ["/tmp/t"]}, "UNIMPLEMENTED",
      "trace file location can not be updated through network protocol"),
     ("", {"trace_level": ["TIMESTAMPS"]}, "INVALID_ARGUMENT",

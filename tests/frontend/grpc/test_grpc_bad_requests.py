@@ -228,6 +228,39 @@ def test_bad_request(stub, case):
     assert_still_serving(stub)
 
 
+# Triton 2.51 lists every input in this message: for 100,000 inputs 1.2 MB of trailing
+# metadata, which gRPC clients refuse (RESOURCE_EXHAUSTED "received metadata size exceeds hard
+# limit") instead of reading the INVALID_ARGUMENT. The list names 16 and counts the rest.
+MANY_INPUTS = ("[request id: <id_unknown>] expected 1 inputs but got 100000 inputs for model "
+               "'identity_fp32'. Got input(s) ['INPUT0'," + ",".join(
+                   f"'EXTRA{i}'" for i in range(15)) + "] and 99984 more, but missing required "
+               "input(s) ]. Please provide all required input(s).")
+
+
+def test_a_request_of_100000_inputs_is_told_what_is_wrong(stub):
+    names = ["INPUT0", *(f"EXTRA{i}" for i in range(99_999))]
+    request = infer_request("identity_fp32", [tensor(name, "FP32", [1, 1]) for name in names],
+                            [F4.tobytes()[:4]] * len(names))
+    with pytest.raises(grpc.RpcError) as info:
+        stub.ModelInfer(request)
+    assert (info.value.code(), info.value.details()) == (INVALID, MANY_INPUTS)
+    assert_still_serving(stub)
+
+
+def test_a_long_message_is_cut_to_what_clients_read(stub):
+    """A status message past 4096 bytes (here naming a 100 KB input) is cut with "...": the
+    client reads INVALID_ARGUMENT where a whole message made it see RESOURCE_EXHAUSTED."""
+    name = "N" * 100_000
+    request = infer_request("identity_fp32", [tensor(name, "FP32", [1, 4])], [F4.tobytes()])
+    with pytest.raises(grpc.RpcError) as info:
+        stub.ModelInfer(request)
+    details = info.value.details()
+    assert info.value.code() == INVALID
+    assert details.startswith("unexpected inference input 'NNNN") and details.endswith("N...")
+    assert len(details) == 4096
+    assert_still_serving(stub)
+
+
 def test_unregistered_shared_memory_region(stub):
     request = infer_request("identity_fp32", [_f4_input()])
     request.inputs[0].parameters["shared_memory_region"].string_param = "region0"

@@ -2,7 +2,9 @@
 
 Each frontend reads its own encoding (JSON members, or protobuf `SettingValue`s) with Triton's
 messages for that frontend, then both apply the change through the one `LogSettings`.
-Every setting is checked before any is applied.
+Every setting is checked before any is applied. A verbose level is kept as Triton keeps it
+(`verbose_level`): any unsigned 64-bit number is accepted over HTTP, and one that is negative
+as a 32-bit int turns verbose logging off.
 """
 
 from __future__ import annotations
@@ -12,11 +14,10 @@ from typing import Any
 from tritonclient.grpc import service_pb2 as pb
 
 from ...errors import TritonError
-from ...logging_settings import FORMATS, LOG_FILE_REFUSED, LogSettings
+from ...logging_settings import FORMATS, LOG_FILE_REFUSED, LogSettings, verbose_level
 from .json_codec import NOT_BOOL, NOT_STRING, NOT_UINT, is_bool, is_uint, load_json
 
 _FLAGS = ("log_info", "log_warning", "log_error")
-_UINT32_MAX = (1 << 32) - 1
 
 
 def http_update(settings: LogSettings, body: bytes) -> dict[str, Any]:
@@ -33,9 +34,9 @@ def http_update(settings: LogSettings, body: bytes) -> dict[str, Any]:
             raise TritonError.invalid_arg(NOT_BOOL)
         changes[key] = value
     level = document.get("log_verbose_level")
-    if level is not None and not (is_uint(level) and level <= _UINT32_MAX):
+    if level is not None and not is_uint(level):
         raise TritonError.invalid_arg(NOT_UINT)
-    changes["log_verbose_level"] = level
+    changes["log_verbose_level"] = None if level is None else verbose_level(level)
     log_format = document.get("log_format")
     if log_format is not None:
         if type(log_format) is not str:
@@ -75,7 +76,7 @@ def grpc_update(settings: LogSettings, request: pb.LogSettingsRequest) -> pb.Log
         value = given["log_verbose_level"]
         if value.WhichOneof("parameter_choice") != "uint32_param":
             raise TritonError.invalid_arg("expect int32 for 'log_verbose_level'")
-        changes["log_verbose_level"] = value.uint32_param
+        changes["log_verbose_level"] = verbose_level(value.uint32_param)
     if "log_format" in given:
         value = given["log_format"]
         if value.WhichOneof("parameter_choice") != "string_param":

@@ -3,23 +3,22 @@ TraceSetting RPC.
 
 Both encodings carry values as strings (a list for `trace_level`); null (HTTP) or no value
 (gRPC) clears a field so that it follows the global setting again. Values are parsed here
-with Triton's messages (its C++ `stoul`/`stoi` readings included: "-3" as a rate wraps around)
-and applied through the server's `TraceSettings`.
+with Triton's messages (its C++ `stoi` reading included: a 32-bit signed number, so "-3" as a
+rate wraps around to 4294967293 and 2147483648 is out of range) and applied through the
+server's `TraceSettings`.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from tritonclient.grpc import service_pb2 as pb
 
 from ...errors import TritonError
 from ...server import InferenceServer
-from ...trace_settings import LEVELS, TRACE_FILE_REFUSED, TraceSetting
+from ...trace_settings import LEVELS, TRACE_FILE_REFUSED, TraceSetting, leading_integer
 from .json_codec import NOT_ARRAY, NOT_STRING, load_json
 
-_LEADING_INTEGER = re.compile(r"\s*([+-]?\d+)")
 _SCALARS = ("trace_rate", "trace_count", "log_frequency")
 
 
@@ -28,17 +27,12 @@ def _known_model(server: InferenceServer, model: str) -> None:
         raise TritonError.invalid_arg(f"Request for unknown model : {model}")
 
 
-def _integer(key: str, text: str) -> int:
-    match = _LEADING_INTEGER.match(text)
-    if match is None:
-        raise TritonError.invalid_arg(f"Unable to parse '{key}', got: {text}")
-    return int(match.group(1))
-
-
 def _value(key: str, text: str, count_separator: str) -> int:
-    number = _integer(key, text)
+    number = leading_integer(text)
+    if number is None:
+        raise TritonError.invalid_arg(f"Unable to parse '{key}', got: {text}")
     low, high = (-1, (1 << 31) - 1) if key == "trace_count" else (0, (1 << 32) - 1)
-    if number > high:
+    if not -(1 << 31) <= number < 1 << 31:  # past stoi's 32 bits, whatever the range says
         raise TritonError.invalid_arg(
             f"Unable to parse '{key}', value is out of range [ {low}, {high} ], got: {text}"
         )

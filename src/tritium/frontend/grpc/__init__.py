@@ -2,7 +2,9 @@
 
 `http2` is the HTTP/2 transport (frames, streams, flow control), `http2_limits` what a client
 may ask of it; `options` is the endpoint's configuration (TLS, keepalive, limits); `server` runs
-grpcio method handlers over it, each RPC a `call` (`immediate`: ModelInfer's, without a task);
+grpcio method handlers over it, each RPC a `call` (`immediate`: ModelInfer's, without a task;
+`call_requests`: a streaming call's messages; `compression`: messages inflated and deflated;
+`status_message`: its status's grpc-message);
 `service` holds the RPC bodies (`GrpcFrontend` is the endpoint `tritium serve` starts);
 `infer_request` reads ModelInfer requests (`infer_parameters`: their parameters' checks;
 `request_template`: messages decoded again from a kept template) and `infer_response` writes

@@ -6,7 +6,9 @@ says `grpc-encoding`), runs its body (a grpc.aio coroutine or generator as a tas
 immediate body, `immediate.py`), and ends with `grpc-status` and a percent-encoded
 `grpc-message` in the trailers. A `grpc-timeout` deadline ends it with DEADLINE_EXCEEDED, a
 reset stream or a closed connection cancels it; request bytes go back to the client's window as
-the body takes them.
+the body takes them. A large message is inflated, and a large response deflated, on the bulk
+thread (`frontend/bulk_work.py`); the call reads on once its message is inflated, so its
+messages keep their order.
 """
 
 from __future__ import annotations
@@ -14,30 +16,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import struct
-import zlib
-from collections import deque
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from functools import partial
 from typing import Any, Protocol
 
 import grpc
 
+from ..bulk_work import DEFLATE_BULK_SIZE, INFLATE_BULK_SIZE, Decoding, later, off_loop
 from .call_headers import CallHeaders
-from .compression import INFER_METHODS, compress, encoding_header, response_algorithm
+from .call_requests import CallRequests
+from .compression import (
+    INFER_METHODS,
+    PREFIX,
+    MessageError,
+    compressed_message,
+    encoding_header,
+    inflate,
+    response_algorithm,
+)
 from .http2 import H2Connection, H2Stream, encode_headers
 from .immediate import ImmediateUnary
+from .status_message import status_message
 
 log = logging.getLogger("tritium.frontend.grpc")
 
 RESPONSE_HEADERS = encode_headers([(":status", "200"), ("content-type", "application/grpc")])
 _OK_TRAILERS = encode_headers([("grpc-status", "0")])
-_PREFIX = struct.Struct(">BI")
 # What Triton answers when a request message does not parse (or never came whole).
 UNPARSABLE = "Unable to parse request"
 _TIMEOUT = re.compile(r"^(\d{1,8})([HMSmun])$")
 _TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
-# zlib window bits per grpc-encoding.
-_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
 class AbortError(Exception):
@@ -66,48 +75,6 @@ class _Context:
 
     async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
         raise AbortError(code, details)
-
-
-class _Requests:
-    """A streaming call's request messages, as the async iterator its body reads;
-    `on_taken(size)` when the body takes one."""
-
-    def __init__(self, deserialize: Any, on_taken: Callable[[int], None]) -> None:
-        self._deserialize = deserialize
-        self._on_taken = on_taken
-        self._messages: deque[bytes] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._ended = False
-
-    @property
-    def waiting(self) -> int:
-        return len(self._messages)
-
-    def push(self, message: bytes) -> None:
-        self._messages.append(message)
-        self._wake()
-
-    def end(self) -> None:
-        self._ended = True
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def __aiter__(self) -> _Requests:
-        return self
-
-    async def __anext__(self) -> Any:
-        while not self._messages:
-            if self._ended:
-                raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-        message = self._messages.popleft()
-        self._on_taken(len(message))
-        return self._deserialize(message) if self._deserialize is not None else message
 
 
 class _AioMethodHandler(Protocol):
@@ -162,6 +129,10 @@ class Call:
         self.held = 0  # request bytes counted in connection.buffered_input
         self.unreleased = 0  # DATA bytes not yet given back to the client's window
         self.failed = False
+        # The message being inflated on the bulk thread (what comes after it waits), and
+        # whether the client ended its side meanwhile.
+        self.inflating: Decoding | None = None
+        self.ended_while_inflating = False
         self.context = _Context(headers.metadata, server.loop)
         # The response's compression (--grpc-infer-response-compression-level): its headers.
         self.response_headers = RESPONSE_HEADERS
@@ -171,9 +142,9 @@ class Call:
                                                   headers.accept_encoding)
             if self.compression is not None:
                 self.response_headers += encoding_header(self.compression)
-        self.requests: _Requests | None = None
+        self.requests: CallRequests | None = None
         if handler.request_streaming:
-            self.requests = _Requests(handler.request_deserializer, self._taken)
+            self.requests = CallRequests(handler.request_deserializer, self._taken)
             self._run(self._stream())
         if headers.timeout is not None:
             self._set_deadline(headers.timeout)
@@ -201,40 +172,79 @@ class Call:
         self._hold(len(data))
         limit = self.server.max_message_size
         if not buffer and self.unary_request is None and self.requests is None \
-                and len(data) >= 5:
+                and self.inflating is None and len(data) >= 5:
             # The usual unary request: one uncompressed message in one DATA frame, taken
             # without going through the buffer (two copies fewer).
-            compressed, length = _PREFIX.unpack_from(data)
+            compressed, length = PREFIX.unpack_from(data)
             if not compressed and length == len(data) - 5 and length <= limit:
                 self.unary_request = data[5:]
                 self._check_buffered()
                 return
         buffer += data
+        if self.inflating is None:
+            self._take_messages()
+        else:
+            self._check_buffered()
+
+    def _take_messages(self) -> None:
+        """Take the whole messages in the buffer, in order; one that is compressed and large
+        is inflated off the loop, the rest waiting for it (`_inflated`)."""
+        buffer = self.buffer
+        limit = self.server.max_message_size
         while len(buffer) >= 5:
-            compressed, length = _PREFIX.unpack_from(buffer)
+            compressed, length = PREFIX.unpack_from(buffer)
             if length > limit:
                 self._fail(grpc.StatusCode.RESOURCE_EXHAUSTED,
                            f"Received message larger than max ({length} vs. {limit})")
                 return
             if len(buffer) < 5 + length:
                 break
-            message = bytes(buffer[5:5 + length])
+            message = bytes(memoryview(buffer)[5:5 + length])  # one copy (a slice is two)
             del buffer[:5 + length]
             if compressed:
-                decompressed = self._decompress(message)
-                if decompressed is None:
+                if length >= INFLATE_BULK_SIZE:
+                    self.inflating = waiting = Decoding()
+                    later(partial(inflate, self.encoding, message, limit), self.server.loop,
+                          partial(self._inflated, waiting, length))
+                    break
+                try:
+                    message = inflate(self.encoding, message, limit)
+                except MessageError as exc:
+                    self._fail(exc.code, exc.details)
                     return
-                message = decompressed
-            if self.requests is not None:
-                self._hold(len(message) - 5 - length)  # held until the body takes it
-                self.requests.push(message)
-            elif self.unary_request is None:
-                self.unary_request = message
-            else:
-                self._fail(grpc.StatusCode.UNIMPLEMENTED,
-                           "Received a second request message for a unary RPC")
+            if not self._take(message, length):
                 return
         self._check_buffered()
+
+    def _take(self, message: bytes, length: int) -> bool:
+        """A request message read (`length` bytes on the wire): the stream's next, or the
+        unary call's one; False once the call has failed."""
+        if self.requests is not None:
+            self._hold(len(message) - 5 - length)  # held until the body takes it
+            self.requests.push(message)
+        elif self.unary_request is None:
+            self.unary_request = message
+        else:
+            self._fail(grpc.StatusCode.UNIMPLEMENTED,
+                       "Received a second request message for a unary RPC")
+            return False
+        return True
+
+    def _inflated(self, waiting: Decoding, length: int, inflated: Future[bytes]) -> None:
+        """A message inflated off the loop: taken, then what came after it, then the end of
+        the client's side if it came meanwhile (dropped if the call ended meanwhile)."""
+        if waiting.cancelled or self.failed or self.stream.closed:
+            return
+        self.inflating = None
+        try:
+            message = inflated.result()
+        except MessageError as exc:
+            return self._fail(exc.code, exc.details)
+        if not self._take(message, length):
+            return
+        self._take_messages()
+        if self.inflating is None and self.ended_while_inflating:
+            self.on_end()
 
     def _check_buffered(self) -> None:
         """Fail the call whose bytes take the connection past its unread-input limit."""
@@ -271,8 +281,14 @@ class Call:
         self.buffer = bytearray()
         self.unary_request = None
         self._hold(-self.held)
+        if self.inflating is not None:
+            self.inflating.cancel()
+            self.inflating = None
 
     def on_end(self) -> None:
+        if self.inflating is not None:
+            self.ended_while_inflating = True
+            return
         if self.requests is not None:
             self.requests.end()
             return
@@ -308,13 +324,14 @@ class Call:
             assert handler.unary_unary is not None  # a unary call has a unary behaviour
             response = await handler.unary_unary(request, self.context)
             serialize = handler.response_serializer
-            data = serialize(response) if serialize is not None else response
+            answer = await self._framed(serialize(response) if serialize is not None
+                                        else response)
         except BaseException as exc:
             self._stopped(exc)
         else:
             self._clear_deadline()
-            self.connection.send_data(self.stream, self._message(data),
-                                      trailers=_OK_TRAILERS, headers=self.response_headers)
+            self.connection.send_data(self.stream, *answer, trailers=_OK_TRAILERS,
+                                      headers=self.response_headers)
 
     def _start_immediate(self, handler: ImmediateUnary, message: bytes) -> None:
         self.immediate_running = True
@@ -329,13 +346,27 @@ class Call:
                 self._stopped(exc)
 
     def reply(self, data: bytes) -> None:
-        """An immediate body's response: the call ends OK."""
+        """An immediate body's response: the call ends OK (a large compressed one once it is
+        deflated off the loop, unless the call ended meanwhile)."""
+        if not self.immediate_running:
+            return
+        if self.compression is not None and len(data) >= DEFLATE_BULK_SIZE:
+            later(partial(compressed_message, self.compression, data), self.server.loop,
+                  lambda framed: self._send_reply(framed.result))
+            return
+        self._send_reply(partial(self._message, data))
+
+    def _send_reply(self, message: Callable[[], tuple[bytes, bytes]]) -> None:
         if not self.immediate_running:
             return
         self._end_immediate()
+        try:
+            pieces = message()
+        except Exception as exc:  # a fault of ours: UNKNOWN, logged, as for a failing body
+            return self._stopped(exc)
         self._clear_deadline()
-        self.connection.send_data(self.stream, self._message(data),
-                                  trailers=_OK_TRAILERS, headers=self.response_headers)
+        self.connection.send_data(self.stream, *pieces, trailers=_OK_TRAILERS,
+                                  headers=self.response_headers)
 
     def abort(self, code: grpc.StatusCode, details: str) -> None:
         """An immediate body's failure: the call ends with this status."""
@@ -368,12 +399,12 @@ class Call:
             assert self.requests is not None and handler.stream_stream is not None
             responses: AsyncIterator[Any] = handler.stream_stream(self.requests, self.context)
             async for response in responses:
-                data = serialize(response) if serialize is not None else response
-                message = self._message(data)
+                message = await self._framed(serialize(response) if serialize is not None
+                                             else response)
                 if stream.headers_sent:
-                    connection.send_data(stream, message)
+                    connection.send_data(stream, *message)
                 else:
-                    connection.send_data(stream, message, headers=self.response_headers)
+                    connection.send_data(stream, *message, headers=self.response_headers)
         except BaseException as exc:
             self._stopped(exc)
         else:
@@ -404,7 +435,7 @@ class Call:
         else:
             fields = [("grpc-status", str(code.value[0]))]
             if details:
-                fields.append(("grpc-message", percent_encode(details)))
+                fields.append(("grpc-message", status_message(details)))
             trailers = encode_headers(fields)
         if stream.headers_sent:
             self.connection.send_trailers(stream, trailers)
@@ -414,36 +445,18 @@ class Call:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _message(self, data: bytes) -> bytes:
-        """One length-prefixed response message, compressed if the call's responses are."""
+    def _message(self, data: bytes) -> tuple[bytes, bytes]:
+        """One length-prefixed response message, compressed if the call's responses are: its
+        prefix and payload (not joined: a large payload is not copied behind its prefix)."""
         if self.compression is None:
-            return _PREFIX.pack(0, len(data)) + data
-        data = compress(self.compression, data)
-        return _PREFIX.pack(1, len(data)) + data
+            return PREFIX.pack(0, len(data)), data
+        return compressed_message(self.compression, data)
 
-    def _decompress(self, message: bytes) -> bytes | None:
-        """The message inflated, never past the maximum message size (a gzip bomb stops
-        there); None once the call has failed."""
-        wbits = _WBITS.get(self.encoding)
-        if wbits is None:
-            self._fail(grpc.StatusCode.UNIMPLEMENTED,
-                       f"Compression algorithm '{self.encoding}' is not supported")
-            return None
-        limit = self.server.max_message_size
-        try:
-            inflater = zlib.decompressobj(wbits)
-            data = inflater.decompress(message, limit + 1)
-            if len(data) > limit:
-                self._fail(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                           f"Received message larger than max (more than {limit} bytes "
-                           f"after decompression vs. {limit})")
-                return None
-            if not inflater.eof:
-                raise zlib.error("incomplete or truncated stream")
-            return data
-        except zlib.error:
-            self._fail(grpc.StatusCode.INTERNAL, "Failed to decompress the request message")
-            return None
+    async def _framed(self, data: bytes) -> tuple[bytes, bytes]:
+        """`_message`, a large compressed one deflated off the loop."""
+        if self.compression is not None and len(data) >= DEFLATE_BULK_SIZE:
+            return (await off_loop(partial(compressed_message, self.compression, data)))()
+        return self._message(data)
 
     def _set_deadline(self, text: str) -> None:
         match = _TIMEOUT.match(text)
@@ -467,14 +480,3 @@ class Call:
         if self.deadline is not None:
             self.deadline.cancel()
             self.deadline = None
-
-
-def percent_encode(text: str) -> str:
-    """grpc-message's encoding: bytes outside printable ASCII, and '%', as %XX."""
-    out = []
-    for byte in text.encode("utf-8"):
-        if 0x20 <= byte <= 0x7E and byte != 0x25:
-            out.append(chr(byte))
-        else:
-            out.append(f"%{byte:02X}")
-    return "".join(out)

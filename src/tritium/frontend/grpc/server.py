@@ -31,11 +31,12 @@ import ssl
 
 import grpc
 
-from .call import RESPONSE_HEADERS, Call, percent_encode
+from .call import RESPONSE_HEADERS, Call
 from .call_headers import CallError, KnownHeaders, check_headers, path_of, read_headers
 from .http2 import H2Connection, H2Stream, encode_headers
 from .http2_limits import H2Limits
 from .immediate import MethodHandler
+from .status_message import status_message
 
 # The default largest request message (after decompression too): Triton 2.51's gRPC limit
 # (MAX_GRPC_MESSAGE_SIZE, INT32_MAX), so what Triton takes by default Tritium takes too.
@@ -102,7 +103,7 @@ class GrpcServer:
         except CallError as err:
             fields = [("grpc-status", str(err.code.value[0]))]
             if err.details:
-                fields.append(("grpc-message", percent_encode(err.details)))
+                fields.append(("grpc-message", status_message(err.details)))
             block = RESPONSE_HEADERS + encode_headers(fields)
             connection.send_headers(stream, block, end_stream=True)
             return None

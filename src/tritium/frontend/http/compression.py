@@ -7,6 +7,7 @@ client's Accept-Encoding prefers gzip or deflate over identity.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 from ...errors import TritonError
 
@@ -51,10 +52,11 @@ def accepted_encoding(accept_encoding: str) -> str:
     return chosen
 
 
-def compress(data: bytes, encoding: str) -> bytes:
-    """A response body in the chosen encoding ("gzip" or "deflate")."""
+def compress(parts: list[Any], encoding: str) -> bytes:
+    """A response body, the buffers `parts` one after the other, in the chosen encoding
+    ("gzip" or "deflate"); the parts are not joined first."""
     if encoding == "gzip":
         compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
     else:
         compressor = zlib.compressobj()
-    return compressor.compress(data) + compressor.flush()
+    return b"".join([*map(compressor.compress, parts), compressor.flush()])

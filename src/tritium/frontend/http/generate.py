@@ -42,7 +42,13 @@ from ..bulk_work import Decoding, later
 from ..extensions.json_codec import NOT_STRING, dumps, nesting_too_deep, parse_error
 from ..loop_bridge import each_on_loop
 from .connection import HttpConnection, Request
-from .json_data import LARGE_OUTPUT, array_from_json, json_from_array, json_text_in_slices
+from .json_data import (
+    LARGE_OUTPUT,
+    JsonSplice,
+    array_from_json,
+    json_from_array,
+    json_text_in_slices,
+)
 from .json_spans import BULK, JsonSpan, load_generate_json
 
 log = logging.getLogger("tritium.http")
@@ -54,9 +60,6 @@ _SINGLE_RESPONSE = (
     "generates various number of responses"
 )
 _PARAMETERS = "parameters"
-# Where a large output's text goes in the answer (control characters: no name or value the
-# server writes holds one unescaped).
-_LARGE = "\x01tritium-output:%d"
 
 
 def handle_generate(server: InferenceServer, conn: HttpConnection, http_request: Request,
@@ -304,11 +307,8 @@ def _encode(response: InferenceResponse, request: InferenceRequest) -> tuple[byt
     error = response.error
     if error is None:
         try:
-            fields, large = _fields(response, request)
-            body = dumps(fields)
-            for index, text in enumerate(large):
-                body = body.replace(dumps(_LARGE % index), text, 1)
-            return body, False
+            splice = JsonSplice()
+            return splice.dumps(_fields(response, request, splice)), False
         except TritonError as exc:
             error = exc
         except Exception as exc:  # a bug: the client still gets an answer
@@ -317,14 +317,13 @@ def _encode(response: InferenceResponse, request: InferenceRequest) -> tuple[byt
     return dumps({"error": error.message}), True
 
 
-def _fields(response: InferenceResponse, request: InferenceRequest
-            ) -> tuple[dict[str, Any], list[bytes]]:
-    """The answer's fields in order, a large numeric output as a placeholder string
-    (`_LARGE`), and the JSON text of those outputs."""
+def _fields(response: InferenceResponse, request: InferenceRequest, splice: JsonSplice
+            ) -> dict[str, Any]:
+    """The answer's fields in order, a large numeric output's text written apart (`splice`
+    puts it in place)."""
     # The first of equal names wins (std::map::emplace): reserved fields, then parameters,
     # then outputs.
     fields: dict[str, Any] = {}
-    large: list[bytes] = []
     if response.id:
         fields["id"] = response.id
     fields["model_name"] = response.model_name or request.model_name
@@ -336,12 +335,12 @@ def _fields(response: InferenceResponse, request: InferenceRequest
             continue
         count = element_count(tensor.shape)
         if count >= LARGE_OUTPUT and tensor.datatype != "BYTES":
-            fields[tensor.name] = _LARGE % len(large)
-            large.append(json_text_in_slices(tensor.datatype, tensor.data))
+            fields[tensor.name] = splice.placeholder(
+                json_text_in_slices(tensor.datatype, tensor.data))
             continue
         data = json_from_array(tensor.datatype, tensor.data)
         fields[tensor.name] = data[0] if count == 1 else data
-    return dict(sorted(fields.items())), large
+    return dict(sorted(fields.items()))
 
 
 __all__ = ["handle_generate"]

@@ -7,7 +7,9 @@ any nesting of lists whose leaves fill the shape; the checks and messages here a
 
 from __future__ import annotations
 
+import secrets
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -80,26 +82,37 @@ def array_from_json(
     if family is None:
         raise TritonError.invalid_arg(f"invalid datatype for input {name}")
     if isinstance(data, JsonSpan):
+        if family == "bytes":
+            return _read_strings(data.slices(), name, count, model_name, prefix).reshape(shape)
         return _read_span(data, family, count, numpy_dtype(datatype)).reshape(shape)
     flat, types = leaves(data)
     _check_types(types, family)
 
     if family == "bytes":
-        if len(flat) > count:
-            raise input_data_error(
-                STRING_COUNT_EXCEEDED, name, model_name, count, count + 1, prefix
-            )
-        if len(flat) < count:
-            raise input_data_error(
-                STRING_COUNT_MISMATCH, name, model_name, count, len(flat), prefix
-            )
-        out = np.empty(count, dtype=np.object_)
-        out[:] = [utf8(s) for s in flat]
-        return out.reshape(shape)
+        return _read_strings([flat], name, count, model_name, prefix).reshape(shape)
 
     if len(flat) != count:
         raise TritonError.invalid_arg(_SHAPE_MISMATCH)
     return _narrow(_read(flat, family), datatype, family).reshape(shape)
+
+
+def _read_strings(slices: Iterable[list[Any]], name: str, count: int, model_name: str,
+                  prefix: str) -> np.ndarray:
+    """A BYTES input's strings (its leaves, a slice at a time) as UTF-8 bytes. Every slice is
+    read before a count that does not fill the shape is refused, so that a wrong type
+    anywhere is refused first, as when the leaves are checked together."""
+    out = np.empty(count, dtype=np.object_)
+    filled = 0
+    for flat in slices:
+        _check_types(set(map(type, flat)), "bytes")
+        room = max(0, min(len(flat), count - filled))
+        out[filled:filled + room] = [utf8(s) for s in (flat if room == len(flat) else flat[:room])]
+        filled += len(flat)
+    if filled > count:
+        raise input_data_error(STRING_COUNT_EXCEEDED, name, model_name, count, count + 1, prefix)
+    if filled < count:
+        raise input_data_error(STRING_COUNT_MISMATCH, name, model_name, count, filled, prefix)
+    return out
 
 
 def _check_types(types: set[type], family: str) -> None:
@@ -147,16 +160,51 @@ def _narrow(array: np.ndarray, datatype: str, family: str) -> np.ndarray:
 
 
 def json_text_in_slices(datatype: str, array: Any) -> bytes:
-    """A numeric output's elements as the JSON text json_from_array's list is written as,
-    made a slice of `LARGE_OUTPUT` elements at a time: each slice holds the GIL for
-    milliseconds (two million elements in one tolist and one dumps held it for half a
-    second), and the GIL changes hands between slices."""
+    """An output's elements as the JSON text json_from_array's list is written as, made a
+    slice of `LARGE_OUTPUT` elements at a time: each slice holds the GIL for milliseconds (two
+    million elements in one tolist and one dumps held it for half a second), and the GIL
+    changes hands between slices."""
     flat = np.asarray(array).reshape(-1)
     parts = []
     for start in range(0, flat.size, LARGE_OUTPUT):
         parts.append(dumps(json_from_array(datatype, flat[start:start + LARGE_OUTPUT]))[1:-1])
         time.sleep(0)
     return b"[" + b",".join(parts) + b"]"
+
+
+class JsonSplice:
+    """A document whose large arrays are written apart (`json_text_in_slices`) and put in
+    place once it is written: each stands in it as a placeholder string holding a token no
+    client can guess (a request id or a parameter may hold any text), and the pieces are
+    joined once."""
+
+    __slots__ = ("_token", "_texts")
+
+    def __init__(self) -> None:
+        self._token = ""  # made with the first placeholder (most documents have none)
+        self._texts: list[bytes] = []
+
+    def placeholder(self, text: bytes) -> str:
+        """Where `text` (JSON) goes in the document."""
+        if not self._token:
+            self._token = f"\x01tritium-{secrets.token_hex(8)}:"
+        self._texts.append(text)
+        return f"{self._token}{len(self._texts) - 1}"
+
+    def dumps(self, document: Any) -> bytes:
+        """The document as `dumps` writes it, each placeholder replaced by its text."""
+        body = dumps(document)
+        if not self._texts:
+            return body
+        markers = [dumps(f"{self._token}{index}") for index in range(len(self._texts))]
+        parts: list[bytes] = []
+        position = 0
+        for at, index in sorted((body.index(marker), index)
+                                for index, marker in enumerate(markers)):
+            parts += (body[position:at], self._texts[index])
+            position = at + len(markers[index])
+        parts.append(body[position:])
+        return b"".join(parts)
 
 
 def json_from_array(datatype: str, array: Any) -> list[Any]:

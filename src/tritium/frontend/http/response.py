@@ -2,6 +2,8 @@
 
 Each output goes out as the request asked (`OutputPlan`): as JSON `data`, as raw bytes after the
 header (`binary_data_size` tells how many), or as its top classes (classification extension).
+The `data` of a large output is written a slice at a time (`json_data.JsonSplice`), so that
+the thread writing it lets others have the interpreter lock meanwhile.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import numpy as np
 from ...request import InferenceRequest, InferenceResponse
 from ...tensor import numpy_dtype, serialize_bytes
 from ..extensions.classification import classify
-from ..extensions.json_codec import dumps, utf8
+from ..extensions.json_codec import utf8
 from ..extensions.shared_memory import write_output
-from .json_data import json_from_array
+from .json_data import LARGE_OUTPUT, JsonSplice, json_from_array, json_text_in_slices
 from .request import OutputPlan
 
 
@@ -36,6 +38,7 @@ def encode_infer_response(
             return answer
     outputs_json: list[dict[str, Any]] = []
     blobs: list[Any] = []
+    splice = JsonSplice()
     requested = plan.requested
     regions = plan.regions
     for tensor in response.outputs:
@@ -62,6 +65,8 @@ def encode_infer_response(
             entry["parameters"] = {"binary_data_size": size}
             if size:
                 blobs.append(raw)
+        elif getattr(array, "size", 0) >= LARGE_OUTPUT:
+            entry["data"] = splice.placeholder(json_text_in_slices(datatype, array))
         else:
             entry["data"] = json_from_array(datatype, array)
         outputs_json.append(entry)
@@ -74,7 +79,7 @@ def encode_infer_response(
     if response.parameters:
         document["parameters"] = response.parameters
     document["outputs"] = outputs_json
-    return dumps(document), blobs
+    return splice.dumps(document), blobs
 
 
 def _all_binary(response: InferenceResponse, request: InferenceRequest, plan: OutputPlan

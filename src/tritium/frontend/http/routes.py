@@ -18,16 +18,16 @@ from urllib.parse import unquote_to_bytes
 
 from ...errors import TritonError
 from ...server import InferenceServer
-from ..bulk_work import Decoding, bulky_bytes, later
+from ..bulk_work import Decoding, later
 from ..extensions.header_forward import HeaderPattern, forward_headers
 from ..extensions.infer_failed import log_infer_failed
 from ..extensions.json_codec import dumps
 from ..extensions.restricted_api import HttpRestrictions, Restriction
 from ..extensions.shared_memory import end_region_use
 from ..loop_bridge import final_on_loop
-from .bulk_decode import is_bulky
+from .bulk_decode import is_bulky, is_bulky_answer
 from .compression import accepted_encoding, compress, decompress
-from .connection import HttpConnection, Request
+from .connection import JOIN_LIMIT, HttpConnection, Request
 from .endpoint import HttpEndpoint
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
@@ -50,10 +50,9 @@ _JSON = b"application/json"
 _TEXT = b"text/plain"
 _MODELS_PREFIX = "/v2/models/"
 _REPOSITORY_PREFIX = "/v2/repository/"
-# Below this total size a binary response goes out as one joined buffer; above it, the header
-# and each tensor are written as they are (no copy of large tensors).
-_JOIN_LIMIT = 64 * 1024
 _ACCEPT_ENCODINGS = b"accept-encoding: gzip, deflate\r\n"
+# A successful answer: its content type (None: none sent), extra header lines and body buffers.
+_Body = tuple[bytes | None, bytes, list[Any]]
 
 
 def _headers(content_type: bytes | None, length: int, extra: bytes = b"") -> bytes:
@@ -390,34 +389,50 @@ def send_answer(conn: HttpConnection, http_request: Request, answer: Answer) -> 
 def _answer(conn: HttpConnection, http_request: Request, request: Any, plan: OutputPlan,
             config: Any, accept_encoding: str | None, dialect: InferDialect,
             response: Any) -> None:
-    """The infer request's response, on the event loop: encode it and send it. A response with
-    a BYTES output of many elements is encoded on the bulk thread, then sent from the loop."""
-    encode = partial(encode_infer_response, response, request, plan, config)
-    if response.error is None and bulky_bytes(response.outputs):
-        return later(encode, conn.loop, lambda encoded: _send_encoded(
-            conn, http_request, request, accept_encoding, dialect, response, encoded.result))
-    _send_encoded(conn, http_request, request, accept_encoding, dialect, response, encode)
+    """The infer request's response, on the event loop: its body made, then sent. A body that
+    takes long to make (a BYTES output of many elements, a large output in JSON, a large
+    answer to compress: `bulk_decode.is_bulky_answer`) is made on the bulk thread, then sent
+    from the loop."""
+    encoding = accepted_encoding(accept_encoding) if accept_encoding else "identity"
+    body = partial(_answer_body, response, request, plan, config, dialect, encoding)
+    if response.error is None and is_bulky_answer(response.outputs, plan, encoding):
+        return later(body, conn.loop, lambda made: _send_encoded(
+            conn, http_request, request, dialect, response, made.result))
+    _send_encoded(conn, http_request, request, dialect, response, body)
+
+
+def _answer_body(response: Any, request: Any, plan: OutputPlan, config: Any,
+                 dialect: InferDialect, encoding: str) -> _Body:
+    """A successful response's content type, extra header lines and body buffers (not
+    joined), compressed as the client's Accept-Encoding chose."""
+    header, blobs = encode_infer_response(response, request, plan, config)
+    extra = b""
+    if blobs:
+        content_type, extra = dialect.binary(len(header))
+    else:
+        content_type = dialect.json
+    if encoding != "identity":
+        extra += b"content-encoding: " + encoding.encode() + b"\r\n"
+        return content_type, extra, [compress([header, *blobs], encoding)]
+    return content_type, extra, [header, *blobs]
 
 
 def _send_encoded(conn: HttpConnection, http_request: Request, request: Any,
-                  accept_encoding: str | None, dialect: InferDialect, response: Any,
-                  encoded: Callable[[], tuple[bytes, list[Any]]]) -> None:
-    """Send the answer `encoded()` gives, on the event loop; the request's shared-memory
+                  dialect: InferDialect, response: Any, body: Callable[[], _Body]) -> None:
+    """Send the answer `body()` gives, on the event loop; the request's shared-memory
     regions are let go once it has (its outputs are written into them meanwhile)."""
     try:
         trace = request.trace
         if trace is None:
-            return _answer_untraced(conn, http_request, accept_encoding, dialect, response,
-                                    encoded)
+            return _answer_untraced(conn, http_request, dialect, response, body)
         with trace.sending("HTTP_SEND"):
-            _answer_untraced(conn, http_request, accept_encoding, dialect, response, encoded)
+            _answer_untraced(conn, http_request, dialect, response, body)
     finally:
         end_region_use(request)
 
 
-def _answer_untraced(conn: HttpConnection, http_request: Request, accept_encoding: str | None,
-                     dialect: InferDialect, response: Any,
-                     encoded: Callable[[], tuple[bytes, list[Any]]]) -> None:
+def _answer_untraced(conn: HttpConnection, http_request: Request, dialect: InferDialect,
+                     response: Any, body: Callable[[], _Body]) -> None:
     try:
         error = response.error
         if error is not None:
@@ -425,38 +440,26 @@ def _answer_untraced(conn: HttpConnection, http_request: Request, accept_encodin
             if dialect.failure_status is not None:
                 status = dialect.failure_status(error)
             return _reply_error(conn, status, error.message)
-        _send_response(conn, encoded, accept_encoding, dialect)
+        _send_response(conn, body)
     except ConnectionError:
         pass
     except Exception as exc:
         _internal_error(conn, http_request, exc)
 
 
-def _send_response(conn: HttpConnection, encoded: Callable[[], tuple[bytes, list[Any]]],
-                   accept_encoding: str | None, dialect: InferDialect) -> None:
+def _send_response(conn: HttpConnection, body: Callable[[], _Body]) -> None:
     try:
-        header, blobs = encoded()
+        content_type, extra, parts = body()
     except TritonError as exc:
         return _reply_error(conn, exc.http_status, exc.message, _TEXT)
-
-    extra = b""
-    if blobs:
-        content_type, extra = dialect.binary(len(header))
-    else:
-        content_type = dialect.json
-    if accept_encoding:
-        encoding = accepted_encoding(accept_encoding)
-        if encoding != "identity":
-            payload = compress(b"".join([header, *blobs]), encoding)
-            extra += b"content-encoding: " + encoding.encode() + b"\r\n"
-            return _reply(conn, 200, payload, content_type, extra)
-    if not blobs:
-        return _reply(conn, 200, header, content_type, extra)
-    total = len(header) + sum(len(b) for b in blobs)
-    if total <= _JOIN_LIMIT:
-        return _reply(conn, 200, b"".join([header, *blobs]), content_type, extra)
+    total = sum(len(part) for part in parts)
+    headers = _headers(content_type, total, extra)
+    if len(parts) == 1:
+        return conn.respond(200, headers, parts[0])
+    if total <= JOIN_LIMIT:
+        return conn.respond(200, headers, b"".join(parts))
     # Large tensors go out as they are, after the header: no joined copy.
-    conn.respond(200, _headers(content_type, total, extra), parts=[header, *blobs])
+    conn.respond(200, headers, parts=parts)
 
 
 class HttpFrontend(HttpEndpoint):
