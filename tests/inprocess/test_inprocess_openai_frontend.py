@@ -12,6 +12,10 @@ and `return_num_*_tokens` (2.69+). It reads text and token counts straight from 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 import tritonserver
 
 # Where Triton's package defines each class it exports (its __init__ imports them from there).
@@ -33,4 +37,23 @@ def test_the_api_classes_are_reachable_by_tritons_module_paths():
     for module, names in TRITON_MODULE_PATHS.items():
         for name in names:
             assert getattr(getattr(tritonserver._api, module), name) is getattr(tritonserver, name)
+
+
+@pytest.mark.parametrize("cpu_metrics", [True, False])
+def test_server_metrics_carry_the_cpu_families_as_tritons_do(tmp_path: Path, cpu_metrics: bool):
+    server = tritonserver.Server(model_repository=str(tmp_path), cpu_metrics=cpu_metrics,
+                                 gpu_metrics=False).start(wait_until_ready=True)
+    try:
+        text = server.metrics()
+    finally:
+        server.stop()
+    values = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
+              if line.startswith("nv_cpu_")}
+    if not cpu_metrics:
+        assert values == {}
+        return
+    assert set(values) == {"nv_cpu_utilization", "nv_cpu_memory_total_bytes",
+                           "nv_cpu_memory_used_bytes"}
+    assert 0 <= values["nv_cpu_utilization"] <= 1
+    assert 0 < values["nv_cpu_memory_used_bytes"] <= values["nv_cpu_memory_total_bytes"]
 
