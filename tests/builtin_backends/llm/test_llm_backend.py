@@ -328,7 +328,7 @@ def test_a_seed_gives_the_same_sample_whatever_runs_beside_it(server, grpc_clien
 
 @pytest.mark.parametrize("document, message", [
     ({"text_input": "x", "max_tokens": 4, "best_of": 2},
-     "unsupported sampling parameter(s) best_of"),
+     "best_of must be n (1), got 2"),
     ({"text_input": "x", "n": 2}, "n must be 1"),
     ({"text_input": "x", "temperature": -1}, "temperature must be non-negative"),
     ({"text_input": "x", "top_p": 0}, "top_p must be in (0, 1]"),
