@@ -134,3 +134,19 @@ def test_best_of_other_than_n_is_refused_by_name(llm_server):
     with pytest.raises(tritonserver.InvalidArgumentError, match=r"best_of must be n \(1\), got 2"):
         ask(llm_server, PROMPT, {"best_of": 2, "max_tokens": 2})
 
+
+def test_return_logprobs_switches_the_logprobs_output_as_the_vllm_backend(llm_server):
+    counts = {"return_num_input_tokens": True, "return_num_output_tokens": True}
+    sampling = {"max_tokens": 5, "temperature": 0, "logprobs": 2}
+    (response,) = ask(llm_server, PROMPT, sampling, return_logprobs=True, **counts)
+    entries = json.loads(text_of(response.outputs["logprobs"]))
+    assert len(entries) == count_of(response.outputs["num_output_tokens"]) == 5
+    assert count_of(response.outputs["num_input_tokens"]) > 0
+    # The sampled token, then the top 2 by rank (the sampled one among them, greedy).
+    assert all(len(entry) == 2 for entry in entries)
+    # Asked by the switch only: the vLLM backend's null.
+    (response,) = ask(llm_server, PROMPT, {"max_tokens": 2}, return_logprobs=True)
+    assert text_of(response.outputs["logprobs"]) == "null"
+    # Switched off: none, whatever the sampling parameters ask.
+    (response,) = ask(llm_server, PROMPT, sampling, return_logprobs=False)
+    assert "logprobs" not in response.outputs

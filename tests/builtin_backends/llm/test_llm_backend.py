@@ -123,7 +123,7 @@ def test_a_config_naming_only_the_backend_is_completed_as_the_vllm_backends(serv
     inputs = {i["name"]: (i["data_type"], i["dims"], i.get("optional", False))
               for i in config["input"]}
     assert inputs["text_input"] == ("TYPE_STRING", [1], False)
-    for name in ("stream", "exclude_input_in_output", "return_finish_reason"):
+    for name in ("stream", "exclude_input_in_output", "return_finish_reason", "return_logprobs"):
         assert inputs[name] == ("TYPE_BOOL", [1], True)
     assert inputs["sampling_parameters"] == ("TYPE_STRING", [1], True)
     outputs = {o["name"]: o["data_type"] for o in config["output"]}
