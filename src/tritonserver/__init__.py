@@ -10,6 +10,8 @@ from tritium import __version__ as __version__
 from tritium.inprocess import *  # noqa: F403  (the whole API, by design; __all__ below)
 from tritium.inprocess import __all__
 
+from . import _api as _api  # Triton's module paths (tritonserver._api._response, ...)
+
 # Tracebacks name the errors as Triton's do: tritonserver.InvalidArgumentError.
 for _name in __all__:
     _value = globals()[_name]

@@ -3,13 +3,15 @@
 Counterpart: Triton's Metrics::PollCpuMetrics, which reads /proc/stat and /proc/meminfo once
 every --metrics-interval-ms: utilization is the share of non-idle time between two readings
 (0.0 - 1.0), used memory is MemTotal - MemAvailable. A scrape reads the last figures, as in
-Triton, so scraping costs no file reads.
+Triton, so scraping costs no file reads. The readings run on a thread of their own, as the GPU
+metrics' do, so that the metrics port and the in-process API's `Server.metrics()` (which has no
+event loop) both keep them current.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import threading
 from pathlib import Path
 
 log = logging.getLogger("tritium.metrics")
@@ -41,7 +43,7 @@ def _memory() -> tuple[int, int]:
 
 
 class CpuMetrics:
-    """The latest CPU figures, refreshed every `interval_s` on the running loop."""
+    """The latest CPU figures, refreshed every `interval_s` on a daemon thread."""
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
@@ -49,7 +51,8 @@ class CpuMetrics:
         self.memory_total = 0
         self.memory_used = 0
         self._last: tuple[int, int] | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self.available = _STAT.exists() and _MEMINFO.exists()
 
     def poll(self) -> None:
@@ -67,19 +70,20 @@ class CpuMetrics:
         if self.available:
             log.info("Collecting CPU metrics")
             self.poll()
-            self._schedule()
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="tritium-cpu-metrics",
+                                            daemon=True)
+            self._thread.start()
 
-    def _schedule(self) -> None:
-        self._timer = asyncio.get_running_loop().call_later(self.interval_s, self._tick)
-
-    def _tick(self) -> None:
-        self.poll()
-        self._schedule()
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.poll()
 
     def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop.set()
+            thread.join()
 
 
 __all__ = ["CpuMetrics"]

@@ -7,8 +7,8 @@ picks a free port; the bound addresses come back. `stop()` stops them before the
 requests in flight finish first, as `tritium serve` does.
 
 This module is the API's one dependency on `tritium.frontend` (the frontends themselves, the
-Prometheus families and GPU poller behind `Server.metrics()`, the statistics extension's JSON
-form).
+Prometheus families and the GPU and CPU pollers behind `Server.metrics()`, the statistics
+extension's JSON form).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ..frontend.cpu_metrics import CpuMetrics
 from ..frontend.extensions.header_forward import HeaderPattern
 from ..frontend.extensions.statistics_api import statistics_json
 from ..frontend.gpu_metrics import GpuMetrics
@@ -123,13 +124,32 @@ def cli_frontends(server: InferenceServer, args: argparse.Namespace) -> list[tup
             for frontend in build_frontends(server, args)]
 
 
-def metrics_text(server: InferenceServer, gpu: GpuMetrics | None, pinned_pool_bytes: int) -> str:
-    """The Prometheus text the metrics port would serve (Triton's metric names and types, the
-    GPU figures `gpu` last read; the CPU families are the metrics port's own)."""
-    return ServerMetrics(server, gpu=gpu, pinned_pool_bytes=pinned_pool_bytes).text().decode(
-        "utf-8")
+class PolledMetrics:
+    """What `Server.metrics()` serves: Triton's metric families, with the GPU and CPU figures
+    polled every metrics interval while the server runs (each only when its option is on), as
+    Triton's metrics thread polls them for the in-process API too."""
+
+    def __init__(self, server: InferenceServer, interval_s: float, gpu: bool, cpu: bool,
+                 pinned_pool_bytes: int) -> None:
+        self._gpu = GpuMetrics(server.gpus.devices, interval_s) if gpu else None
+        self._cpu = CpuMetrics(interval_s) if cpu else None
+        self._metrics = ServerMetrics(server, cpu=self._cpu, gpu=self._gpu,
+                                      pinned_pool_bytes=pinned_pool_bytes)
+
+    def start(self) -> None:
+        for poller in (self._gpu, self._cpu):
+            if poller is not None:
+                poller.start()
+
+    def stop(self) -> None:
+        for poller in (self._gpu, self._cpu):
+            if poller is not None:
+                poller.stop()
+
+    def text(self) -> str:
+        """The Prometheus text the metrics port would serve."""
+        return self._metrics.text().decode("utf-8")
 
 
-
-__all__ = ["FrontendAddresses", "Frontends", "GpuMetrics", "HeaderPattern", "cli_frontends",
-           "metrics_text", "statistics_json"]
+__all__ = ["FrontendAddresses", "Frontends", "HeaderPattern", "PolledMetrics", "cli_frontends",
+           "statistics_json"]

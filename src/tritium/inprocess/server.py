@@ -34,7 +34,7 @@ from .enums import (
     RateLimitMode,
 )
 from .errors import InternalError, InvalidArgumentError, UnavailableError, api_error
-from .frontends import FrontendAddresses, Frontends, GpuMetrics, HeaderPattern, metrics_text
+from .frontends import FrontendAddresses, Frontends, HeaderPattern, PolledMetrics
 from .model import Model
 
 log = logging.getLogger("tritium.inprocess")
@@ -203,8 +203,8 @@ class Server:
         self._frontends: list[Frontends] = []
         self._log_handler: logging.Handler | None = None
         self._log_level: int | None = None
-        # The GPU figures behind metrics(), polled while started (gpu_metrics).
-        self._gpu_metrics: GpuMetrics | None = None
+        # What metrics() serves, its GPU and CPU figures polled while started.
+        self._metrics: PolledMetrics | None = None
 
     # -- life ----------------------------------------------------------------------------------
 
@@ -234,9 +234,12 @@ class Server:
             raise api_error(exc) from None
         self._core = core
         log_tables(core, log)
-        if self.options.metrics and self.options.gpu_metrics:
-            self._gpu_metrics = GpuMetrics(core.gpus.devices, self.options.metrics_interval / 1000)
-            self._gpu_metrics.start()
+        if self.options.metrics:
+            self._metrics = PolledMetrics(
+                core, self.options.metrics_interval / 1000, gpu=self.options.gpu_metrics,
+                cpu=self.options.cpu_metrics,
+                pinned_pool_bytes=self.options.pinned_memory_pool_size)
+            self._metrics.start()
         started = time.monotonic()
         while wait_until_ready and not self.ready():
             if timeout is not None and time.monotonic() - started >= timeout:
@@ -252,9 +255,9 @@ class Server:
         running, self._frontends = self._frontends, []
         for frontends in running:
             frontends.stop(float(self.options.exit_timeout))
-        gpu_metrics, self._gpu_metrics = self._gpu_metrics, None
-        if gpu_metrics is not None:
-            gpu_metrics.stop()
+        metrics, self._metrics = self._metrics, None
+        if metrics is not None:
+            metrics.stop()
         self._core = None
         try:
             core.shutdown()
@@ -318,12 +321,12 @@ class Server:
         return self._started().metadata()
 
     def metrics(self, metric_format: MetricFormat = MetricFormat.PROMETHEUS) -> str:
-        core = self._started()
-        if not self.options.metrics:
+        self._started()
+        if self._metrics is None:
             raise UnavailableError("metrics not enabled")
         if metric_format != MetricFormat.PROMETHEUS:
             raise InvalidArgumentError(f"unsupported metric format {metric_format}")
-        return metrics_text(core, self._gpu_metrics, self.options.pinned_memory_pool_size)
+        return self._metrics.text()
 
     # -- models ------------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ def test_a_config_naming_only_the_backend_is_completed_as_the_vllm_backends(serv
     inputs = {i["name"]: (i["data_type"], i["dims"], i.get("optional", False))
               for i in config["input"]}
     assert inputs["text_input"] == ("TYPE_STRING", [1], False)
-    for name in ("stream", "exclude_input_in_output", "return_finish_reason"):
+    for name in ("stream", "exclude_input_in_output", "return_finish_reason", "return_logprobs"):
         assert inputs[name] == ("TYPE_BOOL", [1], True)
     assert inputs["sampling_parameters"] == ("TYPE_STRING", [1], True)
     outputs = {o["name"]: o["data_type"] for o in config["output"]}
@@ -329,7 +329,7 @@ def test_a_seed_gives_the_same_sample_whatever_runs_beside_it(server, grpc_clien
 
 @pytest.mark.parametrize("document, message", [
     ({"text_input": "x", "max_tokens": 4, "best_of": 2},
-     "unsupported sampling parameter(s) best_of"),
+     "best_of must be n (1), got 2"),
     ({"text_input": "x", "n": 2}, "n must be 1"),
     ({"text_input": "x", "temperature": -1}, "temperature must be non-negative"),
     ({"text_input": "x", "top_p": 0}, "top_p must be in (0, 1]"),

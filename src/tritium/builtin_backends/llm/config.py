@@ -24,6 +24,7 @@ _INPUTS = [
     ("sampling_parameters", mc.TYPE_STRING, [1], True),
     ("exclude_input_in_output", mc.TYPE_BOOL, [1], True),
     ("return_finish_reason", mc.TYPE_BOOL, [1], True),
+    ("return_logprobs", mc.TYPE_BOOL, [1], True),
     ("return_num_input_tokens", mc.TYPE_BOOL, [1], True),
     ("return_num_output_tokens", mc.TYPE_BOOL, [1], True),
     ("apply_chat_template", mc.TYPE_BOOL, [1], True),

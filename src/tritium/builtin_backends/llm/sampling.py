@@ -11,7 +11,8 @@ The sampler follows vLLM's order: logit_bias, the penalties and a structured out
 rows take the argmax of those; the others are divided by their temperature, cut by min_p, then
 top-k and top-p, and drawn. Logprobs (logprobs.py) are
 always those of the raw logits, as vLLM's default. Keys this engine does not implement are
-refused by name rather than silently ignored.
+refused by name rather than silently ignored; `best_of` is taken when it equals `n` (clients of
+vLLM's V0 engine send it: Triton's OpenAI frontend 2.52 sends `best_of: 1`).
 """
 
 from __future__ import annotations
@@ -166,11 +167,18 @@ def parse_sampling_parameters(source: str | dict[str, Any]) -> SamplingParams:
         values = source
     params = SamplingParams()
     unknown = []
+    best_of = None
     for key, value in values.items():
         if value is None:
             continue
-        if key in _FIELDS:
+        if key == "logprobs" and isinstance(value, bool):
+            # OpenAI chat's flag, which Triton's OpenAI frontend (2.52) passes on as it is:
+            # false asks for none, true for the sampled token's own (as vLLM's server reads it).
+            params.logprobs = 0 if value else None
+        elif key in _FIELDS:
             setattr(params, key, _convert(key, value, _FIELDS[key]))
+        elif key == "best_of":
+            best_of = _convert(key, value, int)
         elif key == "stop":
             params.stop = _strings(key, value)
         elif key == "stop_token_ids":
@@ -182,12 +190,17 @@ def parse_sampling_parameters(source: str | dict[str, Any]) -> SamplingParams:
         else:
             unknown.append(key)
     if unknown:
-        supported = ", ".join(sorted([*_FIELDS, "stop", "stop_token_ids", "logit_bias",
-                                      *GUIDED_KEYS]))
+        supported = ", ".join(sorted([*_FIELDS, "best_of", "stop", "stop_token_ids",
+                                      "logit_bias", *GUIDED_KEYS]))
         raise TritonError.invalid_arg(
             f"unsupported sampling parameter(s) {', '.join(sorted(unknown))}; the llm backend "
             f"supports {supported}"
         )
+    if best_of is not None and best_of != params.n:
+        # vLLM's V0 engine sampled best_of sequences and answered the n best; V1 dropped it.
+        raise TritonError.invalid_arg(
+            f"best_of must be n ({params.n}), got {best_of}: the llm backend answers every "
+            "sequence it samples")
     params.validate()
     return params
 

@@ -12,7 +12,9 @@ with a CANCELLED error, as the vLLM backend's does.
 
 Logprobs asked for in the sampling parameters (`logprobs`, `prompt_logprobs`) come back in the
 `logprobs` output (the tokens of this response's text) and `prompt_logprobs` (the first
-response), as JSON in vLLM's shape (logprobs.py).
+response), as JSON in vLLM's shape (logprobs.py). The vLLM backend's `return_logprobs` switch,
+when sent, says whether the `logprobs` output comes at all (`null` when the sampling parameters
+asked for none), as there.
 
 Inputs beyond the vLLM backend's, so that a frontend (the OpenAI one) needs no tokenizer of
 its own: `apply_chat_template` (BOOL) says `text_input` holds chat messages as JSON
@@ -69,6 +71,9 @@ class InferTask:
         # vLLM's backend: the prompt comes first in the text unless excluded or streaming.
         self.prepend_input = not exclude if exclude is not None else not self.stream
         self.returns = {name: bool(flag(request, name, False)) for name in RETURN_SWITCHES}
+        # The vLLM backend's switch of the `logprobs` output; without it, the output comes
+        # whenever the sampling parameters ask for logprobs.
+        self.return_logprobs = flag(request, "return_logprobs", None)
         self.params: SamplingParams = _sampling_parameters(request)
         self.prompt_text, self.prompt = prompt_tokens(checkpoint, request,
                                                       limit=checkpoint.max_model_len)
@@ -125,11 +130,9 @@ class InferTask:
             count = total - self._sent_tokens if self.stream else total
             self._sent_tokens = total
             outputs.append(_uint32("num_output_tokens", count))
-        if self.params.logprobs is not None:
-            # This response's tokens (all of them in a final, non-streamed one).
-            sent = self._sent_logprobs if self.stream else 0
-            self._sent_logprobs = len(sequence.logprobs)
-            outputs.append(self._logprobs("logprobs", sequence.logprobs[sent:]))
+        asked = self.params.logprobs is not None
+        if asked if self.return_logprobs is None else self.return_logprobs:
+            outputs.append(self._new_logprobs(sequence) if asked else _bytes("logprobs", b"null"))
         if self.params.prompt_logprobs is not None and not self._sent_prompt_logprobs:
             self._sent_prompt_logprobs = True  # once, with the first response
             outputs.append(self._logprobs("prompt_logprobs", sequence.prompt_logprobs))
@@ -137,6 +140,12 @@ class InferTask:
             outputs = [t for t in outputs if t.name in self._wanted]
         return InferenceResponse(outputs=outputs)
 
+
+    def _new_logprobs(self, sequence: Sequence) -> Tensor:
+        """This response's tokens' logprobs (all of them in a final, non-streamed one)."""
+        sent = self._sent_logprobs if self.stream else 0
+        self._sent_logprobs = len(sequence.logprobs)
+        return self._logprobs("logprobs", sequence.logprobs[sent:])
 
     def _logprobs(self, name: str, entries: list[Any]) -> Tensor:
         skip = self.params.skip_special_tokens
