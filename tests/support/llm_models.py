@@ -113,7 +113,8 @@ def build_model(folder: Path, family: str = "llama", seed: int = 0, dtype: str =
 
 def llm_repository(root: Path, models: dict[str, dict], weights: dict[str, Path]) -> Path:
     """A model repository of llm-backend models: {name: {"family": ..., "engine": {...model.json},
-    "config": extra config.pbtxt text}}; weights are symlinked from `weights[family]`."""
+    "config": extra config.pbtxt text, "backend": the name config.pbtxt gives (llm)}}; weights
+    are symlinked from `weights[family]`."""
     for name, spec in models.items():
         version = root / name / "1"
         version.mkdir(parents=True, exist_ok=True)
@@ -121,5 +122,6 @@ def llm_repository(root: Path, models: dict[str, dict], weights: dict[str, Path]
             (version / item.name).symlink_to(item)
         if "engine" in spec:
             (version / "model.json").write_text(json.dumps(spec["engine"]))
-        (root / name / "config.pbtxt").write_text('backend: "llm"\n' + spec.get("config", ""))
+        (root / name / "config.pbtxt").write_text(
+            f'backend: "{spec.get("backend", "llm")}"\n' + spec.get("config", ""))
     return root

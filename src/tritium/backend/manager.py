@@ -9,7 +9,9 @@ Search order, as docs/design.md lays out:
    points; `DIR/<name>/model.py` is a Python-based backend run by the `python` backend;
    `DIR/<name>/libtriton_<name>.so` is a compiled Triton backend (see `native/`).
 2. Installed packages registering an entry point named `<name>` in group `tritium.backends`.
-3. The built-in backends, `tritium.builtin_backends.<name>`.
+3. The built-in backends, `tritium.builtin_backends.<name>`; for `vllm` (Triton's vLLM backend,
+   when neither of the above has it) the built-in `llm` backend, which takes the same model
+   repositories (`model.json`, the same tensors) and engine settings, without vLLM.
 
 A model whose configuration says `runtime: "model.py"` asks for the Python-based form of its
 backend whatever else the backend has (Triton's GetBackendLibraryProperties): `DIR/<name>/model.py`,
@@ -39,6 +41,10 @@ log = logging.getLogger("tritium.backend")
 
 ENTRY_POINT_GROUP = "tritium.backends"
 BUILTIN_PACKAGE = "tritium.builtin_backends"
+# Backends Triton users name that a built-in backend serves when none of that name is found:
+# Triton's vLLM backend is a Python-based backend over the vllm library; Tritium's llm backend
+# serves the same repositories without either.
+STAND_INS = {"vllm": "llm"}
 # The `runtime` that names a Python-based backend (Triton's kPythonFilename).
 PYTHON_RUNTIME = "model.py"
 # Where a built-in backend keeps its Python-based runtime, inside its package.
@@ -223,6 +229,11 @@ class BackendManager:
         module = _import_builtin(name)
         if module is not None:
             return module, None, f"built-in {module.__name__}"
+        stand_in = _import_builtin(STAND_INS.get(name, ""))
+        if stand_in is not None:
+            log.info("backend '%s' is in no --backend-directory and no entry point: its models "
+                     "are served by the built-in '%s' backend", name, STAND_INS[name])
+            return stand_in, None, f"built-in {stand_in.__name__} (standing in for '{name}')"
         searched = ", ".join(str(d) for d in self._directories) or "no --backend-directory"
         raise TritonError.invalid_arg(
             f"unable to find backend library for backend '{name}', try specifying runtime on "

@@ -31,6 +31,12 @@ MODELS = {
     "mistral": {"family": "mistral"},
     "gpt2": {"family": "gpt2", "engine": {"dtype": "float32"}},
     "llama_one": {"family": "llama", "engine": {"max_num_seqs": 1}},
+    # A Triton vLLM-backend repository as its users write it: no vLLM backend in any
+    # --backend-directory, so the llm backend serves it.
+    "as_vllm": {"family": "llama", "backend": "vllm",
+                "config": "instance_group [{ count: 1, kind: KIND_MODEL }]\n",
+                "engine": {"model": ".", "disable_log_requests": True,
+                           "gpu_memory_utilization": 0.5, "enforce_eager": True}},
 }
 BAD_MODELS = {
     "bad_setting": {"family": "llama", "engine": {"max_num_seqs": 2, "beam_width": 4}},
@@ -211,6 +217,17 @@ def test_generate_and_generate_stream(server, references):
                                                "max_tokens": 12, "temperature": 0}, stream=True)
     assert status == 200 and len(events) > 1
     assert "".join(e["text_output"] for e in events) == expected
+
+
+def test_a_vllm_backend_repository_is_served_without_vllm(server, references):
+    expected, _ = references["llama"].greedy_text(PROMPTS[0], 8)
+    status, body = generate(server, "as_vllm", {
+        "text_input": PROMPTS[0], "exclude_input_in_output": True,
+        "sampling_parameters": json.dumps({"max_tokens": 8, "temperature": 0})})
+    assert (status, body["text_output"]) == (200, expected)
+    config = httpclient.InferenceServerClient(server.http_url).get_model_config("as_vllm")
+    assert config["backend"] == "vllm"
+    assert any("served by the built-in 'llm' backend" in m for m in server.log_messages())
 
 
 # -- the engine's limits ---------------------------------------------------------------------------
