@@ -48,6 +48,7 @@ EXCLUDED = {
     "aiperf": "NVIDIA's LLM benchmark client, installed in an environment of its own",
     "genai-perf": "NVIDIA's LLM benchmark client; drives perf_analyzer (above)",
     "guidellm": "the vLLM project's LLM benchmark client, in an environment of its own",
+    "lm-eval": "EleutherAI's evaluation harness, in an environment of its own",
     "tools/gpu-wheels.sh": "downloads wheels for the GPU machine",
     "tools/gpu-check.sh": "needs a CUDA GPU",
 }

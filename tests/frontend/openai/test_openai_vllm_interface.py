@@ -92,6 +92,16 @@ def test_a_completion_plain_and_streamed(client: openai.OpenAI) -> None:
         " four", " three", " two"]
 
 
+def test_several_prompts_are_a_request_each(client: openai.OpenAI) -> None:
+    answer = client.completions.create(model="backwards", prompt=["one two", "three four five"],
+                                       max_tokens=2, n=2)
+    assert [(c.index, c.text) for c in answer.choices] == [
+        (0, " two one"), (1, " two one"), (2, " five four"), (3, " five four")]
+    with pytest.raises(openai.BadRequestError, match="takes no token-id prompts .it has no "
+                                                     "'prompt_token_ids' input"):
+        client.completions.create(model="backwards", prompt=[[5, 6], [7]])
+
+
 def test_what_the_model_cannot_do_is_a_clear_400(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError, match="no --openai-tokenizer"):
         client.chat.completions.create(model="backwards",

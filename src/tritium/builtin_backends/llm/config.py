@@ -3,13 +3,13 @@
 A `config.pbtxt` holding only `backend: "llm"` is enough: the backend adds the inputs and
 outputs it serves (those of Triton's vLLM backend: text_input, stream, sampling_parameters,
 exclude_input_in_output, the return_* switches; text_output, finish_reason, num_input_tokens,
-num_output_tokens), plus its own optional apply_chat_template, check_max_tokens,
-prompt_options, tokenize and detokenize inputs and logprobs, prompt_logprobs, token_ids and
-token_strs outputs, sets the decoupled transaction policy (responses stream as tokens come) and
-max_batch_size 0 (the engine batches, not Triton). Once the checkpoint is open, the parameter
-`max_model_len` says the longest sequence served (the OpenAI frontend's /v1/models and
-/tokenize report it, as vLLM's do). With auto-complete off, the configuration must already be
-decoupled.
+num_output_tokens), plus its own optional apply_chat_template, check_max_tokens, prompt_options,
+prompt_token_ids, tokenize and detokenize inputs and logprobs, prompt_logprobs, prompt_text,
+token_ids and token_strs outputs, sets the decoupled transaction policy (responses stream as
+tokens come) and max_batch_size 0 (the engine batches, not Triton). Once the checkpoint is open,
+the parameter `max_model_len` says the longest sequence served (the OpenAI frontend's /v1/models
+and /tokenize report it, as vLLM's do). With auto-complete off, the configuration must already
+be decoupled.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ _INPUTS = [
     ("apply_chat_template", mc.TYPE_BOOL, [1], True),
     ("check_max_tokens", mc.TYPE_BOOL, [1], True),
     ("prompt_options", mc.TYPE_STRING, [1], True),
+    ("prompt_token_ids", mc.TYPE_INT64, [-1], True),
     ("tokenize", mc.TYPE_BOOL, [1], True),
     ("detokenize", mc.TYPE_BOOL, [1], True),
 ]
@@ -40,6 +41,7 @@ _OUTPUTS = [
     ("num_output_tokens", mc.TYPE_UINT32, [-1]),
     ("logprobs", mc.TYPE_STRING, [-1]),
     ("prompt_logprobs", mc.TYPE_STRING, [-1]),
+    ("prompt_text", mc.TYPE_STRING, [-1]),
     ("token_ids", mc.TYPE_INT64, [-1]),
     ("token_strs", mc.TYPE_STRING, [-1]),
 ]

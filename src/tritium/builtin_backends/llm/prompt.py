@@ -1,13 +1,17 @@
 """The prompt a request gives the model, and the tokenizer's own answers (tokenize, detokenize).
 
 `text_input` is a prompt, or, with `apply_chat_template`, chat messages as JSON rendered with
-the model's chat template. The optional `prompt_options` input (JSON, the names and defaults of
-vLLM's request fields) says how: `add_special_tokens` (default true for a prompt, false after
-the chat template, which writes the model's special tokens itself), `add_generation_prompt`
-(default true, false with `continue_final_message`), `continue_final_message` (the last message
-left open for the model to go on with), `chat_template_kwargs` (the template's own variables)
-and `tools` (the template's tool list). A chat template sent with the request is refused, as
-vLLM refuses one unless started with --trust-request-chat-template: the model's own renders.
+the model's chat template. A prompt may come as token ids instead, in the optional
+`prompt_token_ids` input (INT64, `text_input` then empty): taken as they are, special tokens
+included, as vLLM's OpenAI server takes a token-id prompt; an id outside the model's vocabulary
+is refused in vLLM's words, and the prompt's text (what an echo shows) is their decoding. The
+optional `prompt_options` input (JSON, the names and defaults of vLLM's request fields) says
+how: `add_special_tokens` (default true for a prompt, false after the chat template, which
+writes the model's special tokens itself), `add_generation_prompt` (default true, false with
+`continue_final_message`), `continue_final_message` (the last message left open for the model to
+go on with), `chat_template_kwargs` (the template's own variables) and `tools` (the template's
+tool list). A chat template sent with the request is refused, as vLLM refuses one unless started
+with --trust-request-chat-template: the model's own renders.
 
 Two inputs make a request a question for the tokenizer, answered at once with one final
 response and no engine step (what vLLM's `/tokenize` and `/detokenize` answer; the OpenAI
@@ -28,7 +32,7 @@ import numpy as np
 
 from tritium.backend import RESPONSE_COMPLETE_FINAL, InferenceResponse, Request, Tensor, TritonError
 
-from .request_inputs import flag, string, text_input
+from .request_inputs import flag, string, text_input, token_ids
 
 if TYPE_CHECKING:
     from .runner import Checkpoint
@@ -90,13 +94,16 @@ def read_options(request: Request) -> PromptOptions:
 
 def prompt_tokens(checkpoint: Checkpoint, request: Request,
                   limit: int | None = None) -> tuple[str, list[int]]:
-    """The request's prompt text (rendered, for chat messages) and its token ids. With a
-    `limit` (max_model_len), a prompt of `limit` tokens or more, which leaves no room for
-    output, is refused; one that cannot have fewer is refused before it is tokenized whole
-    (`_refuse_past`)."""
+    """The request's prompt text (rendered, for chat messages; decoded, for token ids) and its
+    token ids. With a `limit` (max_model_len), a prompt of `limit` tokens or more, which leaves
+    no room for output, is refused; one that cannot have fewer is refused before it is
+    tokenized whole (`_refuse_past`)."""
     options = read_options(request)
     text = text_input(request)
     chat = bool(flag(request, "apply_chat_template", False))
+    ids = token_ids(request, "prompt_token_ids")
+    if ids is not None:
+        return _token_prompt(checkpoint, ids, text, chat, limit)
     if chat:
         text = _render_chat(checkpoint, text, options)
     special = options.add_special_tokens
@@ -107,6 +114,29 @@ def prompt_tokens(checkpoint: Checkpoint, request: Request,
     if limit is not None and len(tokens) >= limit:
         raise _too_long(limit, f"{len(tokens)} input tokens")
     return text, tokens
+
+
+def _token_prompt(checkpoint: Checkpoint, ids: list[int], text: str, chat: bool,
+                  limit: int | None) -> tuple[str, list[int]]:
+    """A prompt given as token ids, checked as vLLM's engine checks one (an empty one, an id
+    past the vocabulary: the embedding has no row for it), with its decoded text."""
+    if text:
+        raise TritonError.invalid_arg(
+            "give the prompt in text_input or in prompt_token_ids, not both: with "
+            "prompt_token_ids, text_input must be empty")
+    if chat:
+        raise TritonError.invalid_arg(
+            "apply_chat_template renders chat messages given in text_input, not token ids")
+    if not ids:
+        raise TritonError.invalid_arg("The decoder prompt cannot be empty")
+    if limit is not None and len(ids) >= limit:
+        raise _too_long(limit, f"{len(ids)} input tokens")
+    vocab = checkpoint.config.get_text_config(decoder=True).vocab_size
+    high, low = max(ids), min(ids)
+    if high >= vocab or low < 0:
+        raise TritonError.invalid_arg(
+            f"Token id {high if high >= vocab else low} is out of vocabulary")
+    return str(checkpoint.tokenizer.decode(ids)), ids
 
 
 def _tokenize(checkpoint: Checkpoint, text: str, special: bool) -> list[int]:

@@ -1,4 +1,5 @@
-"""Reading one-element inputs of a request (the vLLM backend's scalars: flags, JSON, text).
+"""Reading the inputs of a request: the vLLM backend's one-element scalars (flags, JSON, text)
+and the llm backend's own list of token ids.
 
 Triton's vLLM backend reads each of its inputs as a single value; so do the llm backend's task
 (task.py) and prompt (prompt.py) readers, with one INVALID_ARG wording for a tensor of another
@@ -49,3 +50,12 @@ def text_input(request: Request) -> str:
     if text is None:
         raise TritonError.invalid_arg("input 'text_input' is missing")
     return text
+
+
+def token_ids(request: Request, name: str) -> list[int] | None:
+    """The input's elements as token ids (an INT64 tensor of any shape, read flat), or None
+    when the request leaves the input out."""
+    tensor = request.input(name)
+    if tensor is None:
+        return None
+    return [int(value) for value in np.asarray(tensor.data).reshape(-1)]

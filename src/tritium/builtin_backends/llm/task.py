@@ -20,6 +20,9 @@ Inputs beyond the vLLM backend's, so that a frontend (the OpenAI one) needs no t
 its own: `apply_chat_template` (BOOL) says `text_input` holds chat messages as JSON
 ([{"role": ..., "content": ...}, ...]) to render with the tokenizer's chat template, and
 `prompt_options` how (prompt.py, which also answers `tokenize` and `detokenize` requests);
+`prompt_token_ids` (INT64) gives the prompt as token ids, and the first response then carries
+their text in `prompt_text` (a client that sent text has it; one that sent ids needs it to echo
+the prompt, as vLLM's OpenAI server echoes a token-id prompt);
 `check_max_tokens` (BOOL) makes a `max_tokens` past the room the prompt leaves in
 `max_model_len` an INVALID_ARG with vLLM's OpenAI server's message, where the vLLM backend
 would stop at the limit with finish_reason `length`.
@@ -88,6 +91,7 @@ class InferTask:
         self._sent_tokens = 0
         self._sent_logprobs = 0
         self._sent_prompt_logprobs = False
+        self._send_prompt_text = request.input("prompt_token_ids") is not None
         self._wanted = set(request.requested_output_names)
 
     @property
@@ -136,6 +140,9 @@ class InferTask:
         if self.params.prompt_logprobs is not None and not self._sent_prompt_logprobs:
             self._sent_prompt_logprobs = True  # once, with the first response
             outputs.append(self._logprobs("prompt_logprobs", sequence.prompt_logprobs))
+        if self._send_prompt_text:  # once, with the first response
+            self._send_prompt_text = False
+            outputs.append(_bytes("prompt_text", self.prompt_text.encode("utf-8")))
         if self._wanted:
             outputs = [t for t in outputs if t.name in self._wanted]
         return InferenceResponse(outputs=outputs)

@@ -12,7 +12,8 @@ HTTP restrictions and its `{"error": "..."}` bodies. The models offered are the 
 with the text-generation interface of Triton's vLLM backend (a `text_input` input and a
 `text_output` output: the llm backend's, Triton's vLLM backend's, a Python model's of that
 shape), as Triton's OpenAI frontend offers vLLM and TensorRT-LLM models; a request becomes
-one InferenceRequest per choice (`n`) through `InferenceServer` (never the backend itself;
+one InferenceRequest per choice (`n` for each of its prompts) through `InferenceServer` (never
+the backend itself;
 chat messages for a model that takes none are rendered first with `--openai-tokenizer`),
 carrying those of the optional inputs the model declares, and their decoupled responses become
 one JSON answer or server-sent events ending with `data: [DONE]`, each chunk naming its
@@ -26,7 +27,7 @@ import json
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from ...errors import TritonError
 from ...request import InferenceResponse
@@ -227,13 +228,18 @@ class OpenAiApp:
             raise OpenAiError(400, f"the model `{generation.model}` takes no prompt options "
                               f"({names}: it has no 'prompt_options' input)",
                               param=next(iter(generation.prompt_options)))
+        if generation.token_prompts and "prompt_token_ids" not in inputs:
+            raise OpenAiError(400, f"the model `{generation.model}` takes no token-id prompts "
+                              "(it has no 'prompt_token_ids' input, which models on the llm "
+                              "backend have): send the prompt as text", param="prompt")
         if generation.chat and "apply_chat_template" not in inputs:
             if self.chat_template is None:
                 raise OpenAiError(
                     400, f"the model `{generation.model}` takes no chat messages (it has no "
                     "'apply_chat_template' input) and the server has no --openai-tokenizer "
                     "to render them: send its prompt to /v1/completions", param="messages")
-            generation.text = self.chat_template.render(json.loads(generation.text))
+            messages = cast(str, generation.prompts[0])  # chat: one prompt, messages as JSON
+            generation.prompts = [self.chat_template.render(json.loads(messages))]
         if generation.top_logprobs is not None and "logprobs" not in outputs:
             raise OpenAiError(400, f"the model `{generation.model}` does not return logprobs "
                               "(it has no 'logprobs' output)", param="logprobs")
@@ -269,10 +275,14 @@ class _Pending:
 
 
 class _Choice:
-    """One choice's text, finish reason, token count and logprobs so far."""
+    """One choice's prompt, text, finish reason, token count and logprobs so far."""
 
     def __init__(self, index: int, generation: Generation) -> None:
         self.index = index
+        self.prompt = index // generation.n  # which of the request's prompts
+        prompt = generation.prompts[self.prompt]
+        # What an echo shows: a token-id prompt's text comes from the model (`prompt_text`).
+        self.prompt_text = prompt if isinstance(prompt, str) else ""
         self.text: list[str] = []
         self.finish_reason: str | None = None
         self.completion_tokens = 0
@@ -293,9 +303,10 @@ class _Answer:
         self.chat = generation.chat
         self.id = new_id("chatcmpl" if self.chat else "cmpl")
         self.created = now()
-        self.choices = [_Choice(i, generation) for i in range(generation.n)]
+        self.choices = [_Choice(i, generation)
+                        for i in range(len(generation.prompts) * generation.n)]
         self.requests: list[Any] = []
-        self.prompt_tokens = 0
+        self.prompt_tokens = [0] * len(generation.prompts)  # each prompt's, counted once
         self.failed = False
         self.include_usage = False  # streaming: a last chunk with usage (stream_options)
         self.continuous_usage = False  # streaming: usage on every chunk as well
@@ -331,9 +342,14 @@ class _Answer:
 
     def take(self, choice: _Choice, response: InferenceResponse) -> str:
         values = {t.name: t.data.reshape(-1)[0] for t in response.outputs}
-        delta = values.get("text_output", b"").decode("utf-8")
+        # With echo and max_tokens 0 the one token generated is counted, not shown (vLLM).
+        delta = "" if self.generation.echo_only else \
+            values.get("text_output", b"").decode("utf-8")
         choice.text.append(delta)
-        self.prompt_tokens = int(values.get("num_input_tokens", self.prompt_tokens))
+        if "prompt_text" in values:
+            choice.prompt_text = values["prompt_text"].decode("utf-8")
+        self.prompt_tokens[choice.prompt] = int(values.get("num_input_tokens",
+                                                           self.prompt_tokens[choice.prompt]))
         choice.completion_tokens += int(values.get("num_output_tokens", 0))
         reason = values.get("finish_reason", b"None").decode()
         if reason != "None":
@@ -366,7 +382,7 @@ class _Answer:
             return {"index": choice.index, "message": message, "logprobs": logprobs,
                     "finish_reason": choice.finish_reason}
         if self.generation.echo:
-            text = self.generation.text + text
+            text = choice.prompt_text + text
         return {"index": choice.index, "text": text, "logprobs": logprobs,
                 "finish_reason": choice.finish_reason}
 
@@ -377,7 +393,7 @@ class _Answer:
                 "choices": choices}
 
     def usage(self) -> dict[str, int]:
-        return usage(self.prompt_tokens, sum(c.completion_tokens for c in self.choices))
+        return usage(sum(self.prompt_tokens), sum(c.completion_tokens for c in self.choices))
 
     def finish(self) -> None:
         document = self.document([self.choice(c) for c in self.choices], False)
@@ -413,11 +429,12 @@ class _StreamAnswer(_Answer):
                                    "delta": {"role": "assistant", "content": ""},
                                    "logprobs": None, "finish_reason": None}], True)
             if self.continuous_usage:  # before this response's tokens
-                role["usage"] = usage(self.prompt_tokens, self.usage()["completion_tokens"]
+                role["usage"] = usage(sum(self.prompt_tokens),
+                                      self.usage()["completion_tokens"]
                                       - (choice.completion_tokens - tokens))
             self._event(role)
         if first and self.generation.echo:  # the prompt (and its logprobs) first
-            delta = self.generation.text + delta
+            delta = choice.prompt_text + delta
         # A chunk per response that carries tokens, even with no text yet (held back), and
         # the finish reason on the last token's chunk, as vLLM streams: benchmark clients
         # time each token by its chunk.

@@ -2,17 +2,20 @@
 writing OpenAI's responses, stream chunks and error bodies.
 
 What Triton's own OpenAI-compatible frontend (triton-inference-server/server python/openai)
-does, against the core only: a body becomes an InferenceRequest for the model named `model`
-with the vLLM-backend inputs (`text_input`, `stream`, `sampling_parameters`,
+does, against the core only: a body becomes an InferenceRequest for the model named `model` with
+the vLLM-backend inputs (`text_input`, `stream`, `sampling_parameters`,
 `exclude_input_in_output`, `return_finish_reason`, `return_num_*_tokens`); chat messages travel
 as JSON with `apply_chat_template`, so the model's tokenizer renders them with its own chat
-template. `n` choices are n requests (seeded seed, seed + 1, ... as vLLM's n), answered as one;
-`echo` puts the prompt before the text; `logprobs` ask the backend for its `logprobs` and
+template. A completion's `prompt` may be several prompts (a list of strings, or of token-id
+lists) and a prompt may be token ids, as in OpenAI's and vLLM's API: ids go in the llm backend's
+`prompt_token_ids` input. `n` choices of each prompt are n requests (seeded seed, seed + 1, ...
+as vLLM's n), all answered as one, prompt i's choice j at index i * n + j as vLLM numbers them;
+`echo` puts the prompt before the text (with `max_tokens` 0, the prompt alone: vLLM generates
+one token and answers without it); `logprobs` ask the backend for its `logprobs` and
 `prompt_logprobs` outputs (logprobs.py turns them into OpenAI's shapes); `response_format`
 becomes vLLM's `structured_outputs` sampling parameter, which vLLM's extra parameter of that
-name (regex, choice, grammar too) is passed on as. Parameters with no counterpart here
-(tools, suffix, best_of > n, ...) are refused with a 400 naming them rather than silently
-ignored.
+name (regex, choice, grammar too) is passed on as. Parameters with no counterpart here (tools,
+suffix, best_of > n, ...) are refused with a 400 naming them rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ _SAMPLING: dict[str, tuple[type, ...]] = {
     "include_stop_str_in_output": (bool,), "skip_special_tokens": (bool,),
 }
 _UNLIMITED = 2**31 - 1
+_MAX_INT64 = 2**63 - 1
 _PROMPT_OPTIONS: dict[str, tuple[type, ...]] = {
     "add_special_tokens": (bool,), "add_generation_prompt": (bool,),
     "continue_final_message": (bool,), "chat_template": (str,), "chat_template_kwargs": (dict,)}
@@ -49,8 +53,15 @@ _UNSUPPORTED = ("suffix", "tools", "tool_choice", "functions", "function_call")
 _MAX_BIAS = 100.0
 # OpenAI's bound on n: each choice is a request of its own, queued with everyone else's.
 MAX_N = 128
+# The most choices (prompts x n) one request makes: vLLM's default bound on the prompts of one
+# completion request (VLLM_MAX_COMPLETION_PROMPTS), each a request in the model's queue.
+MAX_CHOICES = 1024
 # A \uD800-\uDFFF escape: what could make a lone surrogate, checked only then.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+# A prompt: its text (for chat, the messages as JSON), or its token ids.
+Prompt = str | list[int]
 
 
 @dataclass
@@ -58,23 +69,29 @@ class Generation:
     """A completion or chat body, read: what to ask the model, and how to answer."""
 
     model: str
-    text: str  # the prompt, or the chat messages as JSON
+    prompts: list[Prompt]  # completions: one or more; chat: one, the messages as JSON
     sampling: dict[str, Any]
     stream: bool
     chat: bool
     n: int = 1
     echo: bool = False
+    echo_only: bool = False  # echo with max_tokens 0: the prompt alone, without the token
     top_logprobs: int | None = None  # logprobs asked for: how many top ones per token
     check_max_tokens: bool = False  # max_tokens was given: past max_model_len is an error
     prompt_options: dict[str, Any] = field(default_factory=dict)  # vLLM's, for the tokenizer
 
+    @property
+    def token_prompts(self) -> bool:
+        return any(isinstance(prompt, list) for prompt in self.prompts)
+
     def requests(self, inputs: Collection[str]) -> list[InferenceRequest]:
-        """One request per choice, with those of its optional inputs the model declares
-        (`inputs`): a seed gives choice i the seed + i, as vLLM's n does."""
+        """One request per choice, prompt by prompt (choice j of prompt i at i * n + j), with
+        those of its optional inputs the model declares (`inputs`): a seed gives choice j the
+        seed + j, as vLLM's n does."""
         seed = self.sampling.get("seed")
-        return [infer_request(self, {**self.sampling, "seed": seed + index}
+        return [infer_request(self, prompt, {**self.sampling, "seed": seed + index}
                               if seed is not None else self.sampling, inputs)
-                for index in range(self.n)]
+                for prompt in self.prompts for index in range(self.n)]
 
 
 class OpenAiError(Exception):
@@ -230,23 +247,66 @@ def _count(document: dict[str, Any], name: str) -> int | None:
 def completion_request(document: dict[str, Any]) -> Generation:
     """/v1/completions."""
     model = read_field(document, "model", (str,), required=True)
-    prompt = document.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        prompt = prompt[0]
-    if not isinstance(prompt, str):
-        raise OpenAiError(400, "'prompt' must be a string (one prompt per request; token id "
-                          "prompts are not supported)", param="prompt")
-    generation = Generation(model, prompt, {}, bool(read_field(document, "stream", (bool,))),
-                            chat=False, echo=bool(read_field(document, "echo", (bool,))))
+    generation = Generation(model, _prompts(document.get("prompt")), {},
+                            bool(read_field(document, "stream", (bool,))), chat=False,
+                            echo=bool(read_field(document, "echo", (bool,))))
     _sampling(document, generation)
+    choices = len(generation.prompts) * generation.n
+    if choices > MAX_CHOICES:
+        raise OpenAiError(400, f"prompt list length {len(generation.prompts)} exceeds the "
+                          f"maximum allowed count of {MAX_CHOICES}." if generation.n == 1 else
+                          f"{len(generation.prompts)} prompts x n = {generation.n} make "
+                          f"{choices} choices, more than the {MAX_CHOICES} one request may "
+                          "ask: send fewer prompts per request", param="prompt")
     generation.prompt_options = prompt_options(document, chat=False)
     generation.sampling.setdefault("max_tokens", 16)  # OpenAI's default for completions
+    if generation.echo and generation.sampling["max_tokens"] == 0:
+        # vLLM: the prompt alone, from a request for one token whose answer is left out.
+        generation.echo_only = True
+        generation.sampling["max_tokens"] = 1
     generation.top_logprobs = _count(document, "logprobs")
     if generation.top_logprobs is not None:
-        generation.sampling["logprobs"] = generation.top_logprobs
+        if not generation.echo_only:
+            generation.sampling["logprobs"] = generation.top_logprobs
         if generation.echo:
             generation.sampling["prompt_logprobs"] = generation.top_logprobs
     return generation
+
+
+def _prompts(prompt: Any) -> list[Prompt]:
+    """The body's `prompt` as a list of prompts: a string, a list of strings, a list of token
+    ids (one prompt) or a list of token-id lists, as OpenAI's API and vLLM's take it."""
+    if prompt is None or prompt == "":
+        raise OpenAiError(400, "Either prompt or prompt_embeds must be provided and non-empty.",
+                          param="prompt")
+    if isinstance(prompt, str):
+        return [prompt]
+    if isinstance(prompt, list) and not prompt:
+        raise OpenAiError(400, "You must pass at least one prompt", param="prompt")
+    if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+        return list(prompt)
+    if isinstance(prompt, list) and all(_token_id(t) for t in prompt):
+        return [_token_ids(prompt)]
+    if isinstance(prompt, list) and all(
+            isinstance(p, list) and all(_token_id(t) for t in p) for p in prompt):
+        return [_token_ids(p) for p in prompt]
+    raise OpenAiError(400, "'prompt' must be a string, a list of strings, a list of token ids "
+                      "or a list of token-id lists", param="prompt")
+
+
+def _token_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _token_ids(ids: list[int]) -> list[int]:
+    """Token ids a request can carry (INT64); the model checks them against its vocabulary."""
+    for token in ids:
+        if token < 0:
+            raise OpenAiError(400, f"token ids in 'prompt' must be non-negative, got {token}",
+                              param="prompt")
+        if token > _MAX_INT64:  # past INT64 is past any vocabulary
+            raise OpenAiError(400, f"Token id {token} is out of vocabulary", param="prompt")
+    return ids
 
 
 def chat_messages(document: dict[str, Any]) -> list[dict[str, str]]:
@@ -305,7 +365,7 @@ def chat_request(document: dict[str, Any]) -> Generation:
     """/v1/chat/completions (the messages travel as JSON)."""
     model = read_field(document, "model", (str,), required=True)
     plain = chat_messages(document)
-    generation = Generation(model, json.dumps(plain), {},
+    generation = Generation(model, [json.dumps(plain)], {},
                             bool(read_field(document, "stream", (bool,))), chat=True)
     _sampling(document, generation, "max_completion_tokens")
     generation.prompt_options = prompt_options(document, chat=True)
@@ -323,18 +383,24 @@ def chat_request(document: dict[str, Any]) -> Generation:
     return generation
 
 
-def infer_request(generation: Generation, sampling: dict[str, Any],
+def infer_request(generation: Generation, prompt: Prompt, sampling: dict[str, Any],
                   inputs: Collection[str]) -> InferenceRequest:
-    """The InferenceRequest a Triton vLLM-backend client would send for one choice; of the
-    optional inputs, those the model declares (`inputs`: Triton's vLLM backend, depending on
-    its version, has no `return_*` switches; only the llm backend reads chat messages)."""
+    """The InferenceRequest a Triton vLLM-backend client would send for one choice of
+    `prompt`; of the optional inputs, those the model declares (`inputs`: Triton's vLLM
+    backend, depending on its version, has no `return_*` switches; only the llm backend reads
+    chat messages and token ids, the caller has checked the model takes them)."""
     request = InferenceRequest(generation.model)
 
     def add(name: str, datatype: str, value: Any) -> None:
         if name in inputs or name == "text_input":
             request.inputs[name] = scalar_input(name, datatype, value)
 
-    add("text_input", "BYTES", generation.text.encode("utf-8"))
+    if isinstance(prompt, list):  # token ids: text_input stays empty
+        add("text_input", "BYTES", b"")
+        request.inputs["prompt_token_ids"] = Tensor(
+            "prompt_token_ids", "INT64", (len(prompt),), np.array(prompt, dtype=np.int64))
+    else:
+        add("text_input", "BYTES", prompt.encode("utf-8"))
     add("stream", "BOOL", generation.stream)
     add("sampling_parameters", "BYTES",
         json.dumps({k: v for k, v in sampling.items() if v is not None}).encode())
