@@ -1,7 +1,8 @@
 """The collector checks of tests/test_heap.py, each run in a fresh interpreter
 (`python heap_checks.py NAME`): a pytest worker's heap holds whatever its other tests imported
 (torch, transformers), and a full collection over it took a minute; a fresh process also starts
-with nothing frozen and the default thresholds."""
+with the default thresholds and with only the interpreter's own objects frozen (none on 3.11 and
+3.13; CPython 3.12 starts with a few hundred in the permanent generation, 375 on 3.12.1)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ import time
 import weakref
 
 from tritium import heap
+
+# What this interpreter froze before Tritium did anything (STARTUP_FROZEN < the count after a
+# settle; the same count after a release without one).
+STARTUP_FROZEN = gc.get_freeze_count()
 
 
 class _Node:
@@ -25,14 +30,14 @@ def release_collects_cycles_that_were_frozen() -> None:
     first.other, second.other = second, first  # a cycle: reference counting never frees it
     alive = weakref.ref(first)
     heap.settle()
-    assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() > STARTUP_FROZEN
     del first, second
     gc.collect()
     assert alive() is not None  # frozen: the collector does not look at it
     heap.release()
     # Collected once releases have paused for heap.QUIET_S, and what is still alive is frozen
     # again (the weak reference is cleared during the collection, before the freeze).
-    _wait_for(lambda: alive() is None and gc.get_freeze_count() > 0)
+    _wait_for(lambda: alive() is None and gc.get_freeze_count() > STARTUP_FROZEN)
 
 
 def releases_in_a_row_cost_one_full_collection() -> None:
@@ -77,9 +82,8 @@ def _wait_for(condition, timeout: float = 30.0) -> None:
 
 
 def release_without_settle_leaves_the_collector_alone() -> None:
-    assert gc.get_freeze_count() == 0
     heap.release()
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == STARTUP_FROZEN
 
 
 def after_settle_cycles_are_still_collected_without_being_asked() -> None:
