@@ -49,8 +49,8 @@ def repository(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=RUNTIMES)
 def server(request, repository):
-    backends, repo, fake = repository
-    env = {"LD_LIBRARY_PATH": str(fake)} if request.param == "stand-in" else None
+    backends, repo, stand_in_env = repository
+    env = stand_in_env if request.param == "stand-in" else None
     with ServerProcess([repo], f"--backend-directory={backends}", env=env) as process:
         process.runtime = request.param
         yield process

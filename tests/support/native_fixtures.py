@@ -4,10 +4,12 @@ Tritium's own API header and libtritonserver.so, exactly as a Triton backend is 
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
+from support import ROOT
 from tritium.backend.native import build
 
 SOURCES = Path(__file__).resolve().parent / "native_backends"
@@ -68,9 +70,18 @@ def compile_program(source: Path, target: Path) -> Path:
 FAKE_CUDART = Path(__file__).resolve().parent / "fake_cudart" / "fake_cudart.cc"
 
 
-def compile_fake_cudart(directory: Path) -> Path:
-    """The stand-in CUDA runtime (fake_cudart/fake_cudart.cc) as `directory/libcudart.so`: a
-    server whose LD_LIBRARY_PATH holds `directory` opens it for GPU memory."""
+def compile_fake_cudart(directory: Path) -> dict[str, str]:
+    """The stand-in CUDA runtime (fake_cudart/fake_cudart.cc) as `directory/libcudart.so`, and
+    the environment of a server that opens it for GPU memory: `directory` on LD_LIBRARY_PATH,
+    and cuda-python's pathfinder hidden. The server tries the runtime pathfinder finds before
+    the loader's search, and where cuda-python is installed (PyPI's CUDA build of torch pulls
+    it) that is NVIDIA's real one, which fails without a GPU."""
+    hidden = directory / "without_pathfinder" / "cuda" / "pathfinder"
+    hidden.mkdir(parents=True, exist_ok=True)
+    # `cuda` is a namespace package: this folder comes first on PYTHONPATH, so its
+    # cuda.pathfinder is the one imported, and the server takes it as not installed.
+    (hidden / "__init__.py").write_text(
+        'raise ImportError("cuda.pathfinder hidden: the stand-in CUDA runtime is tested")\n')
     target = directory / "libcudart.so"
     directory.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
@@ -80,4 +91,5 @@ def compile_fake_cudart(directory: Path) -> Path:
     )
     if result.returncode != 0:
         raise RuntimeError(f"compiling fake_cudart.cc failed:\n{result.stderr}")
-    return directory
+    python_path = [str(ROOT / "src"), str(hidden.parents[1]), os.environ.get("PYTHONPATH", "")]
+    return {"LD_LIBRARY_PATH": str(directory), "PYTHONPATH": os.pathsep.join(python_path)}
