@@ -103,6 +103,10 @@ def test_lenient_bodies_still_read_and_bad_ones_keep_rapidjsons_words():
         (b'{"a":}', "Invalid value. at 5"),
         (b'{"a":1} x', "The document root must not be followed by other values. at 8"),
         (b'{"a"', "Missing a colon after a name of object member. at 4"),
+        # A trailing comma: Python 3.13 has its own words for it, at the comma.
+        (b'[1, ]', "Invalid value. at 4"),
+        (b'{"a":[1,] }', "Invalid value. at 8"),
+        (b'{"a":1 , }', "Missing a name for object member. at 9"),
     ]:
         try:
             load_json(body)

@@ -137,12 +137,26 @@ _RAPIDJSON_MESSAGES = {
 }
 
 
+# Python 3.13 words a comma before `]` or `}` itself, at the comma; rapidjson (and Python up
+# to 3.12) report the value or name missing after it, where the bracket is.
+_TRAILING_COMMA = {
+    "Illegal trailing comma before end of array": "Expecting value",
+    "Illegal trailing comma before end of object":
+        "Expecting property name enclosed in double quotes",
+}
+
+
 def _json_error(exc: json.JSONDecodeError) -> TritonError:
-    message = _RAPIDJSON_MESSAGES.get(exc.msg, exc.msg + ".")
-    if exc.msg == "Expecting value" and not exc.doc.strip(" \t\n\r"):
+    reason, position = exc.msg, exc.pos
+    if reason in _TRAILING_COMMA:
+        reason = _TRAILING_COMMA[reason]
+        after = exc.doc[position + 1:]
+        position += 1 + len(after) - len(after.lstrip(" \t\n\r"))
+    message = _RAPIDJSON_MESSAGES.get(reason, reason + ".")
+    if reason == "Expecting value" and not exc.doc.strip(" \t\n\r"):
         message = "The document is empty."
     return TritonError.invalid_arg(
-        f"failed to parse the request JSON buffer: {message} at {exc.pos}"
+        f"failed to parse the request JSON buffer: {message} at {position}"
     )
 
 
