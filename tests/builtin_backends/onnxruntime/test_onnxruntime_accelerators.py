@@ -112,9 +112,11 @@ def test_gpu_accelerators_are_checked_for_kind_gpu_instances_only(tmp_path: Path
     for name, (_, message) in BAD_GPU_SETTINGS.items():
         assert f"failed to load '{name}' version 1: {message}" in log, name
     # A well-formed TensorRT accelerator gets as far as the missing CUDA provider.
+    # (On failure: what the log says of trt; this failed twice inside full runs on Python 3.12,
+    # never alone, and the server's log is gone by the time one looks.)
     assert ("failed to load 'trt' version 1: Unavailable: instance trt_0_0 of model trt is "
             f"KIND_GPU (device 0) but the installed onnxruntime {onnxruntime.__version__} has "
-            "no CUDAExecutionProvider") in log
+            "no CUDAExecutionProvider") in log, [line for line in log.splitlines() if "trt" in line]
 
 
 def config(text: str) -> mc.ModelConfig:
