@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import signal
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from support import ROOT
 from support.inprocess_models import inprocess_repository

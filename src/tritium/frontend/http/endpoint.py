@@ -110,7 +110,7 @@ class HttpEndpoint:
             connection.shutdown()
         try:
             await asyncio.wait_for(self._drained(), timeout=max(grace, 0.0))
-        except TimeoutError:
+        except asyncio.TimeoutError:
             for connection in list(self.connections):
                 connection.cancel()
         for connection in list(self.connections):
