@@ -7,6 +7,7 @@ stand-in for onnxruntime-gpu) a TensorRT provider that does not start refusing t
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -111,12 +112,14 @@ def test_gpu_accelerators_are_checked_for_kind_gpu_instances_only(tmp_path: Path
         log = server.log()
     for name, (_, message) in BAD_GPU_SETTINGS.items():
         assert f"failed to load '{name}' version 1: {message}" in log, name
-    # A well-formed TensorRT accelerator gets as far as the missing CUDA provider.
-    # (On failure: what the log says of trt; this failed twice inside full runs on Python 3.12,
-    # never alone, and the server's log is gone by the time one looks.)
-    assert ("failed to load 'trt' version 1: Unavailable: instance trt_0_0 of model trt is "
-            f"KIND_GPU (device 0) but the installed onnxruntime {onnxruntime.__version__} has "
-            "no CUDAExecutionProvider") in log, [line for line in log.splitlines() if "trt" in line]
+    # A well-formed TensorRT accelerator gets as far as the missing CUDA provider. The two
+    # instances load side by side and the load error is the first to fail, either of them (the
+    # likeliest cause of this check failing twice in full runs on Python 3.12: not confirmed).
+    version = re.escape(onnxruntime.__version__)
+    assert re.search(
+        r"failed to load 'trt' version 1: Unavailable: instance trt_0_[01] of model trt is "
+        rf"KIND_GPU \(device 0\) but the installed onnxruntime {version} has no "
+        r"CUDAExecutionProvider", log), [line for line in log.splitlines() if "trt" in line]
 
 
 def config(text: str) -> mc.ModelConfig:
