@@ -77,10 +77,9 @@ def _verbose_level(text: str) -> int:
     if lowered in ("true", "false"):
         return int(lowered == "true")
     try:
-        level = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
-    return level
 
 
 _positive_int = number_type(int, "a whole number", zero=False)

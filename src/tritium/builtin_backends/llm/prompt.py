@@ -131,7 +131,7 @@ def _token_prompt(checkpoint: Checkpoint, ids: list[int], text: str, chat: bool,
         raise TritonError.invalid_arg("The decoder prompt cannot be empty")
     if limit is not None and len(ids) >= limit:
         raise _too_long(limit, f"{len(ids)} input tokens")
-    vocab = checkpoint.config.get_text_config(decoder=True).vocab_size
+    vocab = checkpoint.vocab_size
     high, low = max(ids), min(ids)
     if high >= vocab or low < 0:
         raise TritonError.invalid_arg(
@@ -206,7 +206,7 @@ def _detokenize(checkpoint: Checkpoint, text: str) -> str:
             isinstance(t, int) and not isinstance(t, bool) for t in ids):
         raise TritonError.invalid_arg(
             "with detokenize, text_input must be a JSON list of token ids (integers)")
-    vocab = checkpoint.config.get_text_config(decoder=True).vocab_size
+    vocab = checkpoint.vocab_size
     outside = sorted({t for t in ids if not 0 <= t < vocab})
     if outside:
         raise TritonError.invalid_arg(f"token id(s) {outside} are out of vocabulary. "

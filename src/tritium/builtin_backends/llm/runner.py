@@ -72,7 +72,10 @@ class Checkpoint:
         # The most characters one token stands for: its string (with markers such as byte-level
         # BPE's) is at least as long as its text. Bounds the text a prompt can fit (prompt.py).
         self.longest_token = max((len(token) for token in tokenizer.get_vocab()), default=1)
-        self.grammars = Grammars(tokenizer, config.get_text_config(decoder=True).vocab_size)
+        # The model's vocabulary (its embedding's rows): token ids a request gives are checked
+        # against it.
+        self.vocab_size: int = config.get_text_config(decoder=True).vocab_size
+        self.grammars = Grammars(tokenizer, self.vocab_size)
 
     @classmethod
     def open(cls, folder: Path, tokenizer_folder: Path, max_model_len: int | None

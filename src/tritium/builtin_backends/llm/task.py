@@ -147,7 +147,6 @@ class InferTask:
             outputs = [t for t in outputs if t.name in self._wanted]
         return InferenceResponse(outputs=outputs)
 
-
     def _new_logprobs(self, sequence: Sequence) -> Tensor:
         """This response's tokens' logprobs (all of them in a final, non-streamed one)."""
         sent = self._sent_logprobs if self.stream else 0
@@ -174,7 +173,7 @@ def _check_max_tokens(params: SamplingParams, prompt: int, limit: int) -> None:
 
 
 def _check_logit_bias(params: SamplingParams, checkpoint: Checkpoint) -> None:
-    vocab = checkpoint.config.get_text_config(decoder=True).vocab_size
+    vocab = checkpoint.vocab_size
     outside = sorted(t for t in params.logit_bias if not 0 <= t < vocab)
     if outside:
         raise TritonError.invalid_arg(

@@ -19,11 +19,15 @@ def status_message(details: str) -> str:
     encoded = percent_encode(details)
     if len(encoded) <= MAX_STATUS_MESSAGE:
         return encoded
-    kept = details[:MAX_STATUS_MESSAGE]  # each character encodes to a byte at least
-    while len(encoded := percent_encode(kept)) > MAX_STATUS_MESSAGE - 3:
-        # ... and to 12 at most (4 UTF-8 bytes, each as %XX).
-        kept = kept[:len(kept) - max(1, (len(encoded) - MAX_STATUS_MESSAGE + 3) // 12)]
-    return encoded + "..."
+    kept: list[str] = []
+    room = MAX_STATUS_MESSAGE - 3
+    for character in details:  # each encodes to 1 to 12 characters (4 bytes as %XX)
+        piece = percent_encode(character)
+        if len(piece) > room:
+            break
+        kept.append(piece)
+        room -= len(piece)
+    return "".join(kept) + "..."
 
 
 def percent_encode(text: str) -> str:

@@ -42,7 +42,6 @@ def is_bulky(body: bytes, content_encoding: str | None, header_length_text: str 
         or body.find(b"\\u", 0, length) != -1
 
 
-
 def is_bulky_answer(outputs: Sequence[Tensor], plan: OutputPlan, encoding: str) -> bool:
     """Whether making the answer belongs off the loop: an output is BYTES of many elements,
     or is written in JSON and has `LARGE_OUTPUT` elements or more, or the answer is to be

@@ -341,7 +341,8 @@ class HttpConnection(asyncio.Protocol):
                 parts: list[Any] | None = None) -> None:
         """Send the answer to the current request: `headers` are whole header lines
         (b"name: value\r\n" each, content-length included), then `body`, or the buffers in
-        `parts` written after one another without being joined."""
+        `parts` one after the other. Past JOIN_LIMIT bytes they are written as they are,
+        behind the head (a large body is not copied); below it, joined into one write."""
         if not self.busy:
             return
         self.busy = False
@@ -352,14 +353,13 @@ class HttpConnection(asyncio.Protocol):
         if not self._keep_alive:
             headers += b"connection: close\r\n"
         head = STATUS_LINES[status] + headers + b"\r\n"
+        buffers = [body] if parts is None else parts
         if self._head:
             transport.write(head)
-        elif parts is not None:
-            transport.writelines([head, *parts])
-        elif len(body) > JOIN_LIMIT:
-            transport.writelines([head, body])  # a large body is not copied behind its head
+        elif sum(len(buffer) for buffer in buffers) > JOIN_LIMIT:
+            transport.writelines([head, *buffers])
         else:
-            transport.write(head + body)
+            transport.write(b"".join([head, *buffers]))
         self._finished()
 
     def start_stream(self, status: int, headers: bytes) -> None:
@@ -463,4 +463,4 @@ class HttpConnection(asyncio.Protocol):
         self._abort(_INTERNAL_ERROR)
 
 
-__all__ = ["JOIN_LIMIT", "STATUS_LINES", "ConnectionHost", "Handler", "HttpConnection", "Request"]
+__all__ = ["STATUS_LINES", "ConnectionHost", "Handler", "HttpConnection", "Request"]

@@ -27,7 +27,7 @@ from ..extensions.shared_memory import end_region_use
 from ..loop_bridge import final_on_loop
 from .bulk_decode import is_bulky, is_bulky_answer
 from .compression import accepted_encoding, compress, decompress
-from .connection import JOIN_LIMIT, HttpConnection, Request
+from .connection import HttpConnection, Request
 from .endpoint import HttpEndpoint
 from .extension_routes import MODEL_KINDS, PATHS, ExtensionRoutes, MethodNotAllowed
 from .generate import handle_generate
@@ -453,13 +453,8 @@ def _send_response(conn: HttpConnection, body: Callable[[], _Body]) -> None:
     except TritonError as exc:
         return _reply_error(conn, exc.http_status, exc.message, _TEXT)
     total = sum(len(part) for part in parts)
-    headers = _headers(content_type, total, extra)
-    if len(parts) == 1:
-        return conn.respond(200, headers, parts[0])
-    if total <= JOIN_LIMIT:
-        return conn.respond(200, headers, b"".join(parts))
-    # Large tensors go out as they are, after the header: no joined copy.
-    conn.respond(200, headers, parts=parts)
+    # Large tensors go out as they are, after the header: no joined copy (`respond`).
+    conn.respond(200, _headers(content_type, total, extra), parts=parts)
 
 
 class HttpFrontend(HttpEndpoint):
